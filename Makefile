@@ -1,0 +1,103 @@
+# Thin wrapper behind the README's commands; CMake does the real work. Every target can be run
+# again at any time: dependencies are installed only when missing, CMake rebuilds what changed,
+# and the local ClickHouse is reused when it is already running.
+#
+#   make run    install what is missing, build, start the local ClickHouse, run chgate against it
+#   make test   the same, with warnings as errors, then every test (ctest)
+
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+
+BUILD_DIR ?= build
+ASAN_BUILD_DIR ?= build-asan
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= 2
+CMAKE_ARGS ?=
+CTEST_ARGS ?=
+CLANG_FORMAT ?= clang-format
+QUERY ?= SELECT version(), uptime()
+
+# The local ClickHouse (deploy/clickhouse/clickhousectl.sh reads the same variables).
+CHGATE_CH_TCP_PORT ?= 29000
+CHGATE_CH_HTTP_PORT ?= 28123
+export CHGATE_CH_TCP_PORT CHGATE_CH_HTTP_PORT
+
+DEPS := $(ROOT)/deploy/install-deps.sh
+CTL := $(ROOT)/deploy/clickhouse/clickhousectl.sh
+
+TEST_ENV := CHGATE_CLICKHOUSE=127.0.0.1:$(CHGATE_CH_TCP_PORT) \
+	CHGATE_CLICKHOUSE_HTTP=127.0.0.1:$(CHGATE_CH_HTTP_PORT) \
+	CHGATE_REQUIRE_CLICKHOUSE=1 \
+	CHGATE_CLICKHOUSE_CTL=$(CTL)
+
+ASAN_ENV := ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1} \
+	UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+# $(call cmake_build,<build dir>,<extra cmake args>): configure (Ninja for a new build dir; an
+# existing one keeps its generator and cached options) and build.
+define cmake_build
+	cmake -S $(ROOT) -B $(1) $(if $(wildcard $(1)/CMakeCache.txt),,-G Ninja) \
+		-DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(2) $(CMAKE_ARGS)
+	cmake --build $(1) --parallel $(JOBS)
+endef
+
+.DEFAULT_GOAL := help
+# Steps run in the order written even under `make -j`.
+.NOTPARALLEL:
+.PHONY: help deps build run test test-asan clickhouse-start clickhouse-stop clickhouse-status \
+	format format-check clean
+
+help:
+	@echo "make run                install deps, build, start the local ClickHouse, run chgate"
+	@echo "                        (QUERY='...' picks the query; default: $(QUERY))"
+	@echo "make test               install deps, build with -Werror, run every test"
+	@echo "make test-asan          the same under ASan+UBSan, in $(ASAN_BUILD_DIR)/"
+	@echo "make build              configure and build in $(BUILD_DIR)/"
+	@echo "make deps               install missing Debian packages"
+	@echo "make clickhouse-start   start the local ClickHouse (127.0.0.1:$(CHGATE_CH_TCP_PORT))"
+	@echo "make clickhouse-stop    stop it"
+	@echo "make clickhouse-status  is it running?"
+	@echo "make format             clang-format every tracked .h/.cc file"
+	@echo "make format-check       fail if a tracked .h/.cc file is not formatted"
+	@echo "make clean              remove $(BUILD_DIR)/ and $(ASAN_BUILD_DIR)/"
+
+deps:
+	$(DEPS)
+
+build:
+	$(call cmake_build,$(BUILD_DIR),)
+
+run:
+	$(DEPS)
+	$(call cmake_build,$(BUILD_DIR),)
+	$(CTL) start
+	$(BUILD_DIR)/server/chgate --endpoints=127.0.0.1:$(CHGATE_CH_TCP_PORT) --query="$(QUERY)"
+
+test:
+	$(DEPS)
+	$(call cmake_build,$(BUILD_DIR),-DCHGATE_WERROR=ON)
+	$(CTL) start
+	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure $(CTEST_ARGS)
+
+test-asan:
+	$(DEPS)
+	$(call cmake_build,$(ASAN_BUILD_DIR),-DCHGATE_SANITIZE=ON -DCHGATE_WERROR=ON -DCHGATE_BENCH=OFF)
+	$(CTL) start
+	$(TEST_ENV) $(ASAN_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure $(CTEST_ARGS)
+
+clickhouse-start:
+	$(CTL) start
+
+clickhouse-stop:
+	$(CTL) stop
+
+clickhouse-status:
+	$(CTL) status
+
+format:
+	cd $(ROOT) && git ls-files -z -- '*.h' '*.cc' | xargs -0 -r $(CLANG_FORMAT) -i
+
+format-check:
+	cd $(ROOT) && git ls-files -z -- '*.h' '*.cc' | xargs -0 -r $(CLANG_FORMAT) --dry-run --Werror
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR)

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages chgate needs to build, test and run against a local
+# ClickHouse, skipping what is already installed. Safe to run again: with nothing missing it
+# touches nothing (no apt-get update) and prints "all dependencies present".
+#
+# Installing clickhouse-server must not leave the packaged system service running (the project
+# uses its own server, see deploy/clickhouse/clickhousectl.sh): service starts are denied during
+# the install, and a service that the install started anyway is stopped again.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git
+  clang clang-format libclang-rt-14-dev valgrind
+  # libraries
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  prometheus-cpp-dev libabsl-dev libasio-dev liblz4-dev libzstd-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # local ClickHouse for integration tests
+  clickhouse-server clickhouse-client
+  # independent gRPC client for end-to-end checks
+  python3 python3-grpcio python3-grpc-tools grpc-proto
+  # tools the scripts use
+  curl procps
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+  [[ $status == installed ]] || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all dependencies present"
+  exit 0
+fi
+echo "install-deps: missing: ${missing[*]}"
+
+SUDO=()
+if ((EUID != 0)); then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+  else
+    echo "install-deps: error: not root and no sudo; as root run:" >&2
+    echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+# Processes of the packaged ClickHouse service: its unit and init script both pass
+# --config=/etc/clickhouse-server/config.xml. The project's own server (clickhousectl.sh) runs the
+# same binary with another config, so matching the binary name, as `service clickhouse-server
+# status/stop` do, would also see (and kill) that one.
+packaged_pids() {
+  local dir cmdline
+  for dir in /proc/[0-9]*; do
+    cmdline=$(tr '\0' ' ' <"$dir/cmdline" 2>/dev/null) || continue
+    if [[ $cmdline == *clickhouse-server*" --config=/etc/clickhouse-server/config.xml "* ]]; then
+      echo "${dir#/proc/}"
+    fi
+  done
+}
+systemd_running() {
+  [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1
+}
+unit_active() {
+  systemd_running && systemctl is-active --quiet clickhouse-server.service 2>/dev/null
+}
+
+unit_was_active=false
+unit_active && unit_was_active=true
+pids_before=" $(packaged_pids | tr '\n' ' ') "
+
+# Deny service starts while packages are configured (invoke-rc.d and deb-systemd-invoke obey
+# policy-rc.d). Only our own file is created and removed; an existing one is left as it is.
+POLICY=/usr/sbin/policy-rc.d
+created_policy=false
+cleanup() {
+  if $created_policy; then
+    "${SUDO[@]}" rm -f "$POLICY"
+  fi
+}
+trap cleanup EXIT
+if [[ ! -e $POLICY ]]; then
+  printf '#!/bin/sh\n# Temporary, from chgate deploy/install-deps.sh: deny service starts.\nexit 101\n' |
+    "${SUDO[@]}" tee "$POLICY" >/dev/null
+  "${SUDO[@]}" chmod 755 "$POLICY"
+  created_policy=true
+fi
+
+APT=("${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600)
+"${APT[@]}" update
+"${APT[@]}" install -y --no-install-recommends "${missing[@]}"
+
+cleanup
+created_policy=false
+
+# Stop what the install started (and only that).
+if ! $unit_was_active && unit_active; then
+  echo "install-deps: stopping the clickhouse-server system service the install started"
+  "${SUDO[@]}" systemctl stop clickhouse-server.service
+fi
+new_pids=()
+for pid in $(packaged_pids); do
+  [[ $pids_before == *" $pid "* ]] || new_pids+=("$pid")
+done
+if ((${#new_pids[@]} > 0)); then
+  echo "install-deps: stopping clickhouse-server started by the install (pid ${new_pids[*]})"
+  "${SUDO[@]}" kill -TERM "${new_pids[@]}" 2>/dev/null || true
+  for _ in $(seq 1 300); do
+    alive=false
+    for pid in "${new_pids[@]}"; do
+      if [[ -d /proc/$pid ]] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null; then
+        alive=true
+      fi
+    done
+    $alive || break
+    sleep 0.1
+  done
+fi
+
+echo "install-deps: installed ${missing[*]}"

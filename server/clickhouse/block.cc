@@ -1,0 +1,105 @@
+#include "server/clickhouse/block.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/factory.h"
+#include "server/clickhouse/protocol/revision.h"
+#include "server/common/status_macros.h"
+
+namespace chgate::clickhouse {
+
+absl::Status Block::Validate() const {
+  for (const NamedColumn& c : columns_) {
+    if (c.column->Size() != rows()) {
+      return absl::InvalidArgumentError(absl::StrCat("column ", c.name, " has ", c.column->Size(),
+                                                     " rows, expected ", rows()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+size_t Block::ByteSize() const {
+  size_t n = 0;
+  for (const NamedColumn& c : columns_) n += c.column->ByteSize();
+  return n;
+}
+
+absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block) {
+  block->Clear();
+  if (revision >= revision::kBlockInfo) {
+    while (true) {
+      uint64_t field = 0;
+      RETURN_IF_ERROR(in.ReadVarUInt(&field));
+      if (field == 0) break;
+      if (field == 1) {
+        uint8_t v = 0;
+        RETURN_IF_ERROR(in.ReadFixed(&v));
+        block->info_.is_overflows = v != 0;
+      } else if (field == 2) {
+        RETURN_IF_ERROR(in.ReadFixed(&block->info_.bucket_num));
+      } else {
+        return absl::DataLossError(absl::StrCat("unknown block info field ", field));
+      }
+    }
+  }
+  uint64_t columns = 0, rows = 0;
+  RETURN_IF_ERROR(in.ReadVarUInt(&columns));
+  RETURN_IF_ERROR(in.ReadVarUInt(&rows));
+  if (columns > kMaxBlockColumns || rows > kMaxBlockRows) {
+    return absl::DataLossError(
+        absl::StrCat("implausible block of ", columns, " columns and ", rows, " rows"));
+  }
+  block->rows_ = static_cast<size_t>(rows);
+  std::string name, type;
+  for (uint64_t i = 0; i < columns; ++i) {
+    RETURN_IF_ERROR(in.ReadString(&name, 1 << 20));
+    RETURN_IF_ERROR(in.ReadString(&type, 1 << 20));
+    if (revision >= revision::kCustomSerialization) {
+      uint8_t has_custom = 0;
+      RETURN_IF_ERROR(in.ReadFixed(&has_custom));
+      if (has_custom != 0) {
+        return absl::UnimplementedError(absl::StrCat(
+            "column ", name, " (", type,
+            ") uses a custom serialization (e.g. sparse), which this client does not read"));
+      }
+    }
+    auto column = CreateColumn(type);
+    if (!column.ok()) {
+      return absl::Status(column.status().code(),
+                          absl::StrCat("column ", name, ": ", column.status().message()));
+    }
+    if (rows > 0) {
+      RETURN_IF_ERROR((*column)->LoadPrefix(in));
+      absl::Status loaded = (*column)->LoadBody(in, static_cast<size_t>(rows));
+      if (!loaded.ok()) {
+        return absl::Status(loaded.code(), absl::StrCat("column ", name, " (", type,
+                                                        "): ", loaded.message()));
+      }
+    }
+    block->AddColumn(name, *std::move(column));
+  }
+  return absl::OkStatus();
+}
+
+void WriteBlock(const Block& block, uint64_t revision, GatherWriter& out) {
+  if (revision >= revision::kBlockInfo) {
+    out.WriteVarUInt(1);
+    out.WriteFixed<uint8_t>(block.info().is_overflows ? 1 : 0);
+    out.WriteVarUInt(2);
+    out.WriteFixed<int32_t>(block.info().bucket_num);
+    out.WriteVarUInt(0);
+  }
+  const size_t rows = block.rows();
+  out.WriteVarUInt(block.column_count());
+  out.WriteVarUInt(rows);
+  for (const NamedColumn& c : block.columns()) {
+    out.WriteString(c.name);
+    out.WriteString(c.column->type_name());
+    if (revision >= revision::kCustomSerialization) out.WriteFixed<uint8_t>(0);
+    if (rows > 0) {
+      c.column->SavePrefix(out);
+      c.column->SaveBody(out);
+    }
+  }
+}
+
+}  // namespace chgate::clickhouse

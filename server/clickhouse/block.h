@@ -1,0 +1,71 @@
+// A Block: named columns of equal length plus BlockInfo, and its Native encoding (the body of a
+// Data/Totals/Extremes packet). Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/clickhouse/columns/column.h"
+#include "server/clickhouse/wire/buffer.h"
+#include "server/clickhouse/wire/gather.h"
+
+namespace chgate::clickhouse {
+
+struct BlockInfo {
+  bool is_overflows = false;
+  int32_t bucket_num = -1;
+};
+
+struct NamedColumn {
+  std::string name;
+  ColumnPtr column;
+};
+
+class Block {
+ public:
+  Block() = default;
+
+  void AddColumn(std::string name, ColumnPtr column) {
+    columns_.push_back({std::move(name), std::move(column)});
+  }
+  size_t column_count() const { return columns_.size(); }
+  const NamedColumn& column(size_t i) const { return columns_[i]; }
+  NamedColumn& column(size_t i) { return columns_[i]; }
+  const std::vector<NamedColumn>& columns() const { return columns_; }
+  // Rows of the first column (0 without columns).
+  size_t rows() const { return columns_.empty() ? rows_ : columns_[0].column->Size(); }
+  bool empty() const { return rows() == 0; }
+  BlockInfo& info() { return info_; }
+  const BlockInfo& info() const { return info_; }
+  void Clear() {
+    columns_.clear();
+    rows_ = 0;
+    info_ = {};
+  }
+  // Returns InvalidArgument unless every column has the same number of rows.
+  absl::Status Validate() const;
+  // Bytes the column values occupy.
+  size_t ByteSize() const;
+
+ private:
+  friend absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block);
+  std::vector<NamedColumn> columns_;
+  size_t rows_ = 0;  // only for blocks without columns
+  BlockInfo info_;
+};
+
+// Limits that protect the reader from corrupt or hostile input.
+inline constexpr uint64_t kMaxBlockColumns = 1 << 20;
+inline constexpr uint64_t kMaxBlockRows = uint64_t{1} << 40;
+
+// Replaces `block` with the block body read from `in`, decoded at protocol `revision`.
+// Errors: DataLoss (corrupt data), OutOfRange (truncated), InvalidArgument/Unimplemented (a type
+// this client cannot read, or a column with custom serialization), plus source errors.
+absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block);
+
+// Appends the block body to `out`; column data is referenced, not copied.
+void WriteBlock(const Block& block, uint64_t revision, GatherWriter& out);
+
+}  // namespace chgate::clickhouse

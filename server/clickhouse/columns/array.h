@@ -1,0 +1,45 @@
+// ColumnArray: cumulative end offsets (UInt64, one per row) followed by the nested column holding
+// every element of every row. Map(K, V) has the same layout with a Tuple(K, V) nested column and
+// is printed as `{k:v,...}`.
+#pragma once
+
+#include <cstring>
+
+#include "server/clickhouse/columns/column.h"
+
+namespace chgate::clickhouse {
+
+class ColumnArray final : public Column {
+ public:
+  ColumnArray(std::string type_name, TypeAst type, ColumnPtr nested, bool is_map = false);
+
+  const ColumnPtr& nested() const { return nested_; }
+  bool is_map() const { return is_map_; }
+  uint64_t Offset(size_t row) const {
+    uint64_t v;
+    std::memcpy(&v, offsets_.data() + row * 8, 8);
+    return v;
+  }
+  uint64_t RowBegin(size_t row) const { return row == 0 ? 0 : Offset(row - 1); }
+  // Closes the current row after its elements were appended to nested().
+  void FinishRow() { offsets_.AppendFixed<uint64_t>(nested_->Size()); }
+  const ByteBuffer& offsets() const { return offsets_; }
+
+  size_t Size() const override { return offsets_.size() / 8; }
+  void Clear() override;
+  void AppendDefault() override { FinishRow(); }
+  ColumnPtr CloneEmpty() const override;
+  size_t ByteSize() const override { return offsets_.size() + nested_->ByteSize(); }
+  absl::Status LoadPrefix(ReadBuffer& in) override { return nested_->LoadPrefix(in); }
+  absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
+  void SavePrefix(GatherWriter& out) const override { nested_->SavePrefix(out); }
+  void SaveBody(GatherWriter& out) const override;
+  void FormatValue(size_t row, bool nested, std::string* out) const override;
+
+ private:
+  ByteBuffer offsets_;
+  ColumnPtr nested_;
+  bool is_map_;
+};
+
+}  // namespace chgate::clickhouse

@@ -1,0 +1,70 @@
+// A column of one ClickHouse type: owns its values in the native wire layout so that encoding is
+// a reference to its memory (see GatherWriter) and decoding is a bulk read. One subclass per
+// layout family; CreateColumn (factory.h) builds the right one from a type name.
+//
+// Serialization follows ClickHouse's Native format: all state prefixes of a (nested) column are
+// written before any bulk data (SavePrefix/LoadPrefix, recursive), then the bodies.
+// Columns are not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "server/clickhouse/types/type_ast.h"
+#include "server/clickhouse/wire/buffer.h"
+#include "server/clickhouse/wire/gather.h"
+
+namespace chgate::clickhouse {
+
+class Column;
+using ColumnPtr = std::shared_ptr<Column>;
+
+class Column {
+ public:
+  virtual ~Column() = default;
+
+  // The type's canonical text (e.g. `Nullable(DateTime('UTC'))`) and its parsed form.
+  const std::string& type_name() const { return type_name_; }
+  const TypeAst& type() const { return type_; }
+
+  virtual size_t Size() const = 0;
+  // Removes every row, keeping capacity.
+  virtual void Clear() = 0;
+  // Appends the type's default value (0, '', [], NULL for Nullable...).
+  virtual void AppendDefault() = 0;
+  // A new empty column of the same type.
+  virtual ColumnPtr CloneEmpty() const = 0;
+  // Bytes of memory the values occupy (for budgets and metrics).
+  virtual size_t ByteSize() const = 0;
+
+  // Serialization-state prefix (LowCardinality's version word), recursive.
+  virtual absl::Status LoadPrefix(ReadBuffer& in) {
+    (void)in;
+    return absl::OkStatus();
+  }
+  // Reads `rows` rows of body and appends them.
+  virtual absl::Status LoadBody(ReadBuffer& in, size_t rows) = 0;
+  virtual void SavePrefix(GatherWriter& out) const { (void)out; }
+  virtual void SaveBody(GatherWriter& out) const = 0;
+
+  // Appends row `row` as ClickHouse prints it in TabSeparated output. `nested` is true inside
+  // arrays, tuples and maps, where strings, dates and enums are quoted.
+  virtual void FormatValue(size_t row, bool nested, std::string* out) const = 0;
+
+ protected:
+  Column(std::string type_name, TypeAst type)
+      : type_name_(std::move(type_name)), type_(std::move(type)) {}
+
+ private:
+  std::string type_name_;
+  TypeAst type_;
+};
+
+// Escapes `s` for TabSeparated output (backslash escapes for \t \n \\ and control bytes).
+void AppendTsvEscaped(std::string_view s, std::string* out);
+
+}  // namespace chgate::clickhouse

@@ -1,0 +1,106 @@
+// ColumnFixed: every type whose values have one fixed width on the wire: integers (8-256 bit),
+// floats, Bool, Date, Date32, DateTime, DateTime64, Decimal32-256, UUID, IPv4, IPv6, Enum8/16,
+// FixedString(N) and Nothing. Values live in one contiguous buffer in wire layout, so SaveBody is
+// a single reference to it and LoadBody a bulk copy.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "server/clickhouse/columns/column.h"
+#include "server/common/status_macros.h"
+
+namespace chgate::clickhouse {
+
+enum class FixedKind {
+  kUInt,
+  kInt,
+  kFloat,
+  kBool,
+  kDate,
+  kDate32,
+  kDateTime,
+  kDateTime64,
+  kDecimal,
+  kUuid,
+  kIpv4,
+  kIpv6,
+  kEnum,
+  kFixedString,
+  kNothing,
+};
+
+// Type parameters that only some kinds use.
+struct FixedParams {
+  int scale = 0;                                       // Decimal scale, DateTime64 precision
+  int precision = 0;                                   // Decimal precision
+  absl::TimeZone time_zone = absl::UTCTimeZone();      // DateTime, DateTime64
+  std::vector<std::pair<std::string, int64_t>> enum_values;  // Enum8/16, in type order
+};
+
+class ColumnFixed final : public Column {
+ public:
+  ColumnFixed(std::string type_name, TypeAst type, FixedKind kind, size_t width,
+              FixedParams params = {});
+
+  FixedKind kind() const { return kind_; }
+  size_t width() const { return width_; }
+  const FixedParams& params() const { return params_; }
+
+  const char* data() const { return values_.data(); }
+  ByteBuffer& values() { return values_; }
+  const ByteBuffer& values() const { return values_; }
+
+  // Typed access; sizeof(T) must equal width().
+  template <typename T>
+  T Get(size_t row) const {
+    CHGATE_CHECK(sizeof(T) == width_);
+    T v;
+    std::memcpy(&v, values_.data() + row * sizeof(T), sizeof(T));
+    return v;
+  }
+  template <typename T>
+  void Append(T v) {
+    CHGATE_CHECK(sizeof(T) == width_);
+    values_.AppendFixed(v);
+  }
+  // Appends one value given as exactly width() raw bytes.
+  void AppendRaw(const void* p) { values_.Append(p, width_); }
+  const char* RawAt(size_t row) const { return values_.data() + row * width_; }
+
+  // Enum helpers: the value for a name / the name for a value.
+  const std::string* EnumName(int64_t value) const;
+  bool EnumValue(std::string_view name, int64_t* value) const;
+
+  size_t Size() const override { return values_.size() / width_; }
+  void Clear() override { values_.clear(); }
+  void AppendDefault() override;
+  ColumnPtr CloneEmpty() const override;
+  size_t ByteSize() const override { return values_.size(); }
+  absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
+  void SaveBody(GatherWriter& out) const override { out.Reference(values_.data(), values_.size()); }
+  void FormatValue(size_t row, bool nested, std::string* out) const override;
+
+ private:
+  FixedKind kind_;
+  size_t width_;
+  FixedParams params_;
+  ByteBuffer values_;
+};
+
+// Appends `bytes` bytes from `in` to `out`, growing `out` only as data arrives (so a corrupt
+// row count cannot force a huge allocation before the data exists).
+absl::Status ReadBulk(ReadBuffer& in, size_t bytes, ByteBuffer* out);
+
+// Decimal text of a little-endian two's-complement (or unsigned) integer of any width.
+void AppendWideInteger(const char* p, size_t width, bool is_signed, std::string* out);
+// The same with a decimal point `scale` digits from the right (ClickHouse's Decimal text).
+void AppendDecimal(const char* p, size_t width, int scale, std::string* out);
+// Shortest round-trip text of a double, in ClickHouse's notation (`1e100`, `0.000001`, `inf`).
+void AppendFloat(double v, std::string* out);
+void AppendFloat(float v, std::string* out);
+
+}  // namespace chgate::clickhouse

@@ -1,0 +1,179 @@
+#include "server/clickhouse/columns/low_cardinality.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/string.h"
+#include "server/common/status_macros.h"
+
+namespace chgate::clickhouse {
+namespace {
+
+constexpr uint64_t kSharedDictionariesWithAdditionalKeys = 1;
+constexpr uint64_t kNeedGlobalDictionaryBit = uint64_t{1} << 8;
+constexpr uint64_t kHasAdditionalKeysBit = uint64_t{1} << 9;
+constexpr uint64_t kNeedUpdateDictionaryBit = uint64_t{1} << 10;
+
+}  // namespace
+
+ColumnLowCardinality::ColumnLowCardinality(std::string type_name, TypeAst type,
+                                           ColumnPtr dictionary, bool nullable)
+    : Column(std::move(type_name), std::move(type)),
+      dictionary_(std::move(dictionary)),
+      nullable_(nullable) {
+  ResetDictionary();
+}
+
+void ColumnLowCardinality::ResetDictionary() {
+  dictionary_->Clear();
+  lookup_.clear();
+  if (nullable_) dictionary_->AppendDefault();  // key 0: the NULL placeholder
+}
+
+void ColumnLowCardinality::Clear() {
+  indexes_.clear();
+  ResetDictionary();
+}
+
+ColumnPtr ColumnLowCardinality::CloneEmpty() const {
+  return std::make_shared<ColumnLowCardinality>(type_name(), type(), dictionary_->CloneEmpty(),
+                                                nullable_);
+}
+
+void ColumnLowCardinality::AppendNull() {
+  CHGATE_CHECK(nullable_);
+  indexes_.push_back(0);
+}
+
+void ColumnLowCardinality::AppendDefault() {
+  if (nullable_) {
+    AppendNull();
+    return;
+  }
+  dictionary_->AppendDefault();
+  (void)AppendIndexOfLastDictionaryValue();
+}
+
+absl::Status ColumnLowCardinality::AppendIndexOfLastDictionaryValue() {
+  indexes_.push_back(static_cast<uint32_t>(dictionary_->Size() - 1));
+  return absl::OkStatus();
+}
+
+absl::Status ColumnLowCardinality::AppendString(std::string_view value) {
+  auto it = lookup_.find(absl::string_view(value.data(), value.size()));
+  if (it != lookup_.end()) {
+    indexes_.push_back(it->second);
+    return absl::OkStatus();
+  }
+  if (auto* s = dynamic_cast<ColumnString*>(dictionary_.get())) {
+    s->Append(value);
+  } else if (auto* f = dynamic_cast<ColumnFixed*>(dictionary_.get());
+             f != nullptr && f->kind() == FixedKind::kFixedString) {
+    if (value.size() > f->width()) {
+      return absl::InvalidArgumentError(absl::StrCat("value of ", value.size(),
+                                                     " bytes does not fit ", f->type_name()));
+    }
+    char* p = f->values().Prepare(f->width());
+    std::memcpy(p, value.data(), value.size());
+    std::memset(p + value.size(), 0, f->width() - value.size());
+    f->values().Commit(f->width());
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AppendString on ", type_name(), " which is not string-like"));
+  }
+  uint32_t key = static_cast<uint32_t>(dictionary_->Size() - 1);
+  lookup_.emplace(std::string(value), key);
+  indexes_.push_back(key);
+  return absl::OkStatus();
+}
+
+absl::Status ColumnLowCardinality::LoadPrefix(ReadBuffer& in) {
+  uint64_t version = 0;
+  RETURN_IF_ERROR(in.ReadFixed(&version));
+  if (version != kSharedDictionariesWithAdditionalKeys) {
+    return absl::DataLossError(
+        absl::StrCat("unsupported LowCardinality serialization version ", version));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ColumnLowCardinality::LoadBody(ReadBuffer& in, size_t rows) {
+  size_t read = 0;
+  while (read < rows) {
+    uint64_t index_type = 0;
+    RETURN_IF_ERROR(in.ReadFixed(&index_type));
+    if (index_type & kNeedGlobalDictionaryBit) {
+      return absl::UnimplementedError("LowCardinality with a global dictionary is not supported");
+    }
+    if (!(index_type & kHasAdditionalKeysBit)) {
+      return absl::DataLossError("LowCardinality block without additional keys");
+    }
+    const uint64_t width_code = index_type & 0xff;
+    if (width_code > 3) {
+      return absl::DataLossError(absl::StrCat("bad LowCardinality key width code ", width_code));
+    }
+    // Each chunk carries its own additional keys; they are appended to ours and re-based.
+    const uint64_t base = dictionary_->Size();
+    uint64_t n_keys = 0;
+    RETURN_IF_ERROR(in.ReadFixed(&n_keys));
+    if (n_keys > (uint64_t{1} << 32)) {
+      return absl::DataLossError(absl::StrCat("LowCardinality dictionary of ", n_keys, " keys"));
+    }
+    RETURN_IF_ERROR(dictionary_->LoadBody(in, static_cast<size_t>(n_keys)));
+    uint64_t n_rows = 0;
+    RETURN_IF_ERROR(in.ReadFixed(&n_rows));
+    if (n_rows > rows - read) {
+      return absl::DataLossError(
+          absl::StrCat("LowCardinality chunk of ", n_rows, " rows exceeds the block"));
+    }
+    const size_t width = size_t{1} << width_code;
+    const uint64_t dict_size = dictionary_->Size();
+    for (uint64_t i = 0; i < n_rows; ++i) {
+      uint64_t key = 0;
+      RETURN_IF_ERROR(in.Read(&key, width));
+      uint64_t global = key + base;
+      if (global >= dict_size) {
+        return absl::DataLossError(absl::StrCat("LowCardinality index ", key,
+                                                " outside a dictionary of ", dict_size - base));
+      }
+      // Key 0 of each chunk's dictionary is NULL for nullable columns.
+      if (nullable_ && key == 0) global = 0;
+      indexes_.push_back(static_cast<uint32_t>(global));
+    }
+    read += static_cast<size_t>(n_rows);
+  }
+  lookup_.clear();
+  return absl::OkStatus();
+}
+
+void ColumnLowCardinality::SavePrefix(GatherWriter& out) const {
+  out.WriteFixed<uint64_t>(kSharedDictionariesWithAdditionalKeys);
+}
+
+void ColumnLowCardinality::SaveBody(GatherWriter& out) const {
+  const uint64_t keys = dictionary_->Size();
+  uint64_t width_code = keys <= 0x100 ? 0 : keys <= 0x10000 ? 1 : 2;
+  out.WriteFixed<uint64_t>(width_code | kHasAdditionalKeysBit | kNeedUpdateDictionaryBit);
+  out.WriteFixed<uint64_t>(keys);
+  dictionary_->SaveBody(out);
+  out.WriteFixed<uint64_t>(indexes_.size());
+  const size_t width = size_t{1} << width_code;
+  if (width == 4) {
+    out.Reference(indexes_.data(), indexes_.size() * 4);
+    return;
+  }
+  encoded_indexes_.clear();
+  char* p = encoded_indexes_.Prepare(indexes_.size() * width);
+  for (size_t i = 0; i < indexes_.size(); ++i) std::memcpy(p + i * width, &indexes_[i], width);
+  encoded_indexes_.Commit(indexes_.size() * width);
+  out.Reference(encoded_indexes_.data(), encoded_indexes_.size());
+}
+
+void ColumnLowCardinality::FormatValue(size_t row, bool nested, std::string* out) const {
+  if (IsNull(row)) {
+    out->append(nested ? "NULL" : "\\N");
+    return;
+  }
+  dictionary_->FormatValue(indexes_[row], nested, out);
+}
+
+}  // namespace chgate::clickhouse

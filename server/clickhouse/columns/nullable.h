@@ -1,0 +1,37 @@
+// ColumnNullable: a null map (one byte per row, 1 = NULL) followed by the nested column, which
+// holds a default value under every NULL.
+#pragma once
+
+#include "server/clickhouse/columns/column.h"
+
+namespace chgate::clickhouse {
+
+class ColumnNullable final : public Column {
+ public:
+  ColumnNullable(std::string type_name, TypeAst type, ColumnPtr nested);
+
+  const ColumnPtr& nested() const { return nested_; }
+  bool IsNull(size_t row) const { return nulls_.data()[row] != 0; }
+  const ByteBuffer& nulls() const { return nulls_; }
+  // Appends NULL (and a default into the nested column).
+  void AppendNull();
+  // Marks the next row as present; the caller appends its value to nested().
+  void AppendNotNull() { nulls_.PushBack(0); }
+
+  size_t Size() const override { return nulls_.size(); }
+  void Clear() override;
+  void AppendDefault() override { AppendNull(); }
+  ColumnPtr CloneEmpty() const override;
+  size_t ByteSize() const override { return nulls_.size() + nested_->ByteSize(); }
+  absl::Status LoadPrefix(ReadBuffer& in) override { return nested_->LoadPrefix(in); }
+  absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
+  void SavePrefix(GatherWriter& out) const override { nested_->SavePrefix(out); }
+  void SaveBody(GatherWriter& out) const override;
+  void FormatValue(size_t row, bool nested, std::string* out) const override;
+
+ private:
+  ByteBuffer nulls_;
+  ColumnPtr nested_;
+};
+
+}  // namespace chgate::clickhouse

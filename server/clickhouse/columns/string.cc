@@ -1,0 +1,78 @@
+#include "server/clickhouse/columns/string.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/fixed.h"
+#include "server/common/status_macros.h"
+
+namespace chgate::clickhouse {
+
+ColumnString::ColumnString() : Column("String", TypeAst{.name = "String"}) {}
+
+ColumnString::ColumnString(std::string type_name, TypeAst type)
+    : Column(std::move(type_name), std::move(type)) {}
+
+std::string_view ColumnString::At(size_t row) const {
+  size_t begin = row == 0 ? 0 : ends_[row - 1];
+  const char* p = wire_.data() + begin;
+  uint64_t len = 0;
+  int shift = 0;
+  while (true) {
+    uint8_t byte = static_cast<uint8_t>(*p++);
+    len |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+    shift += 7;
+  }
+  return std::string_view(p, static_cast<size_t>(len));
+}
+
+ColumnPtr ColumnString::CloneEmpty() const {
+  return std::make_shared<ColumnString>(type_name(), type());
+}
+
+absl::Status ColumnString::LoadBody(ReadBuffer& in, size_t rows) {
+  ends_.reserve(ends_.size() + std::min<size_t>(rows, 1 << 20));
+  for (size_t i = 0; i < rows; ++i) {
+    uint64_t len = 0;
+    RETURN_IF_ERROR(in.ReadVarUInt(&len));
+    if (len > kMaxStringSize) {
+      return absl::DataLossError(absl::StrCat("String value of ", len, " bytes at offset ",
+                                              in.position(), " exceeds the limit"));
+    }
+    wire_.AppendVarUInt(len);
+    size_t n = static_cast<size_t>(len);
+    if (in.available() >= n) {
+      wire_.Append(in.pos(), n);
+      in.Advance(n);
+    } else {
+      RETURN_IF_ERROR(ReadBulk(in, n, &wire_));
+    }
+    ends_.push_back(wire_.size());
+  }
+  return absl::OkStatus();
+}
+
+void ColumnString::FormatValue(size_t row, bool nested, std::string* out) const {
+  if (nested) {
+    AppendQuoted(At(row), out);
+  } else {
+    AppendTsvEscaped(At(row), out);
+  }
+}
+
+void AppendTsvEscaped(std::string_view s, std::string* out) {
+  for (char c : s) {
+    switch (c) {
+      case '\\': out->append("\\\\"); break;
+      case '\t': out->append("\\t"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\b': out->append("\\b"); break;
+      case '\f': out->append("\\f"); break;
+      case '\0': out->append("\\0"); break;
+      case '\'': out->append("\\'"); break;
+      default: out->push_back(c);
+    }
+  }
+}
+
+}  // namespace chgate::clickhouse

@@ -1,0 +1,44 @@
+// ColumnString: String values kept in wire layout (VarUInt length + bytes, back to back) in one
+// buffer, so small strings are packed while they are appended and SaveBody is one reference.
+// `ends_` records where each row ends, for random access.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/clickhouse/columns/column.h"
+
+namespace chgate::clickhouse {
+
+class ColumnString final : public Column {
+ public:
+  ColumnString();
+  ColumnString(std::string type_name, TypeAst type);
+
+  void Append(std::string_view value) {
+    wire_.AppendString(value);
+    ends_.push_back(wire_.size());
+  }
+  std::string_view At(size_t row) const;
+  // The wire bytes of every row (length prefixes included).
+  const ByteBuffer& wire() const { return wire_; }
+
+  size_t Size() const override { return ends_.size(); }
+  void Clear() override {
+    wire_.clear();
+    ends_.clear();
+  }
+  void AppendDefault() override { Append({}); }
+  ColumnPtr CloneEmpty() const override;
+  size_t ByteSize() const override { return wire_.size() + ends_.size() * sizeof(uint64_t); }
+  absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
+  void SaveBody(GatherWriter& out) const override { out.Reference(wire_.data(), wire_.size()); }
+  void FormatValue(size_t row, bool nested, std::string* out) const override;
+
+ private:
+  ByteBuffer wire_;
+  std::vector<uint64_t> ends_;
+};
+
+}  // namespace chgate::clickhouse

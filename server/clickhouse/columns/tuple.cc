@@ -1,0 +1,59 @@
+#include "server/clickhouse/columns/tuple.h"
+
+#include "server/common/status_macros.h"
+
+namespace chgate::clickhouse {
+
+ColumnTuple::ColumnTuple(std::string type_name, TypeAst type, std::vector<ColumnPtr> elements)
+    : Column(std::move(type_name), std::move(type)), elements_(std::move(elements)) {}
+
+void ColumnTuple::Clear() {
+  for (auto& e : elements_) e->Clear();
+}
+
+void ColumnTuple::AppendDefault() {
+  for (auto& e : elements_) e->AppendDefault();
+}
+
+ColumnPtr ColumnTuple::CloneEmpty() const {
+  std::vector<ColumnPtr> empty;
+  empty.reserve(elements_.size());
+  for (const auto& e : elements_) empty.push_back(e->CloneEmpty());
+  return std::make_shared<ColumnTuple>(type_name(), type(), std::move(empty));
+}
+
+size_t ColumnTuple::ByteSize() const {
+  size_t n = 0;
+  for (const auto& e : elements_) n += e->ByteSize();
+  return n;
+}
+
+absl::Status ColumnTuple::LoadPrefix(ReadBuffer& in) {
+  for (auto& e : elements_) RETURN_IF_ERROR(e->LoadPrefix(in));
+  return absl::OkStatus();
+}
+
+absl::Status ColumnTuple::LoadBody(ReadBuffer& in, size_t rows) {
+  for (auto& e : elements_) RETURN_IF_ERROR(e->LoadBody(in, rows));
+  return absl::OkStatus();
+}
+
+void ColumnTuple::SavePrefix(GatherWriter& out) const {
+  for (const auto& e : elements_) e->SavePrefix(out);
+}
+
+void ColumnTuple::SaveBody(GatherWriter& out) const {
+  for (const auto& e : elements_) e->SaveBody(out);
+}
+
+void ColumnTuple::FormatValue(size_t row, bool nested, std::string* out) const {
+  (void)nested;
+  out->push_back('(');
+  for (size_t i = 0; i < elements_.size(); ++i) {
+    if (i != 0) out->push_back(',');
+    elements_[i]->FormatValue(row, true, out);
+  }
+  out->push_back(')');
+}
+
+}  // namespace chgate::clickhouse

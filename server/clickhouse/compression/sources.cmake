@@ -1,0 +1,1 @@
+set(CHGATE_COMPRESSION_SOURCES compression/cityhash.cc compression/frame.cc)

@@ -1,0 +1,303 @@
+#include "server/clickhouse/connection.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "server/clickhouse/protocol/revision.h"
+#include "server/common/status_macros.h"
+
+namespace chgate::clickhouse {
+
+Connection::Connection(const ConnectionOptions& options, Socket socket)
+    : options_(options),
+      socket_(std::move(socket)),
+      in_(&socket_, options.receive_buffer_size, options.handshake_timeout),
+      reader_(&in_, 0) {
+  if (options_.client_revision == 0) options_.client_revision = revision::kClient;
+  if (options_.compression != CompressionMethod::kNone) {
+    compressor_.emplace(options_.compression, options_.zstd_level);
+  }
+  hello_.client_name = options_.client_name;
+  hello_.revision = options_.client_revision;
+  hello_.database = options_.database;
+  hello_.user = options_.user;
+  hello_.password = options_.password;
+  hello_.quota_key = options_.quota_key;
+}
+
+absl::StatusOr<std::unique_ptr<Connection>> Connection::Connect(const ConnectionOptions& options) {
+  ASSIGN_OR_RETURN(Socket socket,
+                   Socket::Connect(options.host, options.port, options.connect_timeout));
+  std::unique_ptr<Connection> conn(new Connection(options, std::move(socket)));
+  absl::Status status = conn->Handshake();
+  if (!status.ok()) {
+    return absl::Status(status.code(), absl::StrCat("handshake with ", options.host, ":",
+                                                    options.port, ": ", status.message()));
+  }
+  return conn;
+}
+
+absl::Status Connection::Fail(absl::Status status) {
+  broken_ = true;
+  in_query_ = false;
+  socket_.Shutdown();
+  return status;
+}
+
+absl::Status Connection::Flush() {
+  absl::Status status = socket_.WriteAll(out_.spans(), options_.write_timeout);
+  out_.Clear();
+  if (!status.ok()) return Fail(std::move(status));
+  return absl::OkStatus();
+}
+
+absl::Status Connection::Handshake() {
+  out_.Clear();
+  WriteHello(hello_, out_);
+  RETURN_IF_ERROR(Flush());
+  absl::StatusOr<ServerInfo> info = ReadServerHello(in_, options_.client_revision);
+  if (!info.ok()) return Fail(info.status());
+  server_ = *std::move(info);
+  revision_ = std::min(options_.client_revision, server_.revision);
+  reader_.set_revision(revision_);
+  if (revision_ >= revision::kAddendum) {
+    WriteAddendum(revision_, hello_.quota_key, out_);
+    RETURN_IF_ERROR(Flush());
+  }
+  in_.set_read_timeout(options_.read_timeout);
+  return absl::OkStatus();
+}
+
+absl::Status Connection::Ping() {
+  if (!usable()) return absl::FailedPreconditionError("connection is not usable");
+  out_.WriteVarUInt(static_cast<uint64_t>(ClientCode::kPing));
+  RETURN_IF_ERROR(Flush());
+  in_query_ = true;
+  while (true) {
+    ASSIGN_OR_RETURN(Packet * packet, ReceivePacket());
+    // Progress or log packets may precede Pong on some servers.
+    if (packet->type == PacketType::kPong) {
+      in_query_ = false;
+      return absl::OkStatus();
+    }
+    if (packet->type != PacketType::kProgress && packet->type != PacketType::kLog &&
+        packet->type != PacketType::kProfileEvents) {
+      return Fail(absl::DataLossError("unexpected packet while waiting for Pong"));
+    }
+  }
+}
+
+absl::Status Connection::SendQuery(QueryParams query) {
+  if (broken_) return absl::FailedPreconditionError("connection is broken");
+  if (in_query_) return absl::FailedPreconditionError("a query is already running");
+  query.compression = options_.compression != CompressionMethod::kNone;
+  if (options_.compression == CompressionMethod::kZstd) {
+    query.settings.push_back({.name = "network_compression_method", .value = "zstd"});
+  }
+  out_.Clear();
+  absl::Status written = WriteQuery(query, hello_, revision_, out_);
+  if (!written.ok()) {
+    out_.Clear();
+    return written;  // nothing was sent; the connection stays usable
+  }
+  query_compressed_ = query.compression;
+  reader_.set_compressed(query_compressed_);
+  in_query_ = true;
+  // The end of external tables: an empty block, in the same write.
+  WriteDataHeader(revision_, out_);
+  if (query_compressed_) {
+    Block empty;
+    WriteBlock(empty, revision_, body_);
+    RETURN_IF_ERROR(WriteCompressedBody());
+    return absl::OkStatus();
+  }
+  Block empty;
+  WriteBlock(empty, revision_, out_);
+  return Flush();
+}
+
+absl::Status Connection::WriteCompressedBody() {
+  // Frames of at most kMaxFrameInput bytes, compressed straight from the spans of body_ (column
+  // memory). Compressed frames are written out whenever about a frame's worth is pending, so
+  // memory stays bounded whatever the block size.
+  frames_.clear();
+  std::vector<std::span<const char>> pieces;
+  size_t piece_bytes = 0;
+  auto emit = [&]() -> absl::Status {
+    absl::Status st = compressor_->Compress(pieces, &frames_);
+    pieces.clear();
+    piece_bytes = 0;
+    if (!st.ok()) return st;
+    if (frames_.size() >= kMaxFrameInput) {
+      out_.Reference(frames_.data(), frames_.size());
+      RETURN_IF_ERROR(Flush());
+      frames_.clear();
+    }
+    return absl::OkStatus();
+  };
+  for (const iovec& v : body_.spans()) {
+    const char* p = static_cast<const char*>(v.iov_base);
+    size_t n = v.iov_len;
+    while (n > 0) {
+      size_t take = std::min(n, kMaxFrameInput - piece_bytes);
+      pieces.emplace_back(p, take);
+      piece_bytes += take;
+      p += take;
+      n -= take;
+      if (piece_bytes == kMaxFrameInput) {
+        absl::Status st = emit();
+        if (!st.ok()) {
+          body_.Clear();
+          return broken_ ? st : Fail(st);
+        }
+      }
+    }
+  }
+  absl::Status st = piece_bytes > 0 ? emit() : absl::OkStatus();
+  body_.Clear();
+  if (!st.ok()) return broken_ ? st : Fail(st);
+  if (!frames_.empty()) out_.Reference(frames_.data(), frames_.size());
+  return Flush();
+}
+
+absl::Status Connection::SendData(const Block& block) {
+  if (broken_) return absl::FailedPreconditionError("connection is broken");
+  RETURN_IF_ERROR(block.Validate());
+  out_.Clear();
+  WriteDataHeader(revision_, out_);
+  if (query_compressed_) {
+    WriteBlock(block, revision_, body_);
+    return WriteCompressedBody();
+  }
+  WriteBlock(block, revision_, out_);
+  return Flush();
+}
+
+absl::Status Connection::SendCancel() {
+  if (broken_) return absl::FailedPreconditionError("connection is broken");
+  out_.Clear();
+  out_.WriteVarUInt(static_cast<uint64_t>(ClientCode::kCancel));
+  return Flush();
+}
+
+void Connection::Cancel() { socket_.Shutdown(); }
+
+absl::StatusOr<Packet*> Connection::ReceivePacket() {
+  if (broken_) return absl::FailedPreconditionError("connection is broken");
+  absl::StatusOr<Packet*> packet = reader_.Next();
+  if (!packet.ok()) return Fail(packet.status());
+  switch ((*packet)->type) {
+    case PacketType::kEndOfStream:
+      in_query_ = false;
+      break;
+    case PacketType::kException:
+      in_query_ = false;
+      return ExceptionToStatus((*packet)->exception);
+    default:
+      break;
+  }
+  return packet;
+}
+
+absl::Status Connection::Select(QueryParams query,
+                                const std::function<absl::Status(const Block&)>& on_block,
+                                QueryResult* result) {
+  QueryResult local;
+  if (result == nullptr) result = &local;
+  *result = {};
+  RETURN_IF_ERROR(SendQuery(std::move(query)));
+  while (true) {
+    ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
+    switch (p->type) {
+      case PacketType::kData:
+        if (p->block.rows() > 0) {
+          result->rows += p->block.rows();
+          ++result->blocks;
+          absl::Status st = on_block(p->block);
+          if (!st.ok()) {
+            // The caller gave up: the rest of the stream is unread, so the connection cannot be
+            // reused.
+            return Fail(st);
+          }
+        }
+        break;
+      case PacketType::kProgress:
+        result->progress.Add(p->progress);
+        break;
+      case PacketType::kProfileInfo:
+        result->profile = p->profile;
+        break;
+      case PacketType::kEndOfStream:
+        return absl::OkStatus();
+      default:
+        break;
+    }
+  }
+}
+
+absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block* const> blocks,
+                                QueryResult* result) {
+  QueryResult local;
+  if (result == nullptr) result = &local;
+  *result = {};
+  for (const Block* b : blocks) RETURN_IF_ERROR(b->Validate());
+  RETURN_IF_ERROR(SendQuery(std::move(insert_query)));
+  // The server answers with the table's header block (0 rows), maybe after TableColumns.
+  Block header;
+  while (true) {
+    ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
+    if (p->type == PacketType::kData) {
+      header = std::move(p->block);
+      break;
+    }
+    if (p->type == PacketType::kEndOfStream) {
+      return absl::FailedPreconditionError("server ended the INSERT before sending its header");
+    }
+  }
+  absl::Status mismatch;
+  for (const Block* b : blocks) {
+    if (b->column_count() != header.column_count()) {
+      mismatch = absl::InvalidArgumentError(absl::StrCat(
+          "block has ", b->column_count(), " columns, the table expects ", header.column_count()));
+      break;
+    }
+    for (size_t i = 0; i < header.column_count() && mismatch.ok(); ++i) {
+      const NamedColumn& want = header.column(i);
+      const NamedColumn& got = b->column(i);
+      if (got.name != want.name) {
+        mismatch = absl::InvalidArgumentError(absl::StrCat(
+            "column ", i + 1, " is '", got.name, "', the table expects '", want.name, "'"));
+      } else if (got.column->type_name() != want.column->type_name()) {
+        mismatch = absl::InvalidArgumentError(
+            absl::StrCat("column '", got.name, "' has type ", got.column->type_name(),
+                         ", the table has ", want.column->type_name()));
+      }
+    }
+    if (!mismatch.ok()) break;
+  }
+  if (!mismatch.ok()) {
+    // End the INSERT without rows so the connection stays usable, then report.
+    Block empty;
+    RETURN_IF_ERROR(SendData(empty));
+    while (true) {
+      absl::StatusOr<Packet*> p = ReceivePacket();
+      if (!p.ok() || (*p)->type == PacketType::kEndOfStream) break;
+    }
+    return mismatch;
+  }
+  for (const Block* b : blocks) {
+    if (b->rows() == 0) continue;
+    RETURN_IF_ERROR(SendData(*b));
+    result->rows += b->rows();
+    ++result->blocks;
+  }
+  Block empty;
+  RETURN_IF_ERROR(SendData(empty));
+  while (true) {
+    ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
+    if (p->type == PacketType::kEndOfStream) return absl::OkStatus();
+    if (p->type == PacketType::kProgress) result->progress.Add(p->progress);
+  }
+}
+
+}  // namespace chgate::clickhouse

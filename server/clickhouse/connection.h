@@ -1,0 +1,127 @@
+// Connection: one native-protocol session with a ClickHouse server. It connects with timeouts,
+// negotiates the revision (advertising revision::kClient and gating every field on
+// min(client, server)), runs SELECTs (yielding blocks as they arrive) and INSERTs (checking the
+// caller's columns against the server's header block before any row is sent).
+//
+// A Connection is used by one thread at a time. Cancel() may be called from any thread: it
+// interrupts a blocked read or write, after which the connection is no longer usable.
+// After any I/O or protocol error the connection is marked broken (usable() == false) and must
+// be discarded; a server Exception ends the query but leaves the connection usable.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/clickhouse/block.h"
+#include "server/clickhouse/compression/frame.h"
+#include "server/clickhouse/protocol/packet_reader.h"
+#include "server/clickhouse/protocol/packets.h"
+#include "server/clickhouse/wire/gather.h"
+#include "server/clickhouse/wire/socket.h"
+#include "server/clickhouse/wire/stream.h"
+
+namespace chgate::clickhouse {
+
+struct ConnectionOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 9000;
+  std::string database;  // empty: the user's default
+  std::string user = "default";
+  std::string password;
+  std::string quota_key;
+  std::string client_name = "chgate";
+  // kNone sends the query's compression flag 0 (blocks travel raw); kLz4/kZstd set the flag and
+  // ask the server for that method through network_compression_method.
+  CompressionMethod compression = CompressionMethod::kLz4;
+  int zstd_level = 1;
+  absl::Duration connect_timeout = absl::Seconds(5);
+  absl::Duration handshake_timeout = absl::Seconds(10);
+  // Bounds each wait for the socket, not whole queries.
+  absl::Duration read_timeout = absl::Seconds(300);
+  absl::Duration write_timeout = absl::Seconds(60);
+  size_t receive_buffer_size = 1 << 20;
+  // The revision advertised in Hello (tests may lower it).
+  uint64_t client_revision = 0;  // 0: revision::kClient
+};
+
+// Totals gathered while a query runs.
+struct QueryResult {
+  uint64_t rows = 0;
+  uint64_t blocks = 0;
+  Progress progress;
+  std::optional<ProfileInfo> profile;
+};
+
+class Connection {
+ public:
+  // Connects and performs the handshake. Errors: Unavailable (connect failed or the server
+  // closed), DeadlineExceeded, Unauthenticated and the like (the server's Exception), DataLoss
+  // (not a ClickHouse server).
+  static absl::StatusOr<std::unique_ptr<Connection>> Connect(const ConnectionOptions& options);
+
+  const ServerInfo& server_info() const { return server_; }
+  // The negotiated revision, min(client, server).
+  uint64_t revision() const { return revision_; }
+  bool usable() const { return !broken_ && !in_query_; }
+  uint64_t received_bytes() const { return in_.received_bytes(); }
+  uint64_t decoded_bytes() const { return reader_.decoded_bytes(); }
+  uint64_t sent_bytes() const { return socket_.bytes_written(); }
+
+  // Sends Ping and waits for Pong.
+  absl::Status Ping();
+
+  // Low-level query API. SendQuery sends Query plus the empty external-tables block; then call
+  // ReceivePacket until it returns kEndOfStream or an error. A server Exception is returned as
+  // its status (ExceptionToStatus) and ends the query. The packet is valid until the next call.
+  absl::Status SendQuery(QueryParams query);
+  absl::StatusOr<Packet*> ReceivePacket();
+  // Sends one Data packet with `block` (compressed when the query asked for it).
+  absl::Status SendData(const Block& block);
+  // Asks the server to stop the running query; keep reading until EndOfStream or Exception.
+  absl::Status SendCancel();
+
+  // Runs a query and calls `on_block` for each non-empty data block.
+  absl::Status Select(QueryParams query, const std::function<absl::Status(const Block&)>& on_block,
+                      QueryResult* result = nullptr);
+  // Runs `insert_query` (text ending in VALUES or FORMAT Native, e.g.
+  // "INSERT INTO db.t (a, b) VALUES"), checks `blocks` against the server's header block, sends
+  // them and waits for EndOfStream. A mismatch (missing or extra column, other order, other
+  // type) is InvalidArgument and no row is sent. Returns the server's status otherwise.
+  absl::Status Insert(QueryParams insert_query, std::span<const Block* const> blocks,
+                      QueryResult* result = nullptr);
+
+  // Interrupts a blocked operation from another thread; the connection becomes unusable.
+  void Cancel();
+
+ private:
+  Connection(const ConnectionOptions& options, Socket socket);
+  absl::Status Handshake();
+  absl::Status Flush();  // writes out_ to the socket
+  absl::Status Fail(absl::Status status);  // marks broken, returns status
+  absl::Status WriteCompressedBody();
+
+  ConnectionOptions options_;
+  Socket socket_;
+  SocketReadBuffer in_;
+  ServerPacketReader reader_;
+  GatherWriter out_;
+  GatherWriter body_;
+  std::vector<char> frames_;
+  std::optional<FrameCompressor> compressor_;
+  HelloParams hello_;
+  ServerInfo server_;
+  uint64_t revision_ = 0;
+  bool broken_ = false;
+  bool in_query_ = false;
+  bool query_compressed_ = false;
+};
+
+}  // namespace chgate::clickhouse

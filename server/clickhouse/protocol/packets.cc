@@ -1,0 +1,473 @@
+#include "server/clickhouse/protocol/packets.h"
+
+#include <charconv>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/clickhouse/protocol/revision.h"
+#include "server/common/status_macros.h"
+
+namespace chgate::clickhouse {
+namespace {
+
+constexpr std::string_view kCodePayloadUrl = "chgate.clickhouse/code";
+constexpr int kMaxNestedExceptions = 32;
+
+void WriteClientInfo(const HelloParams& client, uint64_t revision, GatherWriter& out) {
+  out.WriteFixed<uint8_t>(1);  // query_kind: initial query
+  out.WriteString("");         // initial_user
+  out.WriteString("");         // initial_query_id
+  out.WriteString("0.0.0.0:0");
+  if (revision >= revision::kInitialQueryStartTime) out.WriteFixed<uint64_t>(0);
+  out.WriteFixed<uint8_t>(1);  // interface: TCP
+  out.WriteString("");         // os_user
+  out.WriteString("");         // client_hostname
+  out.WriteString(client.client_name);
+  out.WriteVarUInt(client.version_major);
+  out.WriteVarUInt(client.version_minor);
+  out.WriteVarUInt(client.revision);
+  if (revision >= revision::kQuotaKeyInClientInfo) out.WriteString(client.quota_key);
+  if (revision >= revision::kDistributedDepth) out.WriteVarUInt(0);
+  if (revision >= revision::kVersionPatch) out.WriteVarUInt(client.version_patch);
+  if (revision >= revision::kOpenTelemetry) out.WriteFixed<uint8_t>(0);  // no trace context
+  if (revision >= revision::kParallelReplicas) {
+    out.WriteVarUInt(0);  // collaborate_with_initiator
+    out.WriteVarUInt(0);  // count_participating_replicas
+    out.WriteVarUInt(0);  // number_of_current_replica
+  }
+}
+
+absl::Status WriteBinarySetting(const Setting& s, GatherWriter& out) {
+  SettingKind kind = KindOfSetting(s.name);
+  switch (kind) {
+    case SettingKind::kUInt:
+    case SettingKind::kBool: {
+      uint64_t v = 0;
+      const std::string& text = s.value;
+      if (kind == SettingKind::kBool && (text == "true" || text == "false")) {
+        v = text == "true" ? 1 : 0;
+      } else if (!absl::SimpleAtoi(text, &v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("setting ", s.name, " needs an unsigned integer, got '", s.value, "'"));
+      }
+      out.WriteString(s.name);
+      out.WriteVarUInt(v);
+      return absl::OkStatus();
+    }
+    case SettingKind::kInt: {
+      int64_t v = 0;
+      if (!absl::SimpleAtoi(s.value, &v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("setting ", s.name, " needs an integer, got '", s.value, "'"));
+      }
+      out.WriteString(s.name);
+      out.WriteVarUInt((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+      return absl::OkStatus();
+    }
+    case SettingKind::kFloat:
+    case SettingKind::kString:
+      out.WriteString(s.name);
+      out.WriteString(s.value);
+      return absl::OkStatus();
+    case SettingKind::kUnknown:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "setting ", s.name,
+      " cannot be sent to this server: below protocol revision 54429 settings travel in a "
+      "typed binary form and the type of this one is not known to chgate"));
+}
+
+}  // namespace
+
+void Progress::Add(const Progress& o) {
+  rows += o.rows;
+  bytes += o.bytes;
+  total_rows += o.total_rows;
+  total_bytes += o.total_bytes;
+  written_rows += o.written_rows;
+  written_bytes += o.written_bytes;
+  elapsed_ns += o.elapsed_ns;
+}
+
+SettingKind KindOfSetting(std::string_view name) {
+  static const auto* kinds = new absl::flat_hash_map<std::string_view, SettingKind>{
+      // Unsigned integers, seconds, milliseconds and max_threads travel as VarUInt.
+      {"max_block_size", SettingKind::kUInt},
+      {"max_insert_block_size", SettingKind::kUInt},
+      {"min_insert_block_size_rows", SettingKind::kUInt},
+      {"min_insert_block_size_bytes", SettingKind::kUInt},
+      {"max_threads", SettingKind::kUInt},
+      {"max_memory_usage", SettingKind::kUInt},
+      {"max_execution_time", SettingKind::kUInt},
+      {"max_result_rows", SettingKind::kUInt},
+      {"max_result_bytes", SettingKind::kUInt},
+      {"max_rows_to_read", SettingKind::kUInt},
+      {"max_bytes_to_read", SettingKind::kUInt},
+      {"max_query_size", SettingKind::kUInt},
+      {"max_compress_block_size", SettingKind::kUInt},
+      {"min_compress_block_size", SettingKind::kUInt},
+      {"connect_timeout", SettingKind::kUInt},
+      {"receive_timeout", SettingKind::kUInt},
+      {"send_timeout", SettingKind::kUInt},
+      {"queue_max_wait_ms", SettingKind::kUInt},
+      {"readonly", SettingKind::kUInt},
+      {"priority", SettingKind::kUInt},
+      {"insert_quorum", SettingKind::kUInt},
+      {"insert_quorum_timeout", SettingKind::kUInt},
+      {"max_partitions_per_insert_block", SettingKind::kUInt},
+      {"max_bytes_before_external_group_by", SettingKind::kUInt},
+      {"max_bytes_before_external_sort", SettingKind::kUInt},
+      {"max_rows_to_group_by", SettingKind::kUInt},
+      {"max_columns_to_read", SettingKind::kUInt},
+      {"max_ast_depth", SettingKind::kUInt},
+      {"max_ast_elements", SettingKind::kUInt},
+      {"max_network_bandwidth", SettingKind::kUInt},
+      {"max_network_bytes", SettingKind::kUInt},
+      {"log_queries_cut_to_length", SettingKind::kUInt},
+      {"max_concurrent_queries_for_user", SettingKind::kUInt},
+      // Booleans travel as VarUInt 0/1.
+      {"extremes", SettingKind::kBool},
+      {"insert_deduplicate", SettingKind::kBool},
+      {"log_queries", SettingKind::kBool},
+      {"use_uncompressed_cache", SettingKind::kBool},
+      {"select_sequential_consistency", SettingKind::kBool},
+      {"join_use_nulls", SettingKind::kBool},
+      {"allow_experimental_low_cardinality_type", SettingKind::kBool},
+      {"low_cardinality_allow_in_native_format", SettingKind::kBool},
+      {"insert_sample_with_metadata", SettingKind::kBool},
+      {"input_format_defaults_for_omitted_fields", SettingKind::kBool},
+      {"input_format_skip_unknown_fields", SettingKind::kBool},
+      {"force_index_by_date", SettingKind::kBool},
+      {"force_primary_key", SettingKind::kBool},
+      {"optimize_move_to_prewhere", SettingKind::kBool},
+      {"enable_optimize_predicate_expression", SettingKind::kBool},
+      {"distributed_group_by_no_merge", SettingKind::kBool},
+      {"insert_distributed_sync", SettingKind::kBool},
+      {"output_format_json_quote_64bit_integers", SettingKind::kBool},
+      {"calculate_text_stack_trace", SettingKind::kBool},
+      {"ignore_data_skipping_indices", SettingKind::kBool},
+      // Int64 settings travel as zigzag VarInt.
+      {"network_zstd_compression_level", SettingKind::kInt},
+      // Floats travel as their decimal text.
+      {"totals_auto_threshold", SettingKind::kFloat},
+      {"max_streams_multiplier_for_merge_tables", SettingKind::kFloat},
+      // Enums, strings and chars travel as String.
+      {"network_compression_method", SettingKind::kString},
+      {"send_logs_level", SettingKind::kString},
+      {"load_balancing", SettingKind::kString},
+      {"totals_mode", SettingKind::kString},
+      {"distributed_product_mode", SettingKind::kString},
+      {"result_overflow_mode", SettingKind::kString},
+      {"read_overflow_mode", SettingKind::kString},
+      {"timeout_overflow_mode", SettingKind::kString},
+      {"group_by_overflow_mode", SettingKind::kString},
+      {"sort_overflow_mode", SettingKind::kString},
+      {"join_strict_ness", SettingKind::kString},
+      {"join_default_strictness", SettingKind::kString},
+      {"format_csv_delimiter", SettingKind::kString},
+      {"count_distinct_implementation", SettingKind::kString},
+  };
+  auto it = kinds->find(name);
+  return it == kinds->end() ? SettingKind::kUnknown : it->second;
+}
+
+void WriteHello(const HelloParams& hello, GatherWriter& out) {
+  out.WriteVarUInt(static_cast<uint64_t>(ClientCode::kHello));
+  out.WriteString(hello.client_name);
+  out.WriteVarUInt(hello.version_major);
+  out.WriteVarUInt(hello.version_minor);
+  out.WriteVarUInt(hello.revision);
+  out.WriteString(hello.database);
+  out.WriteString(hello.user);
+  out.WriteString(hello.password);
+}
+
+void WriteAddendum(uint64_t revision, const std::string& quota_key, GatherWriter& out) {
+  if (revision < revision::kAddendum) return;
+  out.WriteString(quota_key);
+  if (revision >= revision::kChunkedPackets) {
+    out.WriteString("notchunked");
+    out.WriteString("notchunked");
+  }
+  if (revision >= revision::kVersionedParallelReplicas) out.WriteVarUInt(0);
+}
+
+absl::Status WriteQuery(const QueryParams& query, const HelloParams& client, uint64_t revision,
+                        GatherWriter& out) {
+  if (!query.parameters.empty() && revision < revision::kParameters) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "query parameters need protocol revision ", revision::kParameters,
+        "; this server speaks ", revision));
+  }
+  out.WriteVarUInt(static_cast<uint64_t>(ClientCode::kQuery));
+  out.WriteString(query.query_id);
+  if (revision >= revision::kClientInfo) WriteClientInfo(client, revision, out);
+  for (const Setting& s : query.settings) {
+    if (s.name.empty()) return absl::InvalidArgumentError("setting with an empty name");
+    if (revision >= revision::kSettingsAsStrings) {
+      out.WriteString(s.name);
+      out.WriteVarUInt(s.important ? 1 : 0);
+      out.WriteString(s.value);
+    } else {
+      RETURN_IF_ERROR(WriteBinarySetting(s, out));
+    }
+  }
+  out.WriteString("");  // end of settings
+  if (revision >= revision::kInterserverExternallyGrantedRoles) out.WriteString("");
+  if (revision >= revision::kInterserverSecret) out.WriteString("");
+  out.WriteVarUInt(static_cast<uint64_t>(query.stage));
+  out.WriteVarUInt(query.compression ? 1 : 0);
+  out.WriteString(query.query);
+  if (revision >= revision::kParameters) {
+    for (const auto& [name, value] : query.parameters) {
+      if (name.empty()) return absl::InvalidArgumentError("query parameter with an empty name");
+      out.WriteString(name);
+      out.WriteVarUInt(2);  // CUSTOM
+      std::string quoted;
+      quoted.push_back('\'');
+      for (char c : value) {
+        switch (c) {
+          case '\\': quoted.append("\\\\"); break;
+          case '\'': quoted.append("\\'"); break;
+          case '\0': quoted.append("\\0"); break;
+          case '\b': quoted.append("\\b"); break;
+          case '\t': quoted.append("\\t"); break;
+          case '\n': quoted.append("\\n"); break;
+          default: quoted.push_back(c);
+        }
+      }
+      quoted.push_back('\'');
+      out.WriteString(quoted);
+    }
+    out.WriteString("");
+  }
+  return absl::OkStatus();
+}
+
+void WriteDataHeader(uint64_t revision, GatherWriter& out) {
+  out.WriteVarUInt(static_cast<uint64_t>(ClientCode::kData));
+  if (revision >= revision::kTemporaryTables) out.WriteString("");
+}
+
+absl::StatusOr<ServerInfo> ReadServerHello(ReadBuffer& in, uint64_t client_revision) {
+  uint64_t code = 0;
+  RETURN_IF_ERROR(in.ReadVarUInt(&code));
+  if (code == static_cast<uint64_t>(ServerCode::kException)) {
+    ServerException e;
+    RETURN_IF_ERROR(ReadException(in, &e));
+    return ExceptionToStatus(e);
+  }
+  if (code != static_cast<uint64_t>(ServerCode::kHello)) {
+    return absl::DataLossError(absl::StrCat("expected server Hello, got packet code ", code));
+  }
+  ServerInfo info;
+  RETURN_IF_ERROR(in.ReadString(&info.name, 1 << 16));
+  RETURN_IF_ERROR(in.ReadVarUInt(&info.version_major));
+  RETURN_IF_ERROR(in.ReadVarUInt(&info.version_minor));
+  RETURN_IF_ERROR(in.ReadVarUInt(&info.revision));
+  const uint64_t r = std::min(client_revision, info.revision);
+  if (r >= revision::kVersionedParallelReplicas) {
+    uint64_t ignored;
+    RETURN_IF_ERROR(in.ReadVarUInt(&ignored));
+  }
+  if (r >= revision::kServerTimezone) RETURN_IF_ERROR(in.ReadString(&info.timezone, 1 << 16));
+  if (r >= revision::kServerDisplayName) {
+    RETURN_IF_ERROR(in.ReadString(&info.display_name, 1 << 16));
+  }
+  if (r >= revision::kVersionPatch) RETURN_IF_ERROR(in.ReadVarUInt(&info.version_patch));
+  if (r >= revision::kChunkedPackets) {
+    std::string send, recv;
+    RETURN_IF_ERROR(in.ReadString(&send, 64));
+    RETURN_IF_ERROR(in.ReadString(&recv, 64));
+    if (send != "notchunked" && send != "notchunked_optional" && send != "chunked_optional") {
+      return absl::UnimplementedError(absl::StrCat("server requires chunked packets (", send, ")"));
+    }
+  }
+  if (r >= revision::kPasswordComplexityRules) {
+    uint64_t rules = 0;
+    RETURN_IF_ERROR(in.ReadVarUInt(&rules));
+    if (rules > 1024) return absl::DataLossError("implausible password rule count");
+    std::string ignored;
+    for (uint64_t i = 0; i < rules * 2; ++i) RETURN_IF_ERROR(in.ReadString(&ignored, 1 << 16));
+  }
+  if (r >= revision::kInterserverSecretV2) {
+    uint64_t nonce;
+    RETURN_IF_ERROR(in.ReadFixed(&nonce));
+  }
+  return info;
+}
+
+absl::Status ReadException(ReadBuffer& in, ServerException* out) {
+  ServerException* current = out;
+  std::vector<ServerException> chain;
+  for (int depth = 0;; ++depth) {
+    if (depth > kMaxNestedExceptions) return absl::DataLossError("exception nested too deeply");
+    ServerException e;
+    RETURN_IF_ERROR(in.ReadFixed(&e.code));
+    RETURN_IF_ERROR(in.ReadString(&e.name, 1 << 16));
+    RETURN_IF_ERROR(in.ReadString(&e.message, 1 << 24));
+    RETURN_IF_ERROR(in.ReadString(&e.stack_trace, 1 << 24));
+    uint8_t has_nested = 0;
+    RETURN_IF_ERROR(in.ReadFixed(&has_nested));
+    chain.push_back(std::move(e));
+    if (has_nested == 0) break;
+  }
+  *current = std::move(chain[0]);
+  for (size_t i = 1; i < chain.size(); ++i) current->nested.push_back(std::move(chain[i]));
+  return absl::OkStatus();
+}
+
+absl::Status ReadProgress(ReadBuffer& in, uint64_t revision, Progress* out) {
+  *out = {};
+  RETURN_IF_ERROR(in.ReadVarUInt(&out->rows));
+  RETURN_IF_ERROR(in.ReadVarUInt(&out->bytes));
+  if (revision >= revision::kTotalRowsInProgress) RETURN_IF_ERROR(in.ReadVarUInt(&out->total_rows));
+  if (revision >= revision::kTotalBytesInProgress) {
+    RETURN_IF_ERROR(in.ReadVarUInt(&out->total_bytes));
+  }
+  if (revision >= revision::kClientWriteInfo) {
+    RETURN_IF_ERROR(in.ReadVarUInt(&out->written_rows));
+    RETURN_IF_ERROR(in.ReadVarUInt(&out->written_bytes));
+  }
+  if (revision >= revision::kServerQueryTimeInProgress) {
+    RETURN_IF_ERROR(in.ReadVarUInt(&out->elapsed_ns));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadProfileInfo(ReadBuffer& in, uint64_t revision, ProfileInfo* out) {
+  *out = {};
+  uint8_t flag = 0;
+  RETURN_IF_ERROR(in.ReadVarUInt(&out->rows));
+  RETURN_IF_ERROR(in.ReadVarUInt(&out->blocks));
+  RETURN_IF_ERROR(in.ReadVarUInt(&out->bytes));
+  RETURN_IF_ERROR(in.ReadFixed(&flag));
+  out->applied_limit = flag != 0;
+  RETURN_IF_ERROR(in.ReadVarUInt(&out->rows_before_limit));
+  RETURN_IF_ERROR(in.ReadFixed(&flag));
+  out->calculated_rows_before_limit = flag != 0;
+  if (revision >= revision::kRowsBeforeAggregation) {
+    RETURN_IF_ERROR(in.ReadFixed(&flag));
+    out->applied_aggregation = flag != 0;
+    RETURN_IF_ERROR(in.ReadVarUInt(&out->rows_before_aggregation));
+  }
+  return absl::OkStatus();
+}
+
+std::string_view ClickHouseErrorName(int32_t code) {
+  static const auto* names = new absl::flat_hash_map<int32_t, std::string_view>{
+      {3, "UNEXPECTED_END_OF_FILE"},
+      {6, "CANNOT_PARSE_TEXT"},
+      {16, "NO_SUCH_COLUMN_IN_TABLE"},
+      {27, "CANNOT_PARSE_INPUT_ASSERTION_FAILED"},
+      {36, "BAD_ARGUMENTS"},
+      {41, "CANNOT_PARSE_DATETIME"},
+      {43, "ILLEGAL_TYPE_OF_ARGUMENT"},
+      {46, "UNKNOWN_FUNCTION"},
+      {47, "UNKNOWN_IDENTIFIER"},
+      {48, "NOT_IMPLEMENTED"},
+      {49, "LOGICAL_ERROR"},
+      {50, "UNKNOWN_TYPE"},
+      {53, "TYPE_MISMATCH"},
+      {57, "TABLE_ALREADY_EXISTS"},
+      {60, "UNKNOWN_TABLE"},
+      {62, "SYNTAX_ERROR"},
+      {73, "UNKNOWN_FORMAT"},
+      {81, "UNKNOWN_DATABASE"},
+      {82, "DATABASE_ALREADY_EXISTS"},
+      {115, "UNKNOWN_SETTING"},
+      {117, "INCORRECT_DATA"},
+      {159, "TIMEOUT_EXCEEDED"},
+      {160, "TOO_SLOW"},
+      {164, "READONLY"},
+      {192, "UNKNOWN_USER"},
+      {193, "WRONG_PASSWORD"},
+      {194, "REQUIRED_PASSWORD"},
+      {195, "IP_ADDRESS_NOT_ALLOWED"},
+      {202, "TOO_MANY_SIMULTANEOUS_QUERIES"},
+      {203, "NO_FREE_CONNECTION"},
+      {209, "SOCKET_TIMEOUT"},
+      {210, "NETWORK_ERROR"},
+      {241, "MEMORY_LIMIT_EXCEEDED"},
+      {242, "TABLE_IS_READ_ONLY"},
+      {252, "TOO_MANY_PARTS"},
+      {279, "ALL_CONNECTION_TRIES_FAILED"},
+      {285, "TOO_FEW_LIVE_REPLICAS"},
+      {319, "UNKNOWN_STATUS_OF_INSERT"},
+      {394, "QUERY_WAS_CANCELLED"},
+      {497, "ACCESS_DENIED"},
+      {516, "AUTHENTICATION_FAILED"},
+  };
+  auto it = names->find(code);
+  return it == names->end() ? std::string_view() : it->second;
+}
+
+absl::Status ExceptionToStatus(const ServerException& e) {
+  absl::StatusCode code;
+  switch (e.code) {
+    case 60:
+    case 81:
+      code = absl::StatusCode::kNotFound;
+      break;
+    case 6: case 16: case 27: case 36: case 41: case 43: case 46: case 47: case 50: case 53:
+    case 62: case 73: case 115: case 117:
+      code = absl::StatusCode::kInvalidArgument;
+      break;
+    case 57:
+    case 82:
+      code = absl::StatusCode::kAlreadyExists;
+      break;
+    case 164:
+    case 497:
+      code = absl::StatusCode::kPermissionDenied;
+      break;
+    case 192: case 193: case 194: case 195: case 516:
+      code = absl::StatusCode::kUnauthenticated;
+      break;
+    case 159:
+    case 160:
+    case 209:
+      code = absl::StatusCode::kDeadlineExceeded;
+      break;
+    case 241:
+      code = absl::StatusCode::kResourceExhausted;
+      break;
+    case 202: case 203: case 210: case 242: case 252: case 279: case 285: case 319:
+      code = absl::StatusCode::kUnavailable;
+      break;
+    case 394:
+      code = absl::StatusCode::kCancelled;
+      break;
+    case 48:
+      code = absl::StatusCode::kUnimplemented;
+      break;
+    default:
+      code = absl::StatusCode::kUnknown;
+  }
+  std::string symbol(ClickHouseErrorName(e.code));
+  std::string message = absl::StrCat("ClickHouse error ", e.code, " (",
+                                     symbol.empty() ? "" : symbol, symbol.empty() ? "" : ", ",
+                                     e.name, "): ", e.message);
+  for (const ServerException& n : e.nested) {
+    absl::StrAppend(&message, "; caused by ", n.code, " (", n.name, "): ", n.message);
+  }
+  absl::Status status(code, message);
+  status.SetPayload(absl::string_view(kCodePayloadUrl.data(), kCodePayloadUrl.size()),
+                    absl::Cord(absl::StrCat(e.code)));
+  return status;
+}
+
+std::optional<int32_t> ClickHouseCode(const absl::Status& status) {
+  auto payload =
+      status.GetPayload(absl::string_view(kCodePayloadUrl.data(), kCodePayloadUrl.size()));
+  if (!payload) return std::nullopt;
+  int32_t code = 0;
+  if (!absl::SimpleAtoi(std::string(*payload), &code)) return std::nullopt;
+  return code;
+}
+
+}  // namespace chgate::clickhouse

@@ -1,0 +1,236 @@
+#include "server/clickhouse/types/type_ast.h"
+
+#include <cctype>
+
+#include "absl/strings/str_cat.h"
+
+namespace chgate::clickhouse {
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : text_(text) {}
+
+  absl::StatusOr<TypeAst> ParseAll() {
+    TypeAst result;
+    if (absl::Status s = ParseType(&result, 0); !s.ok()) return s;
+    SkipSpaces();
+    if (pos_ != text_.size()) return Error("unexpected trailing characters");
+    return result;
+  }
+
+ private:
+  absl::Status Error(std::string_view what) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot parse type name '", std::string(text_), "': ", std::string(what),
+                     " at offset ", pos_));
+  }
+  void SkipSpaces() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  bool Peek(char c) {
+    SkipSpaces();
+    return pos_ < text_.size() && text_[pos_] == c;
+  }
+  static bool IsIdentStart(char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+  }
+  static bool IsIdentChar(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  }
+
+  absl::Status ParseIdentifier(std::string* out) {
+    SkipSpaces();
+    if (pos_ < text_.size() && text_[pos_] == '`') {
+      ++pos_;
+      out->clear();
+      while (pos_ < text_.size() && text_[pos_] != '`') {
+        if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) ++pos_;
+        out->push_back(text_[pos_++]);
+      }
+      if (pos_ == text_.size()) return Error("unterminated backquoted name");
+      ++pos_;
+      return absl::OkStatus();
+    }
+    if (pos_ >= text_.size() || !IsIdentStart(text_[pos_])) return Error("expected a name");
+    size_t start = pos_;
+    while (pos_ < text_.size() && IsIdentChar(text_[pos_])) ++pos_;
+    out->assign(text_.substr(start, pos_ - start));
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseQuoted(std::string* out) {
+    // at the opening quote
+    ++pos_;
+    out->clear();
+    while (pos_ < text_.size() && text_[pos_] != '\'') {
+      char c = text_[pos_++];
+      if (c == '\\') {
+        if (pos_ >= text_.size()) break;
+        char e = text_[pos_++];
+        switch (e) {
+          case 'n': c = '\n'; break;
+          case 't': c = '\t'; break;
+          case 'r': c = '\r'; break;
+          case 'b': c = '\b'; break;
+          case 'f': c = '\f'; break;
+          case '0': c = '\0'; break;
+          case 'a': c = '\a'; break;
+          case 'v': c = '\v'; break;
+          default: c = e; break;
+        }
+      }
+      out->push_back(c);
+    }
+    if (pos_ >= text_.size()) return Error("unterminated string literal");
+    ++pos_;
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseNumber(int64_t* out) {
+    SkipSpaces();
+    bool negative = false;
+    if (pos_ < text_.size() && (text_[pos_] == '-' || text_[pos_] == '+')) {
+      negative = text_[pos_] == '-';
+      ++pos_;
+    }
+    if (pos_ >= text_.size() || !std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      return Error("expected a number");
+    }
+    uint64_t value = 0;
+    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      uint64_t digit = static_cast<uint64_t>(text_[pos_] - '0');
+      if (value > (uint64_t{1} << 63) / 10) return Error("number too large");
+      value = value * 10 + digit;
+      ++pos_;
+    }
+    if (value > (uint64_t{1} << 63) || (!negative && value == (uint64_t{1} << 63))) {
+      return Error("number too large");
+    }
+    *out = negative ? static_cast<int64_t>(0 - value) : static_cast<int64_t>(value);
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseArg(TypeAst* arg, int depth) {
+    SkipSpaces();
+    if (pos_ >= text_.size()) return Error("unexpected end");
+    char c = text_[pos_];
+    if (c == '\'') {
+      std::string s;
+      if (absl::Status st = ParseQuoted(&s); !st.ok()) return st;
+      if (Peek('=')) {
+        ++pos_;
+        arg->kind = TypeAst::Kind::kEnumEntry;
+        arg->name = std::move(s);
+        return ParseNumber(&arg->number);
+      }
+      arg->kind = TypeAst::Kind::kString;
+      arg->name = std::move(s);
+      return absl::OkStatus();
+    }
+    if (c == '-' || c == '+' || std::isdigit(static_cast<unsigned char>(c))) {
+      arg->kind = TypeAst::Kind::kNumber;
+      return ParseNumber(&arg->number);
+    }
+    // A type, or `name Type` (named tuple element).
+    size_t save = pos_;
+    std::string first;
+    if (absl::Status st = ParseIdentifier(&first); !st.ok()) return st;
+    size_t after = pos_;
+    SkipSpaces();
+    if (pos_ < text_.size() && pos_ > after && (IsIdentStart(text_[pos_]) || text_[pos_] == '`')) {
+      if (absl::Status st = ParseType(arg, depth + 1); !st.ok()) return st;
+      arg->element_name = std::move(first);
+      return absl::OkStatus();
+    }
+    pos_ = save;
+    return ParseType(arg, depth + 1);
+  }
+
+  absl::Status ParseType(TypeAst* type, int depth) {
+    if (depth > kMaxDepth) return Error("type nested too deeply");
+    type->kind = TypeAst::Kind::kType;
+    if (absl::Status st = ParseIdentifier(&type->name); !st.ok()) return st;
+    if (!Peek('(')) return absl::OkStatus();
+    ++pos_;
+    if (Peek(')')) {
+      ++pos_;
+      return absl::OkStatus();
+    }
+    while (true) {
+      TypeAst arg;
+      if (absl::Status st = ParseArg(&arg, depth); !st.ok()) return st;
+      type->args.push_back(std::move(arg));
+      if (Peek(',')) {
+        ++pos_;
+        continue;
+      }
+      if (Peek(')')) {
+        ++pos_;
+        return absl::OkStatus();
+      }
+      return Error("expected ',' or ')'");
+    }
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+void FormatInto(const TypeAst& t, std::string* out) {
+  switch (t.kind) {
+    case TypeAst::Kind::kNumber:
+      absl::StrAppend(out, t.number);
+      return;
+    case TypeAst::Kind::kString:
+      AppendQuoted(t.name, out);
+      return;
+    case TypeAst::Kind::kEnumEntry:
+      AppendQuoted(t.name, out);
+      absl::StrAppend(out, " = ", t.number);
+      return;
+    case TypeAst::Kind::kType:
+      break;
+  }
+  if (!t.element_name.empty()) absl::StrAppend(out, t.element_name, " ");
+  out->append(t.name);
+  if (t.args.empty()) return;
+  out->push_back('(');
+  for (size_t i = 0; i < t.args.size(); ++i) {
+    if (i != 0) out->append(", ");
+    FormatInto(t.args[i], out);
+  }
+  out->push_back(')');
+}
+
+}  // namespace
+
+absl::StatusOr<TypeAst> ParseTypeName(std::string_view text) { return Parser(text).ParseAll(); }
+
+std::string FormatTypeName(const TypeAst& type) {
+  std::string out;
+  FormatInto(type, &out);
+  return out;
+}
+
+void AppendQuoted(std::string_view s, std::string* out) {
+  out->push_back('\'');
+  for (char c : s) {
+    switch (c) {
+      case '\'': out->append("\\'"); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\t': out->append("\\t"); break;
+      case '\r': out->append("\\r"); break;
+      case '\b': out->append("\\b"); break;
+      case '\f': out->append("\\f"); break;
+      case '\0': out->append("\\0"); break;
+      default: out->push_back(c);
+    }
+  }
+  out->push_back('\'');
+}
+
+}  // namespace chgate::clickhouse

@@ -1,0 +1,63 @@
+// ReadBuffers over the connection: SocketReadBuffer fills a large reused buffer from the socket,
+// CompressedReadBuffer turns the compression frames of a block body back into bytes.
+//
+// Counters, for metrics and the query summary:
+//   received_bytes: bytes read from the socket (exactly what the kernel handed us, packet
+//                   headers and compressed frames included);
+//   decoded_bytes:  bytes produced by decompressing frames (the native block bytes). For a query
+//                   without compression no frames exist and decoded_bytes stays 0; callers that
+//                   report "decoded" then use the block bytes they parsed.
+// Both grow as data arrives, not when a query ends. Not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "server/clickhouse/compression/frame.h"
+#include "server/clickhouse/wire/buffer.h"
+#include "server/clickhouse/wire/socket.h"
+
+namespace chgate::clickhouse {
+
+class SocketReadBuffer final : public ReadBuffer {
+ public:
+  // `socket` must outlive this buffer.
+  SocketReadBuffer(Socket* socket, size_t capacity, absl::Duration read_timeout);
+
+  void set_read_timeout(absl::Duration timeout) { read_timeout_ = timeout; }
+  uint64_t received_bytes() const { return received_bytes_; }
+
+ protected:
+  absl::Status Refill() override;
+
+ private:
+  Socket* socket_;
+  ByteBuffer buffer_;
+  absl::Duration read_timeout_;
+  uint64_t received_bytes_ = 0;
+};
+
+class CompressedReadBuffer final : public ReadBuffer {
+ public:
+  // Reads frames from `source` (which must outlive this buffer). Frames that decompress to more
+  // than `max_frame_size` bytes, or claim a larger compressed size, are refused.
+  explicit CompressedReadBuffer(ReadBuffer* source, uint32_t max_frame_size = kMaxFrameCompressedSize);
+
+  uint64_t decoded_bytes() const { return decoded_bytes_; }
+  uint64_t frames() const { return frames_; }
+
+ protected:
+  absl::Status Refill() override;
+
+ private:
+  ReadBuffer* source_;
+  uint32_t max_frame_size_;
+  ByteBuffer staging_;  // only for a frame that straddles the source's window
+  ByteBuffer output_;   // decompressed bytes of the current frame, reused
+  uint64_t decoded_bytes_ = 0;
+  uint64_t frames_ = 0;
+};
+
+}  // namespace chgate::clickhouse
