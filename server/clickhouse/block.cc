@@ -24,6 +24,10 @@ size_t Block::ByteSize() const {
 }
 
 absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block) {
+  // Columns of the previous block are reused when the next one has the same name and type at
+  // the same position (the common case for a query's blocks), so steady-state reads allocate
+  // nothing and skip parsing the type name.
+  std::vector<NamedColumn> previous = std::move(block->columns_);
   block->Clear();
   if (revision >= revision::kBlockInfo) {
     while (true) {
@@ -62,10 +66,17 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block) {
             ") uses a custom serialization (e.g. sparse), which this client does not read"));
       }
     }
-    auto column = CreateColumn(type);
-    if (!column.ok()) {
-      return absl::Status(column.status().code(),
-                          absl::StrCat("column ", name, ": ", column.status().message()));
+    absl::StatusOr<ColumnPtr> column;
+    if (i < previous.size() && previous[i].name == name &&
+        previous[i].column->type_name() == type && previous[i].column.use_count() == 1) {
+      column = std::move(previous[i].column);
+      (*column)->Clear();
+    } else {
+      column = CreateColumn(type);
+      if (!column.ok()) {
+        return absl::Status(column.status().code(),
+                            absl::StrCat("column ", name, ": ", column.status().message()));
+      }
     }
     if (rows > 0) {
       RETURN_IF_ERROR((*column)->LoadPrefix(in));
