@@ -1,0 +1,72 @@
+// Cursor: pulls a SELECT's blocks one at a time from a Connection, so the caller decides when to
+// read more (a slow consumer stops reading the socket, and TCP flow control slows the server).
+// The block returned by Next() is owned by the connection and valid until the following Next():
+// its columns are reused from block to block, so steady-state reading allocates nothing.
+//
+//   Cursor cursor(conn, {.query = "SELECT ..."});
+//   while (const Block* block = cursor.Next()) { ... }
+//   if (!cursor.status().ok()) ...
+//
+// received_bytes() counts bytes read from the socket, decoded_bytes() bytes produced by
+// decompressing frames (0 without compression); both cover this query only and grow while it
+// runs. Not thread-safe; Cancel() may be called from another thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "server/clickhouse/connection.h"
+
+namespace chgate::clickhouse {
+
+class Cursor {
+ public:
+  // Sends the query; errors surface through Next()/status().
+  Cursor(Connection* conn, QueryParams query);
+  ~Cursor();
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+
+  // The next non-empty data block, or nullptr at the end of the result or on error.
+  const Block* Next();
+  // OK after the whole result was read; the error otherwise (a server Exception mapped by
+  // ExceptionToStatus, or an I/O or protocol error).
+  const absl::Status& status() const { return status_; }
+  bool done() const { return done_; }
+
+  // The result's columns (the server's first, empty block); empty until the first Next().
+  const Block& header() const { return header_; }
+  const std::optional<Block>& totals() const { return totals_; }
+  const std::optional<Block>& extremes() const { return extremes_; }
+  const Progress& progress() const { return progress_; }
+  const std::optional<ProfileInfo>& profile() const { return profile_; }
+  uint64_t rows() const { return rows_; }
+  uint64_t blocks() const { return blocks_; }
+  uint64_t received_bytes() const { return conn_->received_bytes() - received_at_start_; }
+  uint64_t decoded_bytes() const { return conn_->decoded_bytes() - decoded_at_start_; }
+
+  // Asks the server to stop the query and reads what remains in flight until EndOfStream (or
+  // `drain_timeout`): the connection is then reusable. If draining fails, the connection is
+  // marked broken. Returns the status of the drain.
+  absl::Status Cancel();
+
+ private:
+  void Finish(absl::Status status);
+
+  Connection* conn_;
+  absl::Status status_;
+  bool done_ = false;
+  bool header_seen_ = false;
+  Block header_;
+  std::optional<Block> totals_;
+  std::optional<Block> extremes_;
+  Progress progress_;
+  std::optional<ProfileInfo> profile_;
+  uint64_t rows_ = 0;
+  uint64_t blocks_ = 0;
+  uint64_t received_at_start_;
+  uint64_t decoded_at_start_;
+};
+
+}  // namespace chgate::clickhouse
