@@ -1,0 +1,132 @@
+// Pool: connections to one or more ClickHouse endpoints (replicas). Acquire() hands out a usable
+// connection: an idle one (pinged first when it sat idle past `ping_after_idle`), or a new one
+// while fewer than `max_connections` exist, trying endpoints in order and skipping for a while an
+// endpoint that just failed (failover). A connection comes back to the pool when its
+// PooledConnection is destroyed, unless it is broken (I/O or protocol error, or a query left
+// unfinished), in which case it is closed: a connection is never reused after a protocol error.
+// A maintenance thread closes connections past `max_lifetime` or idle past `max_idle` and keeps
+// `min_connections` open. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/clickhouse/connection.h"
+
+namespace chgate::clickhouse {
+
+struct Endpoint {
+  std::string host;
+  uint16_t port = 9000;
+};
+
+struct PoolOptions {
+  std::vector<Endpoint> endpoints;
+  // Host and port are taken from `endpoints`; everything else applies to every connection.
+  ConnectionOptions connection;
+  size_t max_connections = 8;
+  size_t min_connections = 1;
+  absl::Duration max_lifetime = absl::Hours(1);
+  absl::Duration max_idle = absl::Minutes(5);
+  absl::Duration ping_after_idle = absl::Seconds(30);
+  // How long an endpoint is skipped after a failed connect (unless every endpoint failed).
+  absl::Duration endpoint_backoff = absl::Seconds(5);
+  absl::Duration maintenance_interval = absl::Seconds(5);
+};
+
+// Per-endpoint counts, for metrics.
+struct EndpointStats {
+  std::string endpoint;  // "host:port"
+  uint64_t idle = 0;
+  uint64_t in_use = 0;
+  uint64_t connects = 0;
+  uint64_t connect_failures = 0;
+  uint64_t discarded_broken = 0;  // closed after an error
+  uint64_t closed_expired = 0;    // closed for lifetime or idleness
+  bool healthy = true;            // last connect attempt succeeded
+};
+
+class Pool;
+
+// A connection on loan from the pool; returns it (or closes it when broken) on destruction.
+class PooledConnection {
+ public:
+  PooledConnection() = default;
+  PooledConnection(PooledConnection&& other) noexcept;
+  PooledConnection& operator=(PooledConnection&& other) noexcept;
+  ~PooledConnection();
+
+  Connection* get() const { return conn_.get(); }
+  Connection* operator->() const { return conn_.get(); }
+  Connection& operator*() const { return *conn_; }
+  const Endpoint& endpoint() const;
+  // Closes the connection instead of returning it.
+  void Discard();
+
+ private:
+  friend class Pool;
+  PooledConnection(Pool* pool, std::unique_ptr<Connection> conn, size_t endpoint,
+                   absl::Time created);
+  void Release();
+
+  Pool* pool_ = nullptr;
+  std::unique_ptr<Connection> conn_;
+  size_t endpoint_ = 0;
+  absl::Time created_;
+};
+
+class Pool {
+ public:
+  explicit Pool(PoolOptions options);
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  // Starts the maintenance thread (and opens min_connections in it).
+  void Start();
+
+  // A usable connection, waiting until `deadline` when max_connections are in use.
+  // Errors: Unavailable when no endpoint accepts a connection (the message names each endpoint
+  // and its error), DeadlineExceeded when none became free in time, Cancelled after Shutdown().
+  absl::StatusOr<PooledConnection> Acquire(absl::Time deadline);
+
+  std::vector<EndpointStats> Stats() const;
+  const PoolOptions& options() const { return options_; }
+
+  // Closes idle connections and refuses new Acquire() calls.
+  void Shutdown();
+
+ private:
+  friend class PooledConnection;
+  struct Idle {
+    std::unique_ptr<Connection> conn;
+    size_t endpoint;
+    absl::Time created;
+    absl::Time idle_since;
+  };
+
+  void Return(std::unique_ptr<Connection> conn, size_t endpoint, absl::Time created);
+  absl::StatusOr<PooledConnection> Open(absl::Time deadline);
+  void Maintain();
+  size_t OpenCountLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const PoolOptions options_;
+  mutable absl::Mutex mu_;
+  std::vector<Idle> idle_ ABSL_GUARDED_BY(mu_);
+  std::vector<EndpointStats> stats_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Time> skip_until_ ABSL_GUARDED_BY(mu_);
+  size_t in_use_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t opening_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t next_endpoint_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread maintenance_;
+};
+
+}  // namespace chgate::clickhouse
