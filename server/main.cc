@@ -1,61 +1,65 @@
-// chgate entry point. For now: connect to ClickHouse, report the server and the negotiated
-// protocol revision, and run --query, printing the result as TSV.
+// chgate entry point: wiring only. Reads the configuration, then either runs one query (--query)
+// or serves the gRPC API until SIGTERM/SIGINT, when it drains: readiness goes NOT_SERVING, new
+// requests are refused, buffered rows are flushed within --drain-timeout, and it exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "server/clickhouse/connection.h"
+#include "server/clickhouse/pool.h"
 #include "server/config/config.h"
+#include "server/ingest/ingestor.h"
+#include "server/ingest/inserter.h"
+#include "server/metrics/metrics.h"
+#include "server/service/server.h"
 
 extern char** environ;
 
+namespace chgate {
 namespace {
 
-int Run(int argc, char** argv) {
-  auto config = chgate::config::Parse(argc, argv, environ);
-  if (!config.ok()) {
-    std::cerr << "chgate: " << config.status().message() << "\n";
-    return 2;
-  }
-  if (config->help) {
-    std::cout << chgate::config::Usage();
-    return 0;
-  }
-  namespace ch = chgate::clickhouse;
-  absl::Status last;
-  for (const auto& endpoint : config->endpoints) {
-    ch::ConnectionOptions options{
-        .host = endpoint.host,
-        .port = endpoint.port,
-        .database = config->database,
-        .user = config->user,
-        .password = config->password,
-        .compression = config->compression == "none"   ? ch::CompressionMethod::kNone
-                       : config->compression == "zstd" ? ch::CompressionMethod::kZstd
-                                                       : ch::CompressionMethod::kLz4,
-        .connect_timeout = config->connect_timeout,
-        .handshake_timeout = config->connect_timeout,
-        .read_timeout = config->read_timeout,
-    };
-    auto conn = ch::Connection::Connect(options);
+clickhouse::ConnectionOptions ConnectionOptionsFrom(const config::Config& c) {
+  return clickhouse::ConnectionOptions{
+      .database = c.database,
+      .user = c.user,
+      .password = c.password,
+      .compression = c.compression == "none"   ? clickhouse::CompressionMethod::kNone
+                     : c.compression == "zstd" ? clickhouse::CompressionMethod::kZstd
+                                               : clickhouse::CompressionMethod::kLz4,
+      .connect_timeout = c.connect_timeout,
+      .handshake_timeout = c.connect_timeout,
+      .read_timeout = c.read_timeout,
+  };
+}
+
+int RunQuery(const config::Config& config) {
+  for (const auto& endpoint : config.endpoints) {
+    clickhouse::ConnectionOptions options = ConnectionOptionsFrom(config);
+    options.host = endpoint.host;
+    options.port = endpoint.port;
+    auto conn = clickhouse::Connection::Connect(options);
     if (!conn.ok()) {
       std::cerr << "chgate: " << conn.status().message() << "\n";
-      last = conn.status();
       continue;
     }
-    const ch::ServerInfo& info = (*conn)->server_info();
+    const clickhouse::ServerInfo& info = (*conn)->server_info();
     std::cerr << "connected to " << info.name << " " << info.version_major << "."
               << info.version_minor << "." << info.version_patch << " at " << endpoint.host
               << ":" << endpoint.port << " (server revision " << info.revision
               << ", negotiated " << (*conn)->revision() << ", time zone " << info.timezone
               << ")\n";
-    if (config->query.empty()) return 0;
     std::string line;
-    ch::QueryResult result;
+    clickhouse::QueryResult result;
     absl::Status status = (*conn)->Select(
-        {.query = config->query},
-        [&](const ch::Block& block) {
+        {.query = config.query},
+        [&](const clickhouse::Block& block) {
           for (size_t row = 0; row < block.rows(); ++row) {
             line.clear();
             for (size_t c = 0; c < block.column_count(); ++c) {
@@ -81,6 +85,120 @@ int Run(int argc, char** argv) {
   return 1;
 }
 
-}  // namespace
+int Serve(const config::Config& config) {
+  // Signals are taken synchronously by this thread; every other thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-int main(int argc, char** argv) { return Run(argc, argv); }
+  metrics::Metrics metrics;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!config.metrics_listen.empty()) {
+    auto started = metrics.StartExposer(config.metrics_listen);
+    if (!started.ok()) {
+      std::cerr << "chgate: " << started.status().message() << "\n";
+      return 1;
+    }
+    exposer = *std::move(started);
+  }
+
+  clickhouse::PoolOptions pool_options{
+      .connection = ConnectionOptionsFrom(config),
+      .max_connections = config.pool_max_connections,
+      .min_connections = config.pool_min_connections,
+      .max_lifetime = config.pool_max_lifetime,
+      .max_idle = config.pool_max_idle,
+  };
+  for (const auto& ep : config.endpoints) pool_options.endpoints.push_back({ep.host, ep.port});
+  clickhouse::Pool pool(pool_options);
+  pool.Start();
+  auto pool_collectable = std::make_shared<metrics::PoolCollectable>([&pool] {
+    std::vector<metrics::PoolEndpointSample> samples;
+    for (const clickhouse::EndpointStats& s : pool.Stats()) {
+      samples.push_back({s.endpoint, s.idle, s.in_use, s.connects, s.connect_failures,
+                         s.discarded_broken, s.closed_expired, s.healthy});
+    }
+    return samples;
+  });
+  metrics.RegisterCollectable(pool_collectable);
+
+  ingest::IngestOptions ingest_options;
+  ingest_options.default_database = config.database;
+  ingest_options.limits = {config.batch_max_rows, config.batch_max_bytes, config.batch_max_delay};
+  for (const auto& [table, l] : config.table_limits) {
+    ingest_options.table_limits[table] = {
+        l.max_rows != 0 ? l.max_rows : config.batch_max_rows,
+        l.max_bytes != 0 ? l.max_bytes : config.batch_max_bytes,
+        l.max_delay != absl::ZeroDuration() ? l.max_delay : config.batch_max_delay};
+  }
+  ingest_options.memory_budget_bytes = config.memory_budget;
+  ingest_options.table_budget_bytes = config.table_memory_budget;
+  ingest_options.ready_high_water = config.ready_high_water;
+  ingest_options.retry = {config.retry_initial_backoff, config.retry_max_backoff,
+                          config.retry_max_elapsed};
+  ingest_options.default_ack =
+      config.ack_mode == "accepted" ? ingest::AckMode::kAccepted : ingest::AckMode::kCommitted;
+  ingest_options.convert.null_as_default = config.null_as_default;
+  ingest_options.flush_threads = config.pool_max_connections;
+  ingest::ClickHouseInserter inserter(&pool);
+  ingest::Ingestor ingestor(ingest_options, &inserter, ingest::RealClock(), &metrics.ingest());
+
+  auto server = service::StartServer(
+      {.api_address = config.listen,
+       .health_address = config.health_listen,
+       .default_deadline = config.default_deadline},
+      &ingestor);
+  if (!server.ok()) {
+    std::cerr << "chgate: " << server.status().message() << "\n";
+    return 1;
+  }
+  std::cerr << "chgate: serving the API on " << config.listen << " (port " << (*server)->api_port()
+            << "), health on " << (config.health_listen.empty() ? config.listen : config.health_listen)
+            << " (port " << (*server)->health_port() << "), metrics on "
+            << (config.metrics_listen.empty() ? "(off)" : config.metrics_listen) << " (port "
+            << metrics.port() << ")" << std::endl;
+
+  absl::Notification stop_health;
+  std::thread health([&] {
+    while (!stop_health.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
+      (*server)->RefreshHealth();
+    }
+  });
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  const absl::Time deadline = absl::Now() + config.drain_timeout;
+  std::cerr << "chgate: " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
+            << ": draining (up to " << absl::FormatDuration(config.drain_timeout) << ")"
+            << std::endl;
+  stop_health.Notify();
+  health.join();
+  std::thread stopper([&] { (*server)->Shutdown(deadline); });
+  ingestor.Shutdown(deadline);
+  stopper.join();
+  pool.Shutdown();
+  const ingest::IngestStats stats = ingestor.Stats();
+  std::cerr << "chgate: stopped; " << stats.buffered_rows << " rows were left unflushed"
+            << std::endl;
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  auto config = config::Parse(argc, argv, environ);
+  if (!config.ok()) {
+    std::cerr << "chgate: " << config.status().message() << "\n";
+    return 2;
+  }
+  if (config->help) {
+    std::cout << config::Usage();
+    return 0;
+  }
+  return config->query.empty() ? Serve(*config) : RunQuery(*config);
+}
+
+}  // namespace
+}  // namespace chgate
+
+int main(int argc, char** argv) { return chgate::Main(argc, argv); }

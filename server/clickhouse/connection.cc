@@ -31,8 +31,13 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Connect(const Connection
   std::unique_ptr<Connection> conn(new Connection(options, std::move(socket)));
   absl::Status status = conn->Handshake();
   if (!status.ok()) {
-    return absl::Status(status.code(), absl::StrCat("handshake with ", options.host, ":",
-                                                    options.port, ": ", status.message()));
+    absl::Status annotated(status.code(), absl::StrCat("handshake with ", options.host, ":",
+                                                       options.port, ": ", status.message()));
+    // Keep the payloads (the server's error code for ClickHouseCode()).
+    status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+      annotated.SetPayload(url, payload);
+    });
+    return annotated;
   }
   return conn;
 }
@@ -242,18 +247,7 @@ absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block*
   *result = {};
   for (const Block* b : blocks) RETURN_IF_ERROR(b->Validate());
   RETURN_IF_ERROR(SendQuery(std::move(insert_query)));
-  // The server answers with the table's header block (0 rows), maybe after TableColumns.
-  Block header;
-  while (true) {
-    ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
-    if (p->type == PacketType::kData) {
-      header = std::move(p->block);
-      break;
-    }
-    if (p->type == PacketType::kEndOfStream) {
-      return absl::FailedPreconditionError("server ended the INSERT before sending its header");
-    }
-  }
+  ASSIGN_OR_RETURN(Block header, ReadInsertHeader());
   absl::Status mismatch;
   for (const Block* b : blocks) {
     if (b->column_count() != header.column_count()) {
@@ -277,12 +271,8 @@ absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block*
   }
   if (!mismatch.ok()) {
     // End the INSERT without rows so the connection stays usable, then report.
-    Block empty;
-    RETURN_IF_ERROR(SendData(empty));
-    while (true) {
-      absl::StatusOr<Packet*> p = ReceivePacket();
-      if (!p.ok() || (*p)->type == PacketType::kEndOfStream) break;
-    }
+    QueryResult ignored;
+    (void)FinishInsert(&ignored);
     return mismatch;
   }
   for (const Block* b : blocks) {
@@ -291,6 +281,21 @@ absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block*
     result->rows += b->rows();
     ++result->blocks;
   }
+  return FinishInsert(result);
+}
+
+absl::StatusOr<Block> Connection::ReadInsertHeader() {
+  // The server answers with the table's header block (0 rows), maybe after TableColumns.
+  while (true) {
+    ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
+    if (p->type == PacketType::kData) return std::move(p->block);
+    if (p->type == PacketType::kEndOfStream) {
+      return absl::FailedPreconditionError("server ended the INSERT before sending its header");
+    }
+  }
+}
+
+absl::Status Connection::FinishInsert(QueryResult* result) {
   Block empty;
   RETURN_IF_ERROR(SendData(empty));
   while (true) {
@@ -298,6 +303,14 @@ absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block*
     if (p->type == PacketType::kEndOfStream) return absl::OkStatus();
     if (p->type == PacketType::kProgress) result->progress.Add(p->progress);
   }
+}
+
+absl::StatusOr<Block> Connection::DescribeInsert(QueryParams insert_query) {
+  RETURN_IF_ERROR(SendQuery(std::move(insert_query)));
+  ASSIGN_OR_RETURN(Block header, ReadInsertHeader());
+  QueryResult ignored;
+  RETURN_IF_ERROR(FinishInsert(&ignored));
+  return header;
 }
 
 }  // namespace chgate::clickhouse

@@ -98,6 +98,13 @@ class Connection {
   absl::Status Insert(QueryParams insert_query, std::span<const Block* const> blocks,
                       QueryResult* result = nullptr);
 
+  // The header block (column names and types, no rows) the server expects for `insert_query`,
+  // without inserting anything (the INSERT is ended with an empty block). Errors as Insert().
+  absl::StatusOr<Block> DescribeInsert(QueryParams insert_query);
+
+  // Changes the timeout of each wait for data (e.g. a short one while draining a cancel).
+  void set_read_timeout(absl::Duration timeout) { in_.set_read_timeout(timeout); }
+
   // Interrupts a blocked operation from another thread; the connection becomes unusable.
   void Cancel();
 
@@ -107,6 +114,10 @@ class Connection {
   absl::Status Flush();  // writes out_ to the socket
   absl::Status Fail(absl::Status status);  // marks broken, returns status
   absl::Status WriteCompressedBody();
+  // After an INSERT query: reads packets up to the server's header block.
+  absl::StatusOr<Block> ReadInsertHeader();
+  // Ends an INSERT with an empty block and waits for EndOfStream.
+  absl::Status FinishInsert(QueryResult* result);
 
   ConnectionOptions options_;
   Socket socket_;

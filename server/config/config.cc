@@ -1,5 +1,6 @@
 #include "server/config/config.h"
 
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -15,25 +17,128 @@
 namespace chgate::config {
 namespace {
 
+using Setter = std::function<absl::Status(absl::string_view, Config*)>;
+
 struct Option {
   std::string name;
   std::string default_text;
   std::string help;
-  std::function<absl::Status(absl::string_view, Config*)> set;
+  Setter set;
 };
 
-absl::Status SetDuration(absl::string_view name, absl::string_view v, absl::Duration* out) {
-  absl::Duration d;
-  if (!absl::ParseDuration(v, &d) || d <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, ": '", v, "' is not a positive duration (e.g. 5s, 250ms)"));
+absl::Status Bad(absl::string_view name, absl::string_view value, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", value, "' ", what));
+}
+
+Setter String(std::string Config::*field) {
+  return [field](absl::string_view v, Config* c) {
+    c->*field = std::string(v);
+    return absl::OkStatus();
+  };
+}
+
+Setter Duration(const char* name, absl::Duration Config::*field) {
+  return [name, field](absl::string_view v, Config* c) {
+    absl::Duration d;
+    if (!absl::ParseDuration(v, &d) || d <= absl::ZeroDuration()) {
+      return Bad(name, v, "is not a positive duration (e.g. 5s, 250ms, 1h)");
+    }
+    c->*field = d;
+    return absl::OkStatus();
+  };
+}
+
+Setter Count(const char* name, uint64_t Config::*field, uint64_t min) {
+  return [name, field, min](absl::string_view v, Config* c) {
+    uint64_t n = 0;
+    if (!absl::SimpleAtoi(v, &n) || n < min) {
+      return Bad(name, v, absl::StrCat("is not an integer >= ", min));
+    }
+    c->*field = n;
+    return absl::OkStatus();
+  };
+}
+
+Setter Bytes(const char* name, uint64_t Config::*field, bool allow_zero) {
+  return [name, field, allow_zero](absl::string_view v, Config* c) {
+    auto n = ParseBytes(v);
+    if (!n.ok() || (*n == 0 && !allow_zero)) {
+      return Bad(name, v, "is not a size (e.g. 16MiB, 512KiB, 1GiB, or bytes)");
+    }
+    c->*field = *n;
+    return absl::OkStatus();
+  };
+}
+
+Setter Bool(const char* name, bool Config::*field) {
+  return [name, field](absl::string_view v, Config* c) {
+    if (v == "true" || v == "1" || v == "yes") {
+      c->*field = true;
+    } else if (v == "false" || v == "0" || v == "no") {
+      c->*field = false;
+    } else {
+      return Bad(name, v, "is not true or false");
+    }
+    return absl::OkStatus();
+  };
+}
+
+Setter OneOf(const char* name, std::string Config::*field, std::vector<std::string> allowed) {
+  return [name, field, allowed](absl::string_view v, Config* c) {
+    for (const std::string& a : allowed) {
+      if (v == a) {
+        c->*field = a;
+        return absl::OkStatus();
+      }
+    }
+    return Bad(name, v, absl::StrCat("is not one of ", absl::StrJoin(allowed, ", ")));
+  };
+}
+
+absl::Status SetTableLimits(absl::string_view v, Config* c) {
+  // "db.t:rows=1000,bytes=1MiB,delay=50ms;db.u:delay=1s"
+  c->table_limits.clear();
+  for (absl::string_view entry : absl::StrSplit(v, ';', absl::SkipWhitespace())) {
+    size_t colon = entry.rfind(':');
+    if (colon == absl::string_view::npos) return Bad("table-limits", entry, "needs table:key=value,...");
+    std::string table(absl::StripAsciiWhitespace(entry.substr(0, colon)));
+    TableLimits limits;
+    for (absl::string_view kv : absl::StrSplit(entry.substr(colon + 1), ',', absl::SkipWhitespace())) {
+      std::pair<absl::string_view, absl::string_view> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+      if (p.first == "rows") {
+        if (!absl::SimpleAtoi(p.second, &limits.max_rows) || limits.max_rows == 0) {
+          return Bad("table-limits", kv, "needs rows > 0");
+        }
+      } else if (p.first == "bytes") {
+        auto n = ParseBytes(p.second);
+        if (!n.ok() || *n == 0) return Bad("table-limits", kv, "needs a size");
+        limits.max_bytes = *n;
+      } else if (p.first == "delay") {
+        if (!absl::ParseDuration(p.second, &limits.max_delay) ||
+            limits.max_delay <= absl::ZeroDuration()) {
+          return Bad("table-limits", kv, "needs a positive duration");
+        }
+      } else {
+        return Bad("table-limits", kv, "has an unknown key (rows, bytes, delay)");
+      }
+    }
+    if (table.find('.') == std::string::npos) table = absl::StrCat(c->database, ".", table);
+    c->table_limits[table] = limits;
   }
-  *out = d;
   return absl::OkStatus();
 }
 
 const std::vector<Option>& Options() {
   static const auto* options = new std::vector<Option>{
+      {"listen", "127.0.0.1:50051", "gRPC API address (Insert, InsertStream, Query)",
+       String(&Config::listen)},
+      {"allow-remote-api", "false",
+       "allow --listen on a non-loopback address (exposes the API to the network)",
+       Bool("allow-remote-api", &Config::allow_remote_api)},
+      {"health-listen", "0.0.0.0:50052", "grpc.health.v1 address for kubelet probes (\"\" = API listener)",
+       String(&Config::health_listen)},
+      {"metrics-listen", "0.0.0.0:9464", "Prometheus /metrics address (\"\" = off)",
+       String(&Config::metrics_listen)},
       {"endpoints", "127.0.0.1:9000", "ClickHouse native endpoints, host:port[,host:port...]",
        [](absl::string_view v, Config* c) -> absl::Status {
          auto eps = ParseEndpoints(v);
@@ -41,41 +146,61 @@ const std::vector<Option>& Options() {
          c->endpoints = *std::move(eps);
          return absl::OkStatus();
        }},
-      {"user", "default", "ClickHouse user",
-       [](absl::string_view v, Config* c) {
-         c->user = std::string(v);
-         return absl::OkStatus();
-       }},
+      {"user", "default", "ClickHouse user", String(&Config::user)},
       {"password-file", "", "file holding the ClickHouse password (trailing newline ignored)",
-       [](absl::string_view v, Config* c) {
-         c->password_file = std::string(v);
-         return absl::OkStatus();
-       }},
-      {"database", "", "default database (empty: the user's default)",
-       [](absl::string_view v, Config* c) {
-         c->database = std::string(v);
-         return absl::OkStatus();
-       }},
+       String(&Config::password_file)},
+      {"database", "default", "database of table names given without one", String(&Config::database)},
       {"compression", "lz4", "block compression on the wire: none, lz4 or zstd",
-       [](absl::string_view v, Config* c) -> absl::Status {
-         if (v != "none" && v != "lz4" && v != "zstd") {
-           return absl::InvalidArgumentError(
-               absl::StrCat("--compression: '", v, "' is not one of none, lz4, zstd"));
-         }
-         c->compression = std::string(v);
-         return absl::OkStatus();
-       }},
+       OneOf("compression", &Config::compression, {"none", "lz4", "zstd"})},
       {"connect-timeout", "5s", "timeout for connecting and the handshake",
+       Duration("connect-timeout", &Config::connect_timeout)},
+      {"read-timeout", "60s", "longest wait for data from ClickHouse",
+       Duration("read-timeout", &Config::read_timeout)},
+      {"pool-max-connections", "8", "most connections to ClickHouse (parallel flushes)",
+       Count("pool-max-connections", &Config::pool_max_connections, 1)},
+      {"pool-min-connections", "1", "connections kept open",
+       Count("pool-min-connections", &Config::pool_min_connections, 0)},
+      {"pool-max-lifetime", "1h", "connections are closed after this long",
+       Duration("pool-max-lifetime", &Config::pool_max_lifetime)},
+      {"pool-max-idle", "5m", "idle connections are closed after this long",
+       Duration("pool-max-idle", &Config::pool_max_idle)},
+      {"batch-max-rows", "100000", "flush a table's batch at this many rows",
+       Count("batch-max-rows", &Config::batch_max_rows, 1)},
+      {"batch-max-bytes", "16MiB", "flush a table's batch at this size",
+       Bytes("batch-max-bytes", &Config::batch_max_bytes, false)},
+      {"batch-max-delay", "200ms", "flush a table's batch when its oldest row is this old",
+       Duration("batch-max-delay", &Config::batch_max_delay)},
+      {"table-limits", "", "per-table overrides: db.t:rows=N,bytes=S,delay=D;db.u:...",
+       SetTableLimits},
+      {"memory-budget", "256MiB", "most bytes of rows buffered (callers wait beyond it)",
+       Bytes("memory-budget", &Config::memory_budget, false)},
+      {"table-memory-budget", "0", "most buffered bytes per table (0 = no per-table limit)",
+       Bytes("table-memory-budget", &Config::table_memory_budget, true)},
+      {"ready-high-water", "0.9", "readiness turns NOT_SERVING above this share of the budget",
        [](absl::string_view v, Config* c) {
-         return SetDuration("connect-timeout", v, &c->connect_timeout);
-       }},
-      {"read-timeout", "300s", "longest wait for data from ClickHouse",
-       [](absl::string_view v, Config* c) { return SetDuration("read-timeout", v, &c->read_timeout); }},
-      {"query", "", "run this SQL, print the result as TSV and exit",
-       [](absl::string_view v, Config* c) {
-         c->query = std::string(v);
+         double d = 0;
+         if (!absl::SimpleAtod(v, &d) || d <= 0 || d > 1) return Bad("ready-high-water", v, "is not in (0, 1]");
+         c->ready_high_water = d;
          return absl::OkStatus();
        }},
+      {"ack-mode", "committed",
+       "default ack: committed (after ClickHouse accepted the rows) or accepted (once buffered; "
+       "rows are lost if chgate dies before flushing)",
+       OneOf("ack-mode", &Config::ack_mode, {"committed", "accepted"})},
+      {"null-as-default", "false", "a null for a non-Nullable column inserts the type's default",
+       Bool("null-as-default", &Config::null_as_default)},
+      {"retry-initial-backoff", "100ms", "first retry delay (doubles, with full jitter)",
+       Duration("retry-initial-backoff", &Config::retry_initial_backoff)},
+      {"retry-max-backoff", "5s", "longest retry delay",
+       Duration("retry-max-backoff", &Config::retry_max_backoff)},
+      {"retry-max-elapsed", "60s", "a batch is retried for at most this long",
+       Duration("retry-max-elapsed", &Config::retry_max_elapsed)},
+      {"default-deadline", "30s", "deadline of calls that set none",
+       Duration("default-deadline", &Config::default_deadline)},
+      {"drain-timeout", "20s", "on SIGTERM, how long buffered rows may take to flush",
+       Duration("drain-timeout", &Config::drain_timeout)},
+      {"query", "", "one-shot mode: run this SQL, print the result as TSV and exit",
+       String(&Config::query)},
   };
   return *options;
 }
@@ -92,6 +217,37 @@ std::string EnvName(absl::string_view option) {
 }
 
 }  // namespace
+
+absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {
+  text = absl::StripAsciiWhitespace(text);
+  struct Unit {
+    const char* suffix;
+    uint64_t factor;
+  };
+  static const Unit units[] = {{"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
+                               {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull},
+                               {"B", 1}};
+  uint64_t factor = 1;
+  for (const Unit& u : units) {
+    if (absl::EndsWith(text, u.suffix)) {
+      factor = u.factor;
+      text.remove_suffix(std::strlen(u.suffix));
+      break;
+    }
+  }
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &n) || n > UINT64_MAX / factor) {
+    return absl::InvalidArgumentError(absl::StrCat("bad size '", text, "'"));
+  }
+  return n * factor;
+}
+
+bool IsLoopbackAddress(absl::string_view address) {
+  size_t colon = address.rfind(':');
+  absl::string_view host = colon == absl::string_view::npos ? address : address.substr(0, colon);
+  return host == "127.0.0.1" || host == "localhost" || host == "[::1]" || host == "::1" ||
+         absl::StartsWith(host, "127.");
+}
 
 absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text) {
   std::vector<Endpoint> result;
@@ -174,14 +330,31 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
       config.password.pop_back();
     }
   }
+  // Cross-option checks.
+  if (!config.allow_remote_api && !IsLoopbackAddress(config.listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen=", config.listen,
+        " is not a loopback address: the API has no authentication, so exposing it needs "
+        "--allow-remote-api=true"));
+  }
+  if (config.pool_min_connections > config.pool_max_connections) {
+    return absl::InvalidArgumentError("--pool-min-connections exceeds --pool-max-connections");
+  }
+  if (config.batch_max_bytes > config.memory_budget) {
+    return absl::InvalidArgumentError(
+        "--batch-max-bytes exceeds --memory-budget: a batch could never fill up");
+  }
+  if (config.retry_initial_backoff > config.retry_max_backoff) {
+    return absl::InvalidArgumentError("--retry-initial-backoff exceeds --retry-max-backoff");
+  }
   return config;
 }
 
 std::string Usage() {
   std::string out =
       "Usage: chgate [options]\n"
-      "Connects to ClickHouse over the native protocol, reports the server's version and\n"
-      "negotiated protocol revision, and runs --query if given (result as TSV on stdout).\n\n"
+      "A gRPC sidecar that batches rows into ClickHouse over its native protocol.\n"
+      "With --query, connects once, runs the query, prints the result as TSV and exits.\n\n"
       "Options (each also read from the environment variable shown; flags win):\n";
   for (const Option& o : Options()) {
     absl::StrAppend(&out, "  --", o.name, "=VALUE  [", EnvName(o.name), "]\n      ", o.help,

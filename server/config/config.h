@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,21 +19,55 @@ struct Endpoint {
   uint16_t port = 9000;
 };
 
+struct TableLimits {
+  uint64_t max_rows = 0;   // 0: the global default
+  uint64_t max_bytes = 0;  // 0: the global default
+  absl::Duration max_delay = absl::ZeroDuration();  // 0: the global default
+};
+
 struct Config {
+  // Listeners.
+  std::string listen = "127.0.0.1:50051";      // Insert/InsertStream/Query
+  std::string health_listen = "0.0.0.0:50052";  // grpc.health.v1 for kubelet probes
+  std::string metrics_listen = "0.0.0.0:9464";  // Prometheus /metrics
+  bool allow_remote_api = false;  // required to put the API on a non-loopback address
+  // ClickHouse.
   std::vector<Endpoint> endpoints = {{"127.0.0.1", 9000}};
   std::string user = "default";
   std::string password;  // from password_file
   std::string password_file;
-  std::string database;
+  std::string database = "default";
   std::string compression = "lz4";  // none | lz4 | zstd
   absl::Duration connect_timeout = absl::Seconds(5);
-  absl::Duration read_timeout = absl::Seconds(300);
-  std::string query;  // run this query, print the result as TSV and exit
+  absl::Duration read_timeout = absl::Seconds(60);
+  uint64_t pool_max_connections = 8;
+  uint64_t pool_min_connections = 1;
+  absl::Duration pool_max_lifetime = absl::Hours(1);
+  absl::Duration pool_max_idle = absl::Minutes(5);
+  // Batching.
+  uint64_t batch_max_rows = 100000;
+  uint64_t batch_max_bytes = 16 << 20;
+  absl::Duration batch_max_delay = absl::Milliseconds(200);
+  std::map<std::string, TableLimits> table_limits;  // "db.table" -> overrides
+  uint64_t memory_budget = 256 << 20;
+  uint64_t table_memory_budget = 0;
+  double ready_high_water = 0.9;
+  std::string ack_mode = "committed";  // committed | accepted
+  bool null_as_default = false;
+  // Retries and deadlines.
+  absl::Duration retry_initial_backoff = absl::Milliseconds(100);
+  absl::Duration retry_max_backoff = absl::Seconds(5);
+  absl::Duration retry_max_elapsed = absl::Seconds(60);
+  absl::Duration default_deadline = absl::Seconds(30);
+  absl::Duration drain_timeout = absl::Seconds(20);
+  // One-shot mode: run this query, print the result as TSV and exit.
+  std::string query;
   bool help = false;
 };
 
 // Parses argv and the environment. Returns InvalidArgument with a message naming the option for
-// unknown options and bad values; NotFound if the password file cannot be read.
+// unknown options, bad values and inconsistent settings; NotFound if the password file cannot be
+// read.
 absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* const* envp);
 
 // The --help text: every option, its environment variable and its default.
@@ -40,5 +75,9 @@ std::string Usage();
 
 // "host:port[,host:port...]" -> endpoints (port defaults to 9000).
 absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text);
+// "16MiB", "256MB", "1GiB", "4096" -> bytes.
+absl::StatusOr<uint64_t> ParseBytes(absl::string_view text);
+// Whether a listen address ("host:port") names a loopback host.
+bool IsLoopbackAddress(absl::string_view address);
 
 }  // namespace chgate::config

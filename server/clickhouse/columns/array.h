@@ -28,6 +28,18 @@ class ColumnArray final : public Column {
   size_t Size() const override { return offsets_.size() / 8; }
   void Clear() override;
   void AppendDefault() override { FinishRow(); }
+  void AppendRange(const Column& src, size_t begin, size_t end) override {
+    const auto& s = static_cast<const ColumnArray&>(src);
+    if (begin == end) return;
+    const uint64_t from = s.RowBegin(begin);
+    const uint64_t base = nested_->Size();
+    for (size_t i = begin; i < end; ++i) offsets_.AppendFixed<uint64_t>(s.Offset(i) - from + base);
+    nested_->AppendRange(*s.nested_, static_cast<size_t>(from), static_cast<size_t>(s.Offset(end - 1)));
+  }
+  void Truncate(size_t rows) override {
+    nested_->Truncate(static_cast<size_t>(RowBegin(rows)));
+    offsets_.resize(rows * 8);
+  }
   ColumnPtr CloneEmpty() const override;
   size_t ByteSize() const override { return offsets_.size() + nested_->ByteSize(); }
   absl::Status LoadPrefix(ReadBuffer& in) override { return nested_->LoadPrefix(in); }

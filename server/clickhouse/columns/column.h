@@ -36,6 +36,11 @@ class Column {
   virtual void Clear() = 0;
   // Appends the type's default value (0, '', [], NULL for Nullable...).
   virtual void AppendDefault() = 0;
+  // Drops every row from `rows` on (rows <= Size()), keeping capacity: the undo of appends, so a
+  // request whose later value fails to convert leaves the column as it was.
+  virtual void Truncate(size_t rows) = 0;
+  // Appends rows [begin, end) of `src`, a column of the same type (same class and parameters).
+  virtual void AppendRange(const Column& src, size_t begin, size_t end) = 0;
   // A new empty column of the same type.
   virtual ColumnPtr CloneEmpty() const = 0;
   // Bytes of memory the values occupy (for budgets and metrics).

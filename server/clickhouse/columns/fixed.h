@@ -77,6 +77,11 @@ class ColumnFixed final : public Column {
 
   size_t Size() const override { return values_.size() / width_; }
   void Clear() override { values_.clear(); }
+  void Truncate(size_t rows) override { values_.resize(rows * width_); }
+  void AppendRange(const Column& src, size_t begin, size_t end) override {
+    const auto& s = static_cast<const ColumnFixed&>(src);
+    values_.Append(s.values_.data() + begin * width_, (end - begin) * width_);
+  }
   void AppendDefault() override;
   ColumnPtr CloneEmpty() const override;
   size_t ByteSize() const override { return values_.size(); }

@@ -50,11 +50,41 @@ void ColumnLowCardinality::AppendDefault() {
     return;
   }
   dictionary_->AppendDefault();
-  (void)AppendIndexOfLastDictionaryValue();
+  // Deduplicated like any value; a dictionary whose values cannot be keyed gets one per row.
+  if (!AppendFromDictionaryTail().ok()) {
+    indexes_.push_back(static_cast<uint32_t>(dictionary_->Size() - 1));
+  }
 }
 
-absl::Status ColumnLowCardinality::AppendIndexOfLastDictionaryValue() {
-  indexes_.push_back(static_cast<uint32_t>(dictionary_->Size() - 1));
+absl::Status ColumnLowCardinality::AppendFromDictionaryTail() {
+  const size_t size = dictionary_->Size();
+  if (size <= (nullable_ ? 1u : 0u)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AppendFromDictionaryTail on ", type_name(), " without a new value"));
+  }
+  const size_t last = size - 1;
+  // The same key AppendString uses for String-like dictionaries (FixedString without its zero
+  // padding), the raw value bytes for other fixed-width types.
+  std::string_view key;
+  if (auto* f = dynamic_cast<ColumnFixed*>(dictionary_.get())) {
+    key = std::string_view(f->RawAt(last), f->width());
+    if (f->kind() == FixedKind::kFixedString) {
+      while (!key.empty() && key.back() == '\0') key.remove_suffix(1);
+    }
+  } else if (auto* s = dynamic_cast<ColumnString*>(dictionary_.get())) {
+    key = s->At(last);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AppendFromDictionaryTail on ", type_name(), " whose values are not fixed"));
+  }
+  if (auto it = lookup_.find(absl::string_view(key.data(), key.size())); it != lookup_.end()) {
+    dictionary_->Truncate(last);
+    indexes_.push_back(it->second);
+    return absl::OkStatus();
+  }
+  const uint32_t index = static_cast<uint32_t>(last);
+  lookup_.emplace(std::string(key), index);
+  indexes_.push_back(index);
   return absl::OkStatus();
 }
 
@@ -86,6 +116,34 @@ absl::Status ColumnLowCardinality::AppendString(std::string_view value) {
   return absl::OkStatus();
 }
 
+void ColumnLowCardinality::AppendRange(const Column& src, size_t begin, size_t end) {
+  const auto& s = static_cast<const ColumnLowCardinality&>(src);
+  const bool string_like = dynamic_cast<const ColumnString*>(dictionary_.get()) != nullptr ||
+                           (dynamic_cast<const ColumnFixed*>(dictionary_.get()) != nullptr &&
+                            static_cast<const ColumnFixed&>(*dictionary_).kind() ==
+                                FixedKind::kFixedString);
+  for (size_t row = begin; row < end; ++row) {
+    if (s.IsNull(row)) {
+      AppendNull();
+      continue;
+    }
+    const uint32_t key = s.indexes_[row];
+    if (string_like) {
+      std::string_view value;
+      if (const auto* str = dynamic_cast<const ColumnString*>(s.dictionary_.get())) {
+        value = str->At(key);
+      } else {
+        const auto& fixed = static_cast<const ColumnFixed&>(*s.dictionary_);
+        value = std::string_view(fixed.RawAt(key), fixed.width());
+      }
+      (void)AppendString(value);  // cannot fail: same type
+    } else {
+      dictionary_->AppendRange(*s.dictionary_, key, key + 1);
+      indexes_.push_back(static_cast<uint32_t>(dictionary_->Size() - 1));
+    }
+  }
+}
+
 absl::Status ColumnLowCardinality::LoadPrefix(ReadBuffer& in) {
   uint64_t version = 0;
   RETURN_IF_ERROR(in.ReadFixed(&version));
@@ -111,13 +169,16 @@ absl::Status ColumnLowCardinality::LoadBody(ReadBuffer& in, size_t rows) {
     if (width_code > 3) {
       return absl::DataLossError(absl::StrCat("bad LowCardinality key width code ", width_code));
     }
-    // Each chunk carries its own additional keys; they are appended to ours and re-based.
-    const uint64_t base = dictionary_->Size();
     uint64_t n_keys = 0;
     RETURN_IF_ERROR(in.ReadFixed(&n_keys));
     if (n_keys > (uint64_t{1} << 32)) {
       return absl::DataLossError(absl::StrCat("LowCardinality dictionary of ", n_keys, " keys"));
     }
+    // Each chunk carries its own additional keys; they are appended to ours and re-based. While
+    // a nullable dictionary holds nothing but our NULL placeholder, the chunk's own key 0 (its
+    // NULL placeholder) takes its place, so that decoded data re-encodes to the same bytes.
+    if (nullable_ && n_keys > 0 && dictionary_->Size() == 1) dictionary_->Clear();
+    const uint64_t base = dictionary_->Size();
     RETURN_IF_ERROR(dictionary_->LoadBody(in, static_cast<size_t>(n_keys)));
     uint64_t n_rows = 0;
     RETURN_IF_ERROR(in.ReadFixed(&n_rows));
@@ -150,6 +211,9 @@ void ColumnLowCardinality::SavePrefix(GatherWriter& out) const {
 }
 
 void ColumnLowCardinality::SaveBody(GatherWriter& out) const {
+  // Like ClickHouse, write nothing for no rows (the elements of empty arrays): readers read no
+  // body for 0 rows, so a dictionary header here would be taken for the next column's data.
+  if (indexes_.empty()) return;
   const uint64_t keys = dictionary_->Size();
   uint64_t width_code = keys <= 0x100 ? 0 : keys <= 0x10000 ? 1 : 2;
   out.WriteFixed<uint64_t>(width_code | kHasAdditionalKeysBit | kNeedUpdateDictionaryBit);

@@ -27,11 +27,20 @@ class ColumnLowCardinality final : public Column {
 
   // Appends a String-like value (for String / FixedString dictionaries), deduplicated.
   absl::Status AppendString(std::string_view value);
+  // Appends a row holding the value the caller has just appended to dictionary() (for inner types
+  // that are not String-like, e.g. numbers and dates), deduplicated by the value's bytes: when an
+  // equal value is already in the dictionary, the new copy is removed again and the existing key
+  // used. Returns InvalidArgument if the dictionary is neither String nor fixed-width, or if no
+  // value was appended to it.
+  absl::Status AppendFromDictionaryTail();
   void AppendNull();
 
   size_t Size() const override { return indexes_.size(); }
   void Clear() override;
   void AppendDefault() override;
+  // Dictionary entries added by the dropped rows stay (they are still valid keys).
+  void Truncate(size_t rows) override { indexes_.resize(rows); }
+  void AppendRange(const Column& src, size_t begin, size_t end) override;
   ColumnPtr CloneEmpty() const override;
   size_t ByteSize() const override {
     return dictionary_->ByteSize() + indexes_.size() * sizeof(uint32_t);
@@ -44,7 +53,6 @@ class ColumnLowCardinality final : public Column {
 
  private:
   void ResetDictionary();
-  absl::Status AppendIndexOfLastDictionaryValue();
 
   ColumnPtr dictionary_;
   bool nullable_;

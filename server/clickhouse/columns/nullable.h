@@ -21,6 +21,15 @@ class ColumnNullable final : public Column {
   size_t Size() const override { return nulls_.size(); }
   void Clear() override;
   void AppendDefault() override { AppendNull(); }
+  void AppendRange(const Column& src, size_t begin, size_t end) override {
+    const auto& s = static_cast<const ColumnNullable&>(src);
+    nulls_.Append(s.nulls_.data() + begin, end - begin);
+    nested_->AppendRange(*s.nested_, begin, end);
+  }
+  void Truncate(size_t rows) override {
+    nulls_.resize(rows);
+    nested_->Truncate(rows);
+  }
   ColumnPtr CloneEmpty() const override;
   size_t ByteSize() const override { return nulls_.size() + nested_->ByteSize(); }
   absl::Status LoadPrefix(ReadBuffer& in) override { return nested_->LoadPrefix(in); }

@@ -30,6 +30,18 @@ class ColumnString final : public Column {
     ends_.clear();
   }
   void AppendDefault() override { Append({}); }
+  void AppendRange(const Column& src, size_t begin, size_t end) override {
+    const auto& s = static_cast<const ColumnString&>(src);
+    if (begin == end) return;
+    const uint64_t from = begin == 0 ? 0 : s.ends_[begin - 1];
+    const uint64_t shift = wire_.size() - from;
+    wire_.Append(s.wire_.data() + from, s.ends_[end - 1] - from);
+    for (size_t i = begin; i < end; ++i) ends_.push_back(s.ends_[i] + shift);
+  }
+  void Truncate(size_t rows) override {
+    wire_.resize(rows == 0 ? 0 : ends_[rows - 1]);
+    ends_.resize(rows);
+  }
   ColumnPtr CloneEmpty() const override;
   size_t ByteSize() const override { return wire_.size() + ends_.size() * sizeof(uint64_t); }
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;

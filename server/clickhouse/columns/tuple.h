@@ -17,6 +17,13 @@ class ColumnTuple final : public Column {
   size_t Size() const override { return elements_.empty() ? 0 : elements_[0]->Size(); }
   void Clear() override;
   void AppendDefault() override;
+  void AppendRange(const Column& src, size_t begin, size_t end) override {
+    const auto& s = static_cast<const ColumnTuple&>(src);
+    for (size_t i = 0; i < elements_.size(); ++i) elements_[i]->AppendRange(*s.elements_[i], begin, end);
+  }
+  void Truncate(size_t rows) override {
+    for (auto& e : elements_) e->Truncate(rows);
+  }
   ColumnPtr CloneEmpty() const override;
   size_t ByteSize() const override;
   absl::Status LoadPrefix(ReadBuffer& in) override;

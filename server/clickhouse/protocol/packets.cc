@@ -23,8 +23,8 @@ void WriteClientInfo(const HelloParams& client, uint64_t revision, GatherWriter&
   out.WriteString("0.0.0.0:0");
   if (revision >= revision::kInitialQueryStartTime) out.WriteFixed<uint64_t>(0);
   out.WriteFixed<uint8_t>(1);  // interface: TCP
-  out.WriteString("");         // os_user
-  out.WriteString("");         // client_hostname
+  out.WriteString(client.os_user);
+  out.WriteString(client.client_hostname);
   out.WriteString(client.client_name);
   out.WriteVarUInt(client.version_major);
   out.WriteVarUInt(client.version_minor);
@@ -210,7 +210,7 @@ absl::Status WriteQuery(const QueryParams& query, const HelloParams& client, uin
     if (s.name.empty()) return absl::InvalidArgumentError("setting with an empty name");
     if (revision >= revision::kSettingsAsStrings) {
       out.WriteString(s.name);
-      out.WriteVarUInt(s.important ? 1 : 0);
+      out.WriteVarUInt((s.important ? 1u : 0u) | (s.custom ? 2u : 0u));
       out.WriteString(s.value);
     } else {
       RETURN_IF_ERROR(WriteBinarySetting(s, out));

@@ -47,6 +47,9 @@ struct HelloParams {
   std::string user = "default";
   std::string password;
   std::string quota_key;
+  // Reported in ClientInfo (clickhouse-client sends the login name and the host's FQDN).
+  std::string os_user;
+  std::string client_hostname;
 };
 
 struct ServerInfo {
@@ -64,7 +67,8 @@ struct ServerInfo {
 struct Setting {
   std::string name;
   std::string value;
-  bool important = false;
+  bool important = false;  // flag 0x01 (from 54429): an unknown name makes the server throw
+  bool custom = false;     // flag 0x02 (from 54429): a user-defined `custom_*` setting
 };
 
 enum class QueryStage : uint64_t { kFetchColumns = 0, kWithMergeableState = 1, kComplete = 2 };

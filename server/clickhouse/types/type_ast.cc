@@ -179,6 +179,29 @@ class Parser {
   size_t pos_ = 0;
 };
 
+// A name as ClickHouse prints it (backQuoteIfNeed): bare when it is a plain identifier,
+// otherwise in backquotes with ` and \ escaped, so that the printed type parses back to the same
+// names. Element names are also quoted when they are NULL (in any case), as ClickHouse does.
+void AppendName(std::string_view name, bool element, std::string* out) {
+  bool plain = !name.empty() &&
+               (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+               !(element && name.size() == 4 && (name[0] | 0x20) == 'n' &&
+                 (name[1] | 0x20) == 'u' && (name[2] | 0x20) == 'l' && (name[3] | 0x20) == 'l');
+  for (size_t i = 1; plain && i < name.size(); ++i) {
+    plain = std::isalnum(static_cast<unsigned char>(name[i])) || name[i] == '_';
+  }
+  if (plain) {
+    out->append(name);
+    return;
+  }
+  out->push_back('`');
+  for (char c : name) {
+    if (c == '`' || c == '\\') out->push_back('\\');
+    out->push_back(c);
+  }
+  out->push_back('`');
+}
+
 void FormatInto(const TypeAst& t, std::string* out) {
   switch (t.kind) {
     case TypeAst::Kind::kNumber:
@@ -194,8 +217,11 @@ void FormatInto(const TypeAst& t, std::string* out) {
     case TypeAst::Kind::kType:
       break;
   }
-  if (!t.element_name.empty()) absl::StrAppend(out, t.element_name, " ");
-  out->append(t.name);
+  if (!t.element_name.empty()) {
+    AppendName(t.element_name, /*element=*/true, out);
+    out->push_back(' ');
+  }
+  AppendName(t.name, /*element=*/false, out);
   if (t.args.empty()) return;
   out->push_back('(');
   for (size_t i = 0; i < t.args.size(); ++i) {

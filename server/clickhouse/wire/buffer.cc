@@ -61,6 +61,7 @@ absl::Status ReadBuffer::ReadVarUIntSlow(uint64_t* v) {
     uint8_t byte = static_cast<uint8_t>(*pos_++);
     result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
     if ((byte & 0x80) == 0) {
+      if (i == 9 && byte > 1) return VarUIntTooLong();
       *v = result;
       return absl::OkStatus();
     }
@@ -69,8 +70,8 @@ absl::Status ReadBuffer::ReadVarUIntSlow(uint64_t* v) {
 }
 
 absl::Status ReadBuffer::VarUIntTooLong() const {
-  return absl::DataLossError(
-      absl::StrCat("malformed VarUInt (more than 10 bytes) at offset ", position()));
+  return absl::DataLossError(absl::StrCat(
+      "malformed VarUInt (more than 10 bytes or above 2^64 - 1) at offset ", position()));
 }
 
 absl::Status ReadBuffer::ReadString(std::string* out, uint64_t max_size) {

@@ -162,6 +162,7 @@ class ReadBuffer {
     return Read(v, sizeof(T));
   }
 
+  // Reads a VarUInt of at most 10 bytes. Returns DataLoss if it is longer or exceeds 2^64 - 1.
   absl::Status ReadVarUInt(uint64_t* v) {
     // Fast path: the whole varint is in the window.
     if (end_ - pos_ >= 10) {
@@ -170,6 +171,8 @@ class ReadBuffer {
         uint8_t byte = static_cast<uint8_t>(pos_[i]);
         result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
         if ((byte & 0x80) == 0) {
+          // The tenth byte holds only bit 63; anything more does not fit 64 bits.
+          if (i == 9 && byte > 1) return VarUIntTooLong();
           pos_ += i + 1;
           *v = result;
           return absl::OkStatus();

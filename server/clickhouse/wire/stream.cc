@@ -1,9 +1,35 @@
 #include "server/clickhouse/wire/stream.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
 
 namespace chgate::clickhouse {
+namespace {
+
+// A frame that straddles the source's window is staged in steps of this size (or of what the
+// source already holds), so memory follows the bytes that actually arrive.
+constexpr size_t kStagingStep = size_t{1} << 20;
+
+// The most bytes a payload of `h` can decompress to. LZ4 expands at most 255:1 (each extra
+// match-length byte adds 255 bytes); ZSTD at most 32768:1 (an RLE block: 3 header bytes and one
+// byte for up to 128 KiB). Checked before the output buffer is allocated, so that a small frame
+// cannot make the reader allocate what its header claims.
+uint64_t MaxDecompressedSize(const FrameHeader& h) {
+  const uint64_t payload = h.compressed_size - kFrameHeaderSize;
+  switch (h.method) {
+    case CompressionMethod::kNone:
+      return payload;
+    case CompressionMethod::kLz4:
+      return payload * 256 + 1024;
+    case CompressionMethod::kZstd:
+      return payload * 32768 + (uint64_t{128} << 10);
+  }
+  return 0;
+}
+
+}  // namespace
 
 SocketReadBuffer::SocketReadBuffer(Socket* socket, size_t capacity, absl::Duration read_timeout)
     : socket_(socket), read_timeout_(read_timeout) {
@@ -37,6 +63,12 @@ absl::Status CompressedReadBuffer::Refill() {
       return absl::DataLossError(absl::StrCat("compressed frame of ", header.compressed_size,
                                               " bytes exceeds the limit of ", max_frame_size_));
     }
+    if (header.decompressed_size > MaxDecompressedSize(header)) {
+      return absl::DataLossError(absl::StrCat(
+          "compression frame: decompressed_size ", header.decompressed_size,
+          " is more than a payload of ", header.compressed_size - kFrameHeaderSize,
+          " bytes can hold"));
+    }
     const size_t frame_size = kFrameChecksumSize + header.compressed_size;
     const char* frame;
     if (head_ptr == source_->pos() && source_->available() >= frame_size) {
@@ -44,15 +76,16 @@ absl::Status CompressedReadBuffer::Refill() {
       frame = source_->pos();
       source_->Advance(frame_size);
     } else {
+      // The frame straddles the window: copy it (with the header, wherever that is) into
+      // staging_, growing it only as the bytes arrive.
       staging_.clear();
-      if (head_ptr == source_->pos()) {
-        // Header in the window but the frame straddles it: copy all of it.
-        staging_.resize(frame_size);
-        RETURN_IF_ERROR(source_->Read(staging_.data(), frame_size));
-      } else {
-        staging_.resize(frame_size);
-        std::memcpy(staging_.data(), head, kHead);
-        RETURN_IF_ERROR(source_->Read(staging_.data() + kHead, frame_size - kHead));
+      if (head_ptr != source_->pos()) staging_.Append(head, kHead);
+      while (staging_.size() < frame_size) {
+        RETURN_IF_ERROR(source_->Ensure());
+        const size_t step =
+            std::min(frame_size - staging_.size(), std::max(source_->available(), kStagingStep));
+        RETURN_IF_ERROR(source_->Read(staging_.Prepare(step), step));
+        staging_.Commit(step);
       }
       frame = staging_.data();
     }

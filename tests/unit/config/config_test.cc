@@ -52,3 +52,48 @@ TEST(ConfigTest, UsageListsEveryOptionWithItsVariable) {
 
 }  // namespace
 }  // namespace chgate::config
+
+namespace chgate::config {
+namespace {
+
+TEST(ConfigTest, ParsesSizesDurationsAndTableLimits) {
+  const char* argv[] = {"chgate", "--batch-max-bytes=4MiB", "--memory-budget=1GiB",
+                        "--batch-max-delay=50ms",
+                        "--table-limits=logs:rows=10,delay=1s;x.y:bytes=512KiB"};
+  auto c = Parse(5, argv, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->batch_max_bytes, 4u << 20);
+  EXPECT_EQ(c->memory_budget, 1u << 30);
+  EXPECT_EQ(c->batch_max_delay, absl::Milliseconds(50));
+  ASSERT_EQ(c->table_limits.count("default.logs"), 1u);
+  EXPECT_EQ(c->table_limits["default.logs"].max_rows, 10u);
+  EXPECT_EQ(c->table_limits["default.logs"].max_delay, absl::Seconds(1));
+  EXPECT_EQ(c->table_limits["x.y"].max_bytes, 512u << 10);
+  EXPECT_EQ(*ParseBytes("1000"), 1000u);
+  EXPECT_EQ(*ParseBytes("2KB"), 2000u);
+  EXPECT_FALSE(ParseBytes("lots").ok());
+}
+
+TEST(ConfigTest, RefusesARemoteApiWithoutTheExplicitOption) {
+  const char* remote[] = {"chgate", "--listen=0.0.0.0:50051"};
+  auto c = Parse(2, remote, nullptr);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(c.status().message()).find("--allow-remote-api"), std::string::npos);
+  const char* allowed[] = {"chgate", "--listen=0.0.0.0:50051", "--allow-remote-api=true"};
+  EXPECT_TRUE(Parse(3, allowed, nullptr).ok());
+  EXPECT_TRUE(IsLoopbackAddress("127.0.0.1:1"));
+  EXPECT_TRUE(IsLoopbackAddress("[::1]:1"));
+  EXPECT_FALSE(IsLoopbackAddress("10.0.0.1:1"));
+}
+
+TEST(ConfigTest, RejectsInconsistentSettings) {
+  const char* batch_over_budget[] = {"chgate", "--batch-max-bytes=2MiB", "--memory-budget=1MiB"};
+  EXPECT_FALSE(Parse(3, batch_over_budget, nullptr).ok());
+  const char* pool[] = {"chgate", "--pool-min-connections=5", "--pool-max-connections=2"};
+  EXPECT_FALSE(Parse(3, pool, nullptr).ok());
+  const char* ack[] = {"chgate", "--ack-mode=maybe"};
+  EXPECT_FALSE(Parse(2, ack, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace chgate::config

@@ -1,0 +1,1548 @@
+#include "server/ingest/convert.h"
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <cfloat>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/civil_time.h"
+#include "server/clickhouse/columns/array.h"
+#include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/low_cardinality.h"
+#include "server/clickhouse/columns/nullable.h"
+#include "server/clickhouse/columns/string.h"
+#include "server/clickhouse/columns/tuple.h"
+#include "server/common/status_macros.h"
+
+namespace chgate::ingest {
+namespace {
+
+using clickhouse::Column;
+using clickhouse::ColumnArray;
+using clickhouse::ColumnFixed;
+using clickhouse::ColumnLowCardinality;
+using clickhouse::ColumnNullable;
+using clickhouse::ColumnString;
+using clickhouse::ColumnTuple;
+using clickhouse::FixedKind;
+
+__extension__ typedef unsigned __int128 Uint128;
+__extension__ typedef __int128 Int128;
+
+// ---------------------------------------------------------------------------------------------
+// 256-bit magnitudes: wide integers and decimals are parsed into one, range-checked, then stored
+// as the low `width` bytes of its two's complement.
+
+// Little-endian 64-bit limbs; on the (little-endian) host its bytes are also ClickHouse's layout.
+struct U256 {
+  uint64_t w[4] = {0, 0, 0, 0};
+};
+
+constexpr U256 U256Of(uint64_t v) {
+  U256 r;
+  r.w[0] = v;
+  return r;
+}
+
+// x = x * m + a; false when the result does not fit 256 bits.
+constexpr bool MulAdd(U256& x, uint64_t m, uint64_t a) {
+  uint64_t carry = a;
+  for (uint64_t& limb : x.w) {
+    const Uint128 p = static_cast<Uint128>(limb) * m + carry;
+    limb = static_cast<uint64_t>(p);
+    carry = static_cast<uint64_t>(p >> 64);
+  }
+  return carry == 0;
+}
+
+constexpr bool Less(const U256& a, const U256& b) {
+  for (int i = 3; i >= 0; --i) {
+    if (a.w[i] != b.w[i]) return a.w[i] < b.w[i];
+  }
+  return false;
+}
+
+constexpr bool IsZero(const U256& a) { return (a.w[0] | a.w[1] | a.w[2] | a.w[3]) == 0; }
+
+// Two's complement negation.
+constexpr U256 Negated(U256 x) {
+  uint64_t carry = 1;
+  for (uint64_t& limb : x.w) {
+    limb = ~limb + carry;
+    carry = carry != 0 && limb == 0 ? 1 : 0;
+  }
+  return x;
+}
+
+// 2^bits - 1.
+constexpr U256 LowMask(int bits) {
+  U256 r;
+  for (int i = 0; i < 4; ++i) {
+    const int b = bits - 64 * i;
+    r.w[i] = b >= 64 ? ~uint64_t{0} : b <= 0 ? 0 : (uint64_t{1} << b) - 1;
+  }
+  return r;
+}
+
+constexpr std::array<uint64_t, 20> kPow10U64 = [] {
+  std::array<uint64_t, 20> t{};
+  t[0] = 1;
+  for (size_t i = 1; i < t.size(); ++i) t[i] = t[i - 1] * 10;
+  return t;
+}();
+
+// 10^0 .. 10^76 (10^77 exceeds 256 bits).
+constexpr std::array<U256, 77> kPow10 = [] {
+  std::array<U256, 77> t{};
+  t[0] = U256Of(1);
+  for (size_t i = 1; i < t.size(); ++i) {
+    t[i] = t[i - 1];
+    MulAdd(t[i], 10, 0);
+  }
+  return t;
+}();
+
+// x *= 10^n; false on overflow (x unchanged in meaning then).
+bool MulPow10(U256& x, int64_t n) {
+  if (IsZero(x)) return true;
+  while (n > 0) {
+    const int64_t k = n < 19 ? n : 19;
+    if (!MulAdd(x, kPow10U64[static_cast<size_t>(k)], 0)) return false;
+    n -= k;
+  }
+  return true;
+}
+
+enum class Parse { kOk, kSyntax, kFraction, kOverflow };
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Accumulates decimal digits into a U256, 19 at a time.
+class DigitAccumulator {
+ public:
+  void Push(unsigned digit) {
+    chunk_ = chunk_ * 10 + digit;
+    if (++chunk_digits_ == 19) Flush();
+  }
+  // The value; false if it overflowed 256 bits.
+  bool Finish(U256* out) {
+    if (chunk_digits_ > 0) Flush();
+    *out = value_;
+    return !overflow_;
+  }
+
+ private:
+  void Flush() {
+    if (!MulAdd(value_, kPow10U64[chunk_digits_], chunk_)) overflow_ = true;
+    chunk_ = 0;
+    chunk_digits_ = 0;
+  }
+
+  U256 value_;
+  uint64_t chunk_ = 0;
+  size_t chunk_digits_ = 0;
+  bool overflow_ = false;
+};
+
+// "[+-]digits" as sign and magnitude.
+Parse ParseIntegerText(std::string_view s, bool* negative, U256* magnitude) {
+  size_t i = 0;
+  *negative = false;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
+    *negative = s[0] == '-';
+    i = 1;
+  }
+  if (i == s.size()) return Parse::kSyntax;
+  DigitAccumulator acc;
+  for (; i < s.size(); ++i) {
+    if (!IsDigit(s[i])) return Parse::kSyntax;
+    acc.Push(static_cast<unsigned>(s[i] - '0'));
+  }
+  return acc.Finish(magnitude) ? Parse::kOk : Parse::kOverflow;
+}
+
+// Decimal text "[+-]digits[.digits][(e|E)[+-]digits]" (at least one digit) as a magnitude in
+// units of 10^-scale. Digits below one unit must be zeros (kFraction otherwise) unless `round`,
+// which rounds them half away from zero. kOverflow when the magnitude reaches 10^precision.
+Parse ParseDecimalText(std::string_view s, int scale, int precision, bool round, bool* negative,
+                       U256* magnitude) {
+  const size_t n = s.size();
+  size_t i = 0;
+  *negative = false;
+  if (i < n && (s[i] == '-' || s[i] == '+')) {
+    *negative = s[i] == '-';
+    ++i;
+  }
+  const size_t int_begin = i;
+  while (i < n && IsDigit(s[i])) ++i;
+  const size_t int_end = i;
+  size_t frac_begin = i, frac_end = i;
+  if (i < n && s[i] == '.') {
+    frac_begin = ++i;
+    while (i < n && IsDigit(s[i])) ++i;
+    frac_end = i;
+  }
+  if (int_begin == int_end && frac_begin == frac_end) return Parse::kSyntax;
+  int64_t exponent = 0;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    bool exponent_negative = false;
+    if (i < n && (s[i] == '-' || s[i] == '+')) {
+      exponent_negative = s[i] == '-';
+      ++i;
+    }
+    if (i == n) return Parse::kSyntax;
+    for (; i < n && IsDigit(s[i]); ++i) {
+      if (exponent < 1000000) exponent = exponent * 10 + (s[i] - '0');
+    }
+    if (exponent_negative) exponent = -exponent;
+  }
+  if (i != n) return Parse::kSyntax;
+
+  // The digits D (integer part, then fraction) stand for D x 10^(exponent - fraction digits),
+  // that is D x 10^shift units. Digits [0, keep) are whole units, the rest fall below one unit.
+  const int64_t int_digits = static_cast<int64_t>(int_end - int_begin);
+  const int64_t total = int_digits + static_cast<int64_t>(frac_end - frac_begin);
+  const int64_t shift = exponent - static_cast<int64_t>(frac_end - frac_begin) + scale;
+  const int64_t keep = shift >= 0 ? total : total + shift;
+  const auto digit = [&](int64_t k) {
+    const size_t pos = k < int_digits ? int_begin + static_cast<size_t>(k)
+                                      : frac_begin + static_cast<size_t>(k - int_digits);
+    return static_cast<unsigned>(s[pos] - '0');
+  };
+  bool round_up = false;
+  if (round) {
+    round_up = keep >= 0 && keep < total && digit(keep) >= 5;
+  } else {
+    for (int64_t k = keep < 0 ? 0 : keep; k < total; ++k) {
+      if (digit(k) != 0) return Parse::kFraction;
+    }
+  }
+  DigitAccumulator acc;
+  for (int64_t k = 0; k < keep; ++k) acc.Push(digit(k));
+  U256 m;
+  if (!acc.Finish(&m)) return Parse::kOverflow;
+  if (round_up && !MulAdd(m, 1, 1)) return Parse::kOverflow;
+  if (shift > 0 && !IsZero(m) && (shift >= 77 || !MulPow10(m, shift))) return Parse::kOverflow;
+  if (!Less(m, kPow10[static_cast<size_t>(precision)])) return Parse::kOverflow;
+  *magnitude = m;
+  return Parse::kOk;
+}
+
+// Text of a double: decimal or scientific as std::to_chars writes its shortest round trip.
+std::string_view ShortestText(double d, char (&buf)[64]) {
+  const auto result = std::to_chars(buf, buf + sizeof(buf), d);
+  return std::string_view(buf, static_cast<size_t>(result.ptr - buf));
+}
+
+// "1.5", "-2e10", ".5", "nan", "inf", "-Infinity" (an optional leading '+' too).
+Parse ParseFloatText(std::string_view s, double* out) {
+  if (s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+') s.remove_prefix(1);
+  if (s.empty()) return Parse::kSyntax;
+  const char* end = s.data() + s.size();
+  const auto [ptr, ec] = std::from_chars(s.data(), end, *out);
+  if (ec == std::errc::invalid_argument || ptr != end) return Parse::kSyntax;
+  if (ec == std::errc::result_out_of_range) {
+    // Too large, or too small: a magnitude below the smallest subnormal rounds to zero.
+    long double wide = 0;
+    const auto r = std::from_chars(s.data(), end, wide);
+    if (r.ec == std::errc() && r.ptr == end && std::fabs(wide) <= DBL_MAX) {
+      *out = static_cast<double>(wide);
+      return Parse::kOk;
+    }
+    return Parse::kOverflow;
+  }
+  return ec == std::errc() ? Parse::kOk : Parse::kSyntax;
+}
+
+// Float32 from a double: rounded to nearest; finite values that round beyond FLT_MAX fail.
+bool ToFloat32(double d, float* out) {
+  if (std::isfinite(d) && std::fabs(d) > FLT_MAX) {
+    // FLT_MAX + half an ulp (2^128 - 2^103) and above round to infinity.
+    if (std::fabs(d) >= 0x1.ffffffp127) return false;
+    *out = d > 0 ? FLT_MAX : -FLT_MAX;
+    return true;
+  }
+  *out = static_cast<float>(d);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dates and times.
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+constexpr int64_t DaysFromCivil(int64_t y, int m, int d) {
+  y -= m <= 2 ? 1 : 0;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+constexpr int64_t kDateMax = 65535;  // 2149-06-06
+constexpr int64_t kDate32Min = DaysFromCivil(1900, 1, 1);
+constexpr int64_t kDate32Max = DaysFromCivil(2299, 12, 31);
+constexpr int64_t kDateTimeMax = 4294967295;
+constexpr int64_t kDateTime64MinSeconds = kDate32Min * 86400;
+constexpr int64_t kDateTime64MaxSeconds = kDate32Max * 86400 + 86399;
+static_assert(DaysFromCivil(2149, 6, 6) == kDateMax);
+static_assert(kDate32Min == -25567 && kDate32Max == 120529);
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+bool IsLeapYear(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+int DaysInMonth(int64_t y, int m) {
+  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && IsLeapYear(y) ? 29 : kDays[m - 1];
+}
+
+// `n` digits at s[pos]; false if any is not a digit.
+bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
+  int v = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (!IsDigit(s[i])) return false;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+constexpr char kNotDate[] = "not a date 'YYYY-MM-DD'";
+constexpr char kNotDateTime[] =
+    "not RFC 3339 ('YYYY-MM-DDThh:mm:ss[.fff]Z' or with an offset) or 'YYYY-MM-DD hh:mm:ss'";
+
+// "YYYY-MM-DD" at the start of `s` (exactly 10 bytes); nullptr or why not.
+const char* ParseDateParts(std::string_view s, int* y, int* m, int* d) {
+  if (s.size() < 10 || s[4] != '-' || s[7] != '-' || !Digits(s, 0, 4, y) || !Digits(s, 5, 2, m) ||
+      !Digits(s, 8, 2, d)) {
+    return kNotDate;
+  }
+  if (*m < 1 || *m > 12 || *d < 1 || *d > DaysInMonth(*y, *m)) return "not a valid calendar date";
+  return nullptr;
+}
+
+const char* ParseDateText(std::string_view s, int64_t* days) {
+  int y, m, d;
+  if (s.size() != 10) return kNotDate;
+  if (const char* why = ParseDateParts(s, &y, &m, &d)) return why;
+  *days = DaysFromCivil(y, m, d);
+  return nullptr;
+}
+
+// "YYYY-MM-DD(T|t| )hh:mm:ss[.fraction][Z|z|(+|-)hh:mm]" as Unix seconds and nanoseconds (digits
+// of the fraction beyond 9 are dropped). Without an offset the time is local to `zone`.
+const char* ParseDateTimeText(std::string_view s, const absl::TimeZone& zone, bool utc,
+                              int64_t* seconds, uint32_t* nanos) {
+  int y, mo, d, h, mi, sec;
+  if (s.size() < 19) return kNotDateTime;
+  if (const char* why = ParseDateParts(s, &y, &mo, &d); why == kNotDate) {
+    return kNotDateTime;
+  } else if (why != nullptr) {
+    return why;
+  }
+  if ((s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':' ||
+      !Digits(s, 11, 2, &h) || !Digits(s, 14, 2, &mi) || !Digits(s, 17, 2, &sec)) {
+    return kNotDateTime;
+  }
+  // Second 60 is a leap second (RFC 3339); Unix time counts it as the next second.
+  if (h > 23 || mi > 59 || sec > 60) return "not a valid time of day";
+  size_t i = 19;
+  uint32_t frac = 0;
+  if (i < s.size() && s[i] == '.') {
+    const size_t begin = ++i;
+    for (; i < s.size() && IsDigit(s[i]); ++i) {
+      if (i - begin < 9) frac = frac * 10 + static_cast<uint32_t>(s[i] - '0');
+    }
+    if (i == begin) return kNotDateTime;
+    for (size_t k = i - begin; k < 9; ++k) frac *= 10;
+  }
+  bool has_offset = false;
+  int offset = 0;
+  if (i < s.size()) {
+    if (s[i] == 'Z' || s[i] == 'z') {
+      has_offset = true;
+      ++i;
+    } else if (s[i] == '+' || s[i] == '-') {
+      int oh, om;
+      if (s.size() - i != 6 || s[i + 3] != ':' || !Digits(s, i + 1, 2, &oh) ||
+          !Digits(s, i + 4, 2, &om)) {
+        return kNotDateTime;
+      }
+      if (oh > 23 || om > 59) return "not a valid UTC offset";
+      has_offset = true;
+      offset = (s[i] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
+      i += 6;
+    }
+  }
+  if (i != s.size()) return kNotDateTime;
+  if (has_offset || utc) {
+    *seconds = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
+  } else {
+    *seconds = absl::ToUnixSeconds(absl::FromCivil(absl::CivilSecond(y, mo, d, h, mi, sec), zone));
+  }
+  *nanos = frac;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Other text forms.
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (any case) as 16 bytes in RFC 4122 order.
+bool ParseUuidText(std::string_view s, unsigned char* out) {
+  if (s.size() != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-') return false;
+  size_t byte = 0;
+  for (size_t i = 0; i < 36;) {
+    if (s[i] == '-') {
+      ++i;
+      continue;
+    }
+    const int hi = HexDigit(s[i]), lo = HexDigit(s[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[byte++] = static_cast<unsigned char>(hi << 4 | lo);
+    i += 2;
+  }
+  return true;
+}
+
+// inet_pton needs a NUL-terminated string; text with a NUL byte inside is rejected.
+bool InetPton(int family, std::string_view s, void* out) {
+  char buf[64];
+  if (s.empty() || s.size() >= sizeof(buf) || std::memchr(s.data(), '\0', s.size()) != nullptr) {
+    return false;
+  }
+  std::memcpy(buf, s.data(), s.size());
+  buf[s.size()] = '\0';
+  return ::inet_pton(family, buf, out) == 1;
+}
+
+// Dotted-quad text as the address number (1.2.3.4 = 0x01020304).
+bool ParseIpv4Text(std::string_view s, uint32_t* out) {
+  unsigned char bytes[4];
+  if (!InetPton(AF_INET, s, bytes)) return false;
+  *out = uint32_t{bytes[0]} << 24 | uint32_t{bytes[1]} << 16 | uint32_t{bytes[2]} << 8 | bytes[3];
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan: one Node per (nested) column, built once per call by walking the column tree, so the
+// per-value work is a switch on `op` with every parameter at hand.
+
+enum class Op : uint8_t {
+  kInt,
+  kUInt,
+  kFloat32,
+  kFloat64,
+  kBool,
+  kString,
+  kFixedString,
+  kDate,
+  kDate32,
+  kDateTime,
+  kDateTime64,
+  kDecimal,
+  kUuid,
+  kIpv4,
+  kIpv6,
+  kEnum,
+  kNothing,
+  kNullable,
+  kArray,
+  kMap,
+  kTuple,
+  kLowCardinality,
+};
+
+// How a LowCardinality column takes values.
+enum class Dictionary : uint8_t {
+  kString,       // ColumnLowCardinality::AppendString
+  kFixedString,  // AppendString after the length check
+  kOther,        // convert into the dictionary, then AppendFromDictionaryTail
+};
+
+struct Node {
+  Op op = Op::kNothing;
+  Dictionary dictionary = Dictionary::kOther;  // kLowCardinality
+  bool nullable = false;                       // kLowCardinality of Nullable(T)
+  bool utc = true;                             // kDateTime, kDateTime64: `zone` is UTC
+  uint32_t width = 0;                          // bytes of a fixed-width value
+  int scale = 0;                               // kDecimal scale, kDateTime64 precision
+  int precision = 0;                           // kDecimal
+  uint32_t first_child = 0;  // children are nodes[first_child, first_child + child_count)
+  uint32_t child_count = 0;
+  int64_t min = 0;               // kInt up to 64 bits
+  int64_t max = 0;               // kInt up to 64 bits
+  uint64_t umax = 0;             // kUInt up to 64 bits
+  U256 max_positive;             // kInt, kUInt: largest magnitude of a non-negative value
+  U256 max_negative;             // kInt: largest magnitude of a negative value (0 for kUInt)
+  int64_t ticks_per_second = 1;  // kDateTime64
+  int64_t nanos_per_tick = 1;    // kDateTime64
+  absl::TimeZone zone;           // kDateTime, kDateTime64: for text without an offset
+  Column* column = nullptr;
+};
+
+using Nodes = absl::InlinedVector<Node, 8>;
+
+absl::Status PlanFixed(ColumnFixed& column, const ConvertOptions& options, Node* node) {
+  node->width = static_cast<uint32_t>(column.width());
+  const int bits = static_cast<int>(column.width() * 8);
+  const auto& params = column.params();
+  const auto& args = column.type().args;
+  switch (column.kind()) {
+    case FixedKind::kUInt:
+      node->op = Op::kUInt;
+      node->max_positive = LowMask(bits);
+      node->umax = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+      return absl::OkStatus();
+    case FixedKind::kInt:
+      node->op = Op::kInt;
+      node->max_positive = LowMask(bits - 1);
+      node->max_negative = LowMask(bits - 1);
+      MulAdd(node->max_negative, 1, 1);
+      node->max = bits >= 64 ? std::numeric_limits<int64_t>::max()
+                             : static_cast<int64_t>((uint64_t{1} << (bits - 1)) - 1);
+      node->min = -node->max - 1;
+      return absl::OkStatus();
+    case FixedKind::kFloat:
+      if (column.width() != 4 && column.width() != 8) break;
+      node->op = column.width() == 4 ? Op::kFloat32 : Op::kFloat64;
+      return absl::OkStatus();
+    case FixedKind::kBool:
+      node->op = Op::kBool;
+      return absl::OkStatus();
+    case FixedKind::kDate:
+      node->op = Op::kDate;
+      return absl::OkStatus();
+    case FixedKind::kDate32:
+      node->op = Op::kDate32;
+      return absl::OkStatus();
+    case FixedKind::kDateTime:
+    case FixedKind::kDateTime64: {
+      const bool datetime = column.kind() == FixedKind::kDateTime;
+      node->op = datetime ? Op::kDateTime : Op::kDateTime64;
+      // A type without a zone argument shows its values in the server's zone.
+      node->zone = args.size() > (datetime ? 0u : 1u) ? params.time_zone : options.server_time_zone;
+      node->utc = node->zone == absl::UTCTimeZone();
+      if (!datetime) {
+        if (params.scale < 0 || params.scale > 9) break;
+        node->scale = params.scale;
+        node->ticks_per_second = static_cast<int64_t>(kPow10U64[static_cast<size_t>(params.scale)]);
+        node->nanos_per_tick =
+            static_cast<int64_t>(kPow10U64[static_cast<size_t>(9 - params.scale)]);
+      }
+      return absl::OkStatus();
+    }
+    case FixedKind::kDecimal:
+      if (params.precision < 1 || params.precision > 76 || params.scale < 0 ||
+          params.scale > params.precision) {
+        break;
+      }
+      node->op = Op::kDecimal;
+      node->scale = params.scale;
+      node->precision = params.precision;
+      return absl::OkStatus();
+    case FixedKind::kUuid:
+      node->op = Op::kUuid;
+      return absl::OkStatus();
+    case FixedKind::kIpv4:
+      node->op = Op::kIpv4;
+      return absl::OkStatus();
+    case FixedKind::kIpv6:
+      node->op = Op::kIpv6;
+      return absl::OkStatus();
+    case FixedKind::kEnum:
+      node->op = Op::kEnum;
+      return absl::OkStatus();
+    case FixedKind::kFixedString:
+      node->op = Op::kFixedString;
+      return absl::OkStatus();
+    case FixedKind::kNothing:
+      node->op = Op::kNothing;
+      return absl::OkStatus();
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("values cannot be converted to ", column.type_name()));
+}
+
+// Child `i` of a container node's column.
+Column* ChildColumn(const Node& node, size_t i) {
+  switch (node.op) {
+    case Op::kNullable:
+      return static_cast<ColumnNullable*>(node.column)->nested().get();
+    case Op::kArray:
+      return static_cast<ColumnArray*>(node.column)->nested().get();
+    case Op::kMap:
+      return static_cast<ColumnTuple&>(*static_cast<ColumnArray*>(node.column)->nested())
+          .element(i)
+          .get();
+    case Op::kTuple:
+      return static_cast<ColumnTuple*>(node.column)->element(i).get();
+    case Op::kLowCardinality:
+      return static_cast<ColumnLowCardinality*>(node.column)->dictionary().get();
+    default:
+      CHGATE_CHECK(false);
+      return nullptr;
+  }
+}
+
+// Fills nodes[index] for `column` and, recursively, its children.
+absl::Status PlanNode(Column* column, const ConvertOptions& options, Nodes* nodes, size_t index) {
+  Node node;
+  node.column = column;
+  if (auto* fixed = dynamic_cast<ColumnFixed*>(column)) {
+    RETURN_IF_ERROR(PlanFixed(*fixed, options, &node));
+  } else if (dynamic_cast<ColumnString*>(column) != nullptr) {
+    node.op = Op::kString;
+  } else if (dynamic_cast<ColumnNullable*>(column) != nullptr) {
+    node.op = Op::kNullable;
+    node.child_count = 1;
+  } else if (auto* array = dynamic_cast<ColumnArray*>(column)) {
+    node.op = array->is_map() ? Op::kMap : Op::kArray;
+    node.child_count = array->is_map() ? 2 : 1;
+    if (array->is_map()) {
+      auto* entries = dynamic_cast<ColumnTuple*>(array->nested().get());
+      CHGATE_CHECK(entries != nullptr && entries->element_count() == 2);
+    }
+  } else if (auto* tuple = dynamic_cast<ColumnTuple*>(column)) {
+    node.op = Op::kTuple;
+    node.child_count = static_cast<uint32_t>(tuple->element_count());
+  } else if (auto* lc = dynamic_cast<ColumnLowCardinality*>(column)) {
+    node.op = Op::kLowCardinality;
+    node.nullable = lc->nullable();
+    node.child_count = 1;
+    Column* dictionary = lc->dictionary().get();
+    if (dynamic_cast<ColumnString*>(dictionary) != nullptr) {
+      node.dictionary = Dictionary::kString;
+    } else if (auto* fixed_dictionary = dynamic_cast<ColumnFixed*>(dictionary)) {
+      node.dictionary = fixed_dictionary->kind() == FixedKind::kFixedString
+                            ? Dictionary::kFixedString
+                            : Dictionary::kOther;
+    } else {
+      return absl::UnimplementedError(
+          absl::StrCat("values cannot be converted to ", column->type_name()));
+    }
+  } else {
+    return absl::UnimplementedError(
+        absl::StrCat("values cannot be converted to ", column->type_name()));
+  }
+  node.first_child = static_cast<uint32_t>(nodes->size());
+  nodes->resize(nodes->size() + node.child_count);
+  (*nodes)[index] = node;
+  for (size_t i = 0; i < node.child_count; ++i) {
+    RETURN_IF_ERROR(PlanNode(ChildColumn(node, i), options, nodes, node.first_child + i));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering a rejected value for messages (error path only).
+
+constexpr size_t kRenderLimit = 1024;
+
+void RenderValue(ValueRef value, bool nested, std::string* out) {
+  if (out->size() > kRenderLimit) return;
+  switch (value.kind()) {
+    case ValueKind::kUnset:
+    case ValueKind::kNull:
+      if (nested) out->append(ValueKindName(value.kind()));
+      return;
+    case ValueKind::kBool:
+      out->append(value.bool_value() ? "true" : "false");
+      return;
+    case ValueKind::kInt64:
+      absl::StrAppend(out, value.int64_value());
+      return;
+    case ValueKind::kUInt64:
+      absl::StrAppend(out, value.uint64_value());
+      return;
+    case ValueKind::kDouble: {
+      char buf[64];
+      out->append(ShortestText(value.double_value(), buf));
+      return;
+    }
+    case ValueKind::kString:
+    case ValueKind::kBytes: {
+      std::string_view s = value.bytes_value();
+      if (s.size() > kRenderLimit) s = s.substr(0, kRenderLimit);
+      if (nested) out->push_back('"');
+      out->append(s);
+      if (nested) out->push_back('"');
+      return;
+    }
+    case ValueKind::kTimestamp: {
+      const Timestamp ts = value.timestamp_value();
+      out->append(absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ",
+                                   absl::FromUnixSeconds(ts.seconds) + absl::Nanoseconds(ts.nanos),
+                                   absl::UTCTimeZone()));
+      return;
+    }
+    case ValueKind::kArray:
+    case ValueKind::kTuple: {
+      const bool array = value.kind() == ValueKind::kArray;
+      out->push_back(array ? '[' : '(');
+      for (size_t i = 0, n = value.size(); i < n; ++i) {
+        if (i != 0) out->append(", ");
+        if (out->size() > kRenderLimit) return;
+        RenderValue(value.element(i), true, out);
+      }
+      out->push_back(array ? ']' : ')');
+      return;
+    }
+    case ValueKind::kMap:
+      out->push_back('{');
+      for (size_t i = 0, n = value.size(); i < n; ++i) {
+        if (i != 0) out->append(", ");
+        if (out->size() > kRenderLimit) return;
+        RenderValue(value.map_key(i), true, out);
+        out->append(": ");
+        RenderValue(value.map_value(i), true, out);
+      }
+      out->push_back('}');
+      return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The converter. Append returns false on a rejected value and records why in failure(); nothing
+// is allocated on success.
+
+class Converter {
+ public:
+  Converter(const Node* nodes, const ConvertOptions& options) : nodes_(nodes), options_(options) {}
+
+  bool Append(const Node& node, ValueRef value);
+
+  // The InvalidValue status for the last failed Append.
+  absl::Status Error(std::optional<uint64_t> row, std::string_view column, std::string_view type,
+                     std::string_view path_prefix) const;
+
+ private:
+  bool Fail(ValueRef value, std::string reason) {
+    value_.emplace(value);
+    reason_ = std::move(reason);
+    return false;
+  }
+  bool Unaccepted(const Node& node, ValueRef value);
+  bool OutOfRange(const Node& node, ValueRef value);
+  void PrependPath(std::string_view segment) { path_.insert(0, segment.data(), segment.size()); }
+
+  bool AppendNull(const Node& node, ValueRef value);
+  bool AppendInteger(const Node& node, ValueRef value);
+  bool AppendFloat(const Node& node, ValueRef value);
+  bool AppendBool(const Node& node, ValueRef value);
+  bool AppendFixedString(const Node& node, ValueRef value);
+  bool AppendDate(const Node& node, ValueRef value);
+  bool AppendDateTime(const Node& node, ValueRef value);
+  bool AppendDateTime64(const Node& node, ValueRef value);
+  bool AppendDecimal(const Node& node, ValueRef value);
+  bool AppendUuid(const Node& node, ValueRef value);
+  bool AppendIpv4(const Node& node, ValueRef value);
+  bool AppendIpv6(const Node& node, ValueRef value);
+  bool AppendEnum(const Node& node, ValueRef value);
+  bool AppendArray(const Node& node, ValueRef value);
+  bool AppendMap(const Node& node, ValueRef value);
+  bool AppendTuple(const Node& node, ValueRef value);
+  bool AppendLowCardinality(const Node& node, ValueRef value);
+
+  const Node* nodes_;
+  const ConvertOptions& options_;
+  // The failure: the rejected (innermost) value, why, and where inside the column.
+  std::optional<ValueRef> value_;
+  std::string reason_;
+  std::string path_;
+};
+
+ColumnFixed& Fixed(const Node& node) { return *static_cast<ColumnFixed*>(node.column); }
+
+bool IsText(ValueKind kind) { return kind == ValueKind::kString || kind == ValueKind::kBytes; }
+
+bool ValidTimestamp(const Timestamp& ts) { return ts.nanos >= 0 && ts.nanos < 1000000000; }
+
+constexpr char kBadNanos[] = "timestamp nanos outside [0, 999999999]";
+
+bool Converter::Append(const Node& node, ValueRef value) {
+  const ValueKind kind = value.kind();
+  if (kind == ValueKind::kNull) return AppendNull(node, value);
+  if (kind == ValueKind::kUnset) return Fail(value, "the Value has no kind set");
+  switch (node.op) {
+    case Op::kInt:
+    case Op::kUInt:
+      return AppendInteger(node, value);
+    case Op::kFloat32:
+    case Op::kFloat64:
+      return AppendFloat(node, value);
+    case Op::kBool:
+      return AppendBool(node, value);
+    case Op::kString:
+      if (!IsText(kind)) return Unaccepted(node, value);
+      static_cast<ColumnString*>(node.column)->Append(value.bytes_value());
+      return true;
+    case Op::kFixedString:
+      return AppendFixedString(node, value);
+    case Op::kDate:
+    case Op::kDate32:
+      return AppendDate(node, value);
+    case Op::kDateTime:
+      return AppendDateTime(node, value);
+    case Op::kDateTime64:
+      return AppendDateTime64(node, value);
+    case Op::kDecimal:
+      return AppendDecimal(node, value);
+    case Op::kUuid:
+      return AppendUuid(node, value);
+    case Op::kIpv4:
+      return AppendIpv4(node, value);
+    case Op::kIpv6:
+      return AppendIpv6(node, value);
+    case Op::kEnum:
+      return AppendEnum(node, value);
+    case Op::kNothing:
+      return Unaccepted(node, value);
+    case Op::kNullable:
+      static_cast<ColumnNullable*>(node.column)->AppendNotNull();
+      return Append(nodes_[node.first_child], value);
+    case Op::kArray:
+      return AppendArray(node, value);
+    case Op::kMap:
+      return AppendMap(node, value);
+    case Op::kTuple:
+      return AppendTuple(node, value);
+    case Op::kLowCardinality:
+      return AppendLowCardinality(node, value);
+  }
+  return Unaccepted(node, value);
+}
+
+bool Converter::AppendNull(const Node& node, ValueRef value) {
+  switch (node.op) {
+    case Op::kNullable:
+      static_cast<ColumnNullable*>(node.column)->AppendNull();
+      return true;
+    case Op::kLowCardinality:
+      if (node.nullable) {
+        static_cast<ColumnLowCardinality*>(node.column)->AppendNull();
+        return true;
+      }
+      break;
+    case Op::kNothing:  // Nothing's only value is NULL
+      node.column->AppendDefault();
+      return true;
+    default:
+      break;
+  }
+  if (options_.null_as_default) {
+    node.column->AppendDefault();
+    return true;
+  }
+  return Fail(value, absl::StrCat(node.column->type_name(),
+                                  " is not Nullable (make the column Nullable, or enable "
+                                  "null_as_default to store the type's default instead)"));
+}
+
+bool Converter::Unaccepted(const Node& node, ValueRef value) {
+  const char* accepts = "";
+  switch (node.op) {
+    case Op::kInt:
+    case Op::kUInt:
+      accepts = "int64, uint64 or decimal integer text";
+      break;
+    case Op::kFloat32:
+    case Op::kFloat64:
+      accepts = "double, int64, uint64 or numeric text";
+      break;
+    case Op::kBool:
+      accepts = "bool, or int64/uint64 0 or 1";
+      break;
+    case Op::kString:
+      accepts = "string or bytes";
+      break;
+    case Op::kFixedString:
+      accepts = "string or bytes of at most its length";
+      break;
+    case Op::kDate:
+    case Op::kDate32:
+      accepts = "timestamp, days since 1970-01-01 as int64/uint64, or 'YYYY-MM-DD' text";
+      break;
+    case Op::kDateTime:
+      accepts =
+          "timestamp, Unix seconds as int64/uint64, or RFC 3339 or 'YYYY-MM-DD hh:mm:ss' text";
+      break;
+    case Op::kDateTime64:
+      accepts = "timestamp, ticks as int64, or RFC 3339 or 'YYYY-MM-DD hh:mm:ss[.fff]' text";
+      break;
+    case Op::kDecimal:
+      accepts = "decimal text, int64, uint64 or double";
+      break;
+    case Op::kUuid:
+      accepts = "UUID text or 16 bytes";
+      break;
+    case Op::kIpv4:
+      accepts = "'a.b.c.d' text, int64/uint64 or 4 bytes";
+      break;
+    case Op::kIpv6:
+      accepts = "IPv6 or IPv4 text, or 16 bytes";
+      break;
+    case Op::kEnum:
+      accepts = "an element name as string or an element value as int64";
+      break;
+    case Op::kNothing:
+      accepts = "only null";
+      break;
+    case Op::kArray:
+      accepts = "an array";
+      break;
+    case Op::kMap:
+      accepts = "a map";
+      break;
+    case Op::kTuple:
+      return Fail(value, absl::StrCat(node.column->type_name(), " takes a tuple of ",
+                                      node.child_count, " elements"));
+    case Op::kNullable:
+    case Op::kLowCardinality:
+      return Unaccepted(nodes_[node.first_child], value);
+  }
+  return Fail(value, absl::StrCat(node.column->type_name(), " takes ", accepts));
+}
+
+bool Converter::OutOfRange(const Node& node, ValueRef value) {
+  std::string range;
+  switch (node.op) {
+    case Op::kInt:
+    case Op::kUInt:
+      if (node.width <= 8) {
+        range = node.op == Op::kInt ? absl::StrCat("[", node.min, ", ", node.max, "]")
+                                    : absl::StrCat("[0, ", node.umax, "]");
+      } else {
+        const bool is_signed = node.op == Op::kInt;
+        const U256 min = Negated(node.max_negative);
+        range = "[";
+        if (is_signed) {
+          clickhouse::AppendWideInteger(reinterpret_cast<const char*>(min.w), node.width, true,
+                                        &range);
+        } else {
+          range.push_back('0');
+        }
+        range.append(", ");
+        clickhouse::AppendWideInteger(reinterpret_cast<const char*>(node.max_positive.w),
+                                      node.width, is_signed, &range);
+        range.push_back(']');
+      }
+      break;
+    case Op::kFloat32:
+      range = "(finite values beyond +-3.4028235e38)";
+      break;
+    case Op::kDate:
+      range = "[1970-01-01, 2149-06-06]";
+      break;
+    case Op::kDate32:
+      range = "[1900-01-01, 2299-12-31]";
+      break;
+    case Op::kDateTime:
+      range = "[1970-01-01 00:00:00, 2106-02-07 06:28:15] UTC (Unix seconds [0, 4294967295])";
+      break;
+    case Op::kDateTime64:
+      range = "[1900-01-01 00:00:00, 2299-12-31 23:59:59] UTC";
+      break;
+    case Op::kDecimal:
+      range = absl::StrCat("(at most ", node.precision - node.scale, " digits before the point)");
+      break;
+    case Op::kIpv4:
+      range = "[0, 4294967295]";
+      break;
+    default:
+      break;
+  }
+  return Fail(value, absl::StrCat("out of range for ", node.column->type_name(), " ", range));
+}
+
+bool FitsInteger(const Node& node, bool negative, const U256& magnitude) {
+  if (negative && !IsZero(magnitude)) return !Less(node.max_negative, magnitude);
+  return !Less(node.max_positive, magnitude);
+}
+
+// Stores sign and magnitude as the column's width of two's complement.
+void StoreInteger(const U256& magnitude, bool negative, ColumnFixed& column) {
+  const U256 v = negative ? Negated(magnitude) : magnitude;
+  column.AppendRaw(v.w);
+}
+
+bool Converter::AppendInteger(const Node& node, ValueRef value) {
+  ColumnFixed& column = Fixed(node);
+  const bool is_signed = node.op == Op::kInt;
+  switch (value.kind()) {
+    case ValueKind::kInt64: {
+      const int64_t x = value.int64_value();
+      if (is_signed ? (x < node.min || x > node.max)
+                    : (x < 0 || static_cast<uint64_t>(x) > node.umax)) {
+        return OutOfRange(node, value);
+      }
+      // Sign-extended to any width (min/max/umax span int64 for types wider than 64 bits).
+      const uint64_t fill = x < 0 ? ~uint64_t{0} : 0;
+      const uint64_t limbs[4] = {static_cast<uint64_t>(x), fill, fill, fill};
+      column.AppendRaw(limbs);
+      return true;
+    }
+    case ValueKind::kUInt64: {
+      // Every uint64 fits the 128- and 256-bit types.
+      const uint64_t u = value.uint64_value();
+      if (node.width <= 8 && u > (is_signed ? static_cast<uint64_t>(node.max) : node.umax)) {
+        return OutOfRange(node, value);
+      }
+      const uint64_t limbs[4] = {u, 0, 0, 0};
+      column.AppendRaw(limbs);
+      return true;
+    }
+    case ValueKind::kString: {
+      bool negative;
+      U256 magnitude;
+      switch (ParseIntegerText(value.bytes_value(), &negative, &magnitude)) {
+        case Parse::kOk:
+          break;
+        case Parse::kOverflow:
+          return OutOfRange(node, value);
+        default:
+          return Fail(value, "not decimal integer text");
+      }
+      if (!FitsInteger(node, negative, magnitude)) return OutOfRange(node, value);
+      StoreInteger(magnitude, negative, column);
+      return true;
+    }
+    default:
+      return Unaccepted(node, value);
+  }
+}
+
+bool Converter::AppendFloat(const Node& node, ValueRef value) {
+  const bool f32 = node.op == Op::kFloat32;
+  double d;
+  switch (value.kind()) {
+    case ValueKind::kDouble:
+      d = value.double_value();
+      break;
+    case ValueKind::kInt64:
+      // Rounded once, straight to the column's precision.
+      if (f32) {
+        const float f = static_cast<float>(value.int64_value());
+        Fixed(node).AppendRaw(&f);
+        return true;
+      }
+      d = static_cast<double>(value.int64_value());
+      break;
+    case ValueKind::kUInt64:
+      if (f32) {
+        const float f = static_cast<float>(value.uint64_value());
+        Fixed(node).AppendRaw(&f);
+        return true;
+      }
+      d = static_cast<double>(value.uint64_value());
+      break;
+    case ValueKind::kString:
+      switch (ParseFloatText(value.bytes_value(), &d)) {
+        case Parse::kOk:
+          break;
+        case Parse::kOverflow:
+          return Fail(value, "out of range for Float64");
+        default:
+          return Fail(value, "not a number (decimal or scientific text, nan, inf, -inf)");
+      }
+      break;
+    default:
+      return Unaccepted(node, value);
+  }
+  if (!f32) {
+    Fixed(node).AppendRaw(&d);
+    return true;
+  }
+  float f;
+  if (!ToFloat32(d, &f)) return OutOfRange(node, value);
+  Fixed(node).AppendRaw(&f);
+  return true;
+}
+
+bool Converter::AppendBool(const Node& node, ValueRef value) {
+  uint8_t b;
+  switch (value.kind()) {
+    case ValueKind::kBool:
+      b = value.bool_value() ? 1 : 0;
+      break;
+    case ValueKind::kInt64:
+    case ValueKind::kUInt64: {
+      const uint64_t u = value.kind() == ValueKind::kInt64
+                             ? static_cast<uint64_t>(value.int64_value())
+                             : value.uint64_value();
+      if (u > 1) return Fail(value, "Bool takes 0 or 1");
+      b = static_cast<uint8_t>(u);
+      break;
+    }
+    default:
+      return Unaccepted(node, value);
+  }
+  Fixed(node).AppendRaw(&b);
+  return true;
+}
+
+bool Converter::AppendFixedString(const Node& node, ValueRef value) {
+  if (!IsText(value.kind())) return Unaccepted(node, value);
+  const std::string_view s = value.bytes_value();
+  if (s.size() > node.width) {
+    return Fail(value, absl::StrCat(s.size(), " bytes do not fit ", node.column->type_name()));
+  }
+  clickhouse::ByteBuffer& values = Fixed(node).values();
+  char* p = values.Prepare(node.width);
+  if (!s.empty()) std::memcpy(p, s.data(), s.size());
+  std::memset(p + s.size(), 0, node.width - s.size());
+  values.Commit(node.width);
+  return true;
+}
+
+bool Converter::AppendDate(const Node& node, ValueRef value) {
+  int64_t days;
+  switch (value.kind()) {
+    case ValueKind::kTimestamp: {
+      const Timestamp ts = value.timestamp_value();
+      if (!ValidTimestamp(ts)) return Fail(value, kBadNanos);
+      days = FloorDiv(ts.seconds, 86400);
+      break;
+    }
+    case ValueKind::kInt64:
+      days = value.int64_value();
+      break;
+    case ValueKind::kUInt64:
+      if (value.uint64_value() > static_cast<uint64_t>(kDate32Max)) return OutOfRange(node, value);
+      days = static_cast<int64_t>(value.uint64_value());
+      break;
+    case ValueKind::kString:
+      if (const char* why = ParseDateText(value.bytes_value(), &days)) return Fail(value, why);
+      break;
+    default:
+      return Unaccepted(node, value);
+  }
+  if (node.op == Op::kDate) {
+    if (days < 0 || days > kDateMax) return OutOfRange(node, value);
+    const uint16_t v = static_cast<uint16_t>(days);
+    Fixed(node).AppendRaw(&v);
+  } else {
+    if (days < kDate32Min || days > kDate32Max) return OutOfRange(node, value);
+    const int32_t v = static_cast<int32_t>(days);
+    Fixed(node).AppendRaw(&v);
+  }
+  return true;
+}
+
+bool Converter::AppendDateTime(const Node& node, ValueRef value) {
+  int64_t seconds;
+  switch (value.kind()) {
+    case ValueKind::kTimestamp: {
+      const Timestamp ts = value.timestamp_value();
+      if (!ValidTimestamp(ts)) return Fail(value, kBadNanos);
+      seconds = ts.seconds;
+      break;
+    }
+    case ValueKind::kInt64:
+      seconds = value.int64_value();
+      break;
+    case ValueKind::kUInt64:
+      if (value.uint64_value() > static_cast<uint64_t>(kDateTimeMax)) {
+        return OutOfRange(node, value);
+      }
+      seconds = static_cast<int64_t>(value.uint64_value());
+      break;
+    case ValueKind::kString: {
+      uint32_t nanos;
+      if (const char* why =
+              ParseDateTimeText(value.bytes_value(), node.zone, node.utc, &seconds, &nanos)) {
+        return Fail(value, why);
+      }
+      break;
+    }
+    default:
+      return Unaccepted(node, value);
+  }
+  if (seconds < 0 || seconds > kDateTimeMax) return OutOfRange(node, value);
+  const uint32_t v = static_cast<uint32_t>(seconds);
+  Fixed(node).AppendRaw(&v);
+  return true;
+}
+
+bool Converter::AppendDateTime64(const Node& node, ValueRef value) {
+  int64_t seconds;
+  uint32_t nanos;
+  switch (value.kind()) {
+    case ValueKind::kTimestamp: {
+      const Timestamp ts = value.timestamp_value();
+      if (!ValidTimestamp(ts)) return Fail(value, kBadNanos);
+      seconds = ts.seconds;
+      nanos = static_cast<uint32_t>(ts.nanos);
+      break;
+    }
+    case ValueKind::kInt64: {
+      const int64_t ticks = value.int64_value();
+      const int64_t s = FloorDiv(ticks, node.ticks_per_second);
+      if (s < kDateTime64MinSeconds || s > kDateTime64MaxSeconds) return OutOfRange(node, value);
+      Fixed(node).AppendRaw(&ticks);
+      return true;
+    }
+    case ValueKind::kString:
+      if (const char* why =
+              ParseDateTimeText(value.bytes_value(), node.zone, node.utc, &seconds, &nanos)) {
+        return Fail(value, why);
+      }
+      break;
+    default:
+      return Unaccepted(node, value);
+  }
+  if (seconds < kDateTime64MinSeconds || seconds > kDateTime64MaxSeconds) {
+    return OutOfRange(node, value);
+  }
+  // Sub-tick digits are dropped (nanos >= 0, so this rounds toward the past).
+  const Int128 ticks = static_cast<Int128>(seconds) * node.ticks_per_second +
+                       static_cast<int64_t>(nanos) / node.nanos_per_tick;
+  if (ticks > std::numeric_limits<int64_t>::max() || ticks < std::numeric_limits<int64_t>::min()) {
+    return OutOfRange(node, value);
+  }
+  const int64_t v = static_cast<int64_t>(ticks);
+  Fixed(node).AppendRaw(&v);
+  return true;
+}
+
+bool Converter::AppendDecimal(const Node& node, ValueRef value) {
+  bool negative = false;
+  U256 magnitude;
+  Parse result = Parse::kOk;
+  switch (value.kind()) {
+    case ValueKind::kString:
+      result = ParseDecimalText(value.bytes_value(), node.scale, node.precision, /*round=*/false,
+                                &negative, &magnitude);
+      break;
+    case ValueKind::kInt64:
+    case ValueKind::kUInt64: {
+      uint64_t u;
+      if (value.kind() == ValueKind::kInt64) {
+        const int64_t x = value.int64_value();
+        negative = x < 0;
+        u = negative ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+      } else {
+        u = value.uint64_value();
+      }
+      magnitude = U256Of(u);
+      if (!MulPow10(magnitude, node.scale) ||
+          !Less(magnitude, kPow10[static_cast<size_t>(node.precision)])) {
+        result = Parse::kOverflow;
+      }
+      break;
+    }
+    case ValueKind::kDouble: {
+      const double d = value.double_value();
+      if (!std::isfinite(d)) return Fail(value, "Decimal takes only finite numbers");
+      // The shortest text that reads back as `d` is the decimal the caller meant (1.005, not
+      // 1.00499999999999989...); it is rounded half away from zero to the scale.
+      char buf[64];
+      result = ParseDecimalText(ShortestText(d, buf), node.scale, node.precision, /*round=*/true,
+                                &negative, &magnitude);
+      break;
+    }
+    default:
+      return Unaccepted(node, value);
+  }
+  switch (result) {
+    case Parse::kOk:
+      break;
+    case Parse::kSyntax:
+      return Fail(value, "not decimal text ([-]digits[.digits][e[-]digits])");
+    case Parse::kFraction:
+      return Fail(value, absl::StrCat("more than ", node.scale, " fractional digits for ",
+                                      node.column->type_name()));
+    case Parse::kOverflow:
+      return OutOfRange(node, value);
+  }
+  StoreInteger(magnitude, negative, Fixed(node));
+  return true;
+}
+
+bool Converter::AppendUuid(const Node& node, ValueRef value) {
+  unsigned char rfc[16];
+  switch (value.kind()) {
+    case ValueKind::kString:
+      if (!ParseUuidText(value.bytes_value(), rfc)) {
+        return Fail(value, "not a UUID 'xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'");
+      }
+      break;
+    case ValueKind::kBytes: {
+      const std::string_view s = value.bytes_value();
+      if (s.size() != 16) return Fail(value, absl::StrCat("UUID bytes must be 16, not ", s.size()));
+      std::memcpy(rfc, s.data(), 16);
+      break;
+    }
+    default:
+      return Unaccepted(node, value);
+  }
+  // ClickHouse keeps a UUID as two little-endian UInt64 halves (high, then low).
+  unsigned char native[16];
+  for (size_t i = 0; i < 8; ++i) {
+    native[i] = rfc[7 - i];
+    native[8 + i] = rfc[15 - i];
+  }
+  Fixed(node).AppendRaw(native);
+  return true;
+}
+
+bool Converter::AppendIpv4(const Node& node, ValueRef value) {
+  uint32_t address;
+  switch (value.kind()) {
+    case ValueKind::kString:
+      if (!ParseIpv4Text(value.bytes_value(), &address)) {
+        return Fail(value, "not an IPv4 address 'a.b.c.d'");
+      }
+      break;
+    case ValueKind::kInt64:
+    case ValueKind::kUInt64: {
+      const bool negative = value.kind() == ValueKind::kInt64 && value.int64_value() < 0;
+      const uint64_t u = value.kind() == ValueKind::kInt64
+                             ? static_cast<uint64_t>(value.int64_value())
+                             : value.uint64_value();
+      if (negative || u > 0xffffffffu) return OutOfRange(node, value);
+      address = static_cast<uint32_t>(u);
+      break;
+    }
+    case ValueKind::kBytes: {
+      const std::string_view s = value.bytes_value();
+      if (s.size() != 4) return Fail(value, absl::StrCat("IPv4 bytes must be 4, not ", s.size()));
+      const auto b = [&](size_t i) { return uint32_t{static_cast<unsigned char>(s[i])}; };
+      address = b(0) << 24 | b(1) << 16 | b(2) << 8 | b(3);
+      break;
+    }
+    default:
+      return Unaccepted(node, value);
+  }
+  Fixed(node).AppendRaw(&address);
+  return true;
+}
+
+bool Converter::AppendIpv6(const Node& node, ValueRef value) {
+  unsigned char address[16];
+  switch (value.kind()) {
+    case ValueKind::kString: {
+      const std::string_view s = value.bytes_value();
+      if (s.find(':') != std::string_view::npos) {
+        if (!InetPton(AF_INET6, s, address)) return Fail(value, "not an IPv6 address");
+      } else {
+        // IPv4 text becomes the IPv4-mapped address ::ffff:a.b.c.d.
+        uint32_t v4;
+        if (!ParseIpv4Text(s, &v4)) return Fail(value, "not an IPv6 or IPv4 address");
+        std::memset(address, 0, 10);
+        address[10] = address[11] = 0xff;
+        for (size_t i = 0; i < 4; ++i)
+          address[12 + i] = static_cast<unsigned char>(v4 >> (24 - 8 * i));
+      }
+      break;
+    }
+    case ValueKind::kBytes: {
+      const std::string_view s = value.bytes_value();
+      if (s.size() != 16) return Fail(value, absl::StrCat("IPv6 bytes must be 16, not ", s.size()));
+      std::memcpy(address, s.data(), 16);
+      break;
+    }
+    default:
+      return Unaccepted(node, value);
+  }
+  Fixed(node).AppendRaw(address);
+  return true;
+}
+
+bool Converter::AppendEnum(const Node& node, ValueRef value) {
+  ColumnFixed& column = Fixed(node);
+  int64_t v;
+  switch (value.kind()) {
+    case ValueKind::kString:
+      if (!column.EnumValue(value.bytes_value(), &v)) {
+        return Fail(value, absl::StrCat("no element of this name in ", column.type_name()));
+      }
+      break;
+    case ValueKind::kInt64:
+      v = value.int64_value();
+      if (column.EnumName(v) == nullptr) {
+        return Fail(value, absl::StrCat("no element of this value in ", column.type_name()));
+      }
+      break;
+    default:
+      return Unaccepted(node, value);
+  }
+  if (node.width == 1) {
+    const int8_t b = static_cast<int8_t>(v);
+    column.AppendRaw(&b);
+  } else {
+    const int16_t b = static_cast<int16_t>(v);
+    column.AppendRaw(&b);
+  }
+  return true;
+}
+
+bool Converter::AppendArray(const Node& node, ValueRef value) {
+  if (value.kind() != ValueKind::kArray) return Unaccepted(node, value);
+  const Node& element = nodes_[node.first_child];
+  for (size_t i = 0, n = value.size(); i < n; ++i) {
+    if (!Append(element, value.element(i))) {
+      PrependPath(absl::StrCat("[", i, "]"));
+      return false;
+    }
+  }
+  static_cast<ColumnArray*>(node.column)->FinishRow();
+  return true;
+}
+
+bool Converter::AppendMap(const Node& node, ValueRef value) {
+  if (value.kind() != ValueKind::kMap) return Unaccepted(node, value);
+  const Node& key = nodes_[node.first_child];
+  const Node& mapped = nodes_[node.first_child + 1];
+  for (size_t i = 0, n = value.size(); i < n; ++i) {
+    if (!Append(key, value.map_key(i))) {
+      PrependPath(absl::StrCat("[", i, "].key"));
+      return false;
+    }
+    if (!Append(mapped, value.map_value(i))) {
+      PrependPath(absl::StrCat("[", i, "].value"));
+      return false;
+    }
+  }
+  static_cast<ColumnArray*>(node.column)->FinishRow();
+  return true;
+}
+
+bool Converter::AppendTuple(const Node& node, ValueRef value) {
+  if (value.kind() != ValueKind::kTuple) return Unaccepted(node, value);
+  const size_t n = value.size();
+  if (n != node.child_count) {
+    return Fail(value, absl::StrCat(node.column->type_name(), " takes a tuple of ",
+                                    node.child_count, " elements, not ", n));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!Append(nodes_[node.first_child + i], value.element(i))) {
+      const std::string& name = node.column->type().args[i].element_name;
+      PrependPath(name.empty() ? absl::StrCat(".", i + 1) : absl::StrCat(".", name));
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Converter::AppendLowCardinality(const Node& node, ValueRef value) {
+  auto* column = static_cast<ColumnLowCardinality*>(node.column);
+  const Node& inner = nodes_[node.first_child];
+  absl::Status status;
+  switch (node.dictionary) {
+    case Dictionary::kString:
+      if (!IsText(value.kind())) return Unaccepted(inner, value);
+      status = column->AppendString(value.bytes_value());
+      break;
+    case Dictionary::kFixedString:
+      if (!IsText(value.kind())) return Unaccepted(inner, value);
+      if (value.bytes_value().size() > inner.width) {
+        return Fail(value, absl::StrCat(value.bytes_value().size(), " bytes do not fit ",
+                                        inner.column->type_name()));
+      }
+      status = column->AppendString(value.bytes_value());
+      break;
+    case Dictionary::kOther:
+      if (!Append(inner, value)) return false;
+      status = column->AppendFromDictionaryTail();
+      break;
+  }
+  if (!status.ok()) return Fail(value, std::string(status.message()));
+  return true;
+}
+
+absl::Status Converter::Error(std::optional<uint64_t> row, std::string_view column,
+                              std::string_view type, std::string_view path_prefix) const {
+  ValueError error;
+  error.row = row;
+  error.column = std::string(column);
+  error.type = std::string(type);
+  error.path = absl::StrCat(absl::string_view(path_prefix.data(), path_prefix.size()), path_);
+  if (value_.has_value()) {
+    error.kind = ValueKindName(value_->kind());
+    RenderValue(*value_, false, &error.value);
+  }
+  return InvalidValue(error, reason_);
+}
+
+absl::Status ColumnError(const absl::Status& status, std::string_view name, const Column& column) {
+  ValueError error;
+  error.column = std::string(name);
+  error.type = column.type_name();
+  return WithValueError(
+      absl::Status(status.code(), absl::StrCat("column '", std::string(name), "' (",
+                                               column.type_name(), "): ", status.message())),
+      error);
+}
+
+}  // namespace
+
+absl::Status AppendRows(const RowSource& rows, std::span<const std::string> names,
+                        std::span<Column* const> columns, const ConvertOptions& options) {
+  CHGATE_CHECK(names.size() == columns.size());
+  const size_t n_columns = columns.size();
+  Nodes nodes(n_columns);
+  for (size_t c = 0; c < n_columns; ++c) {
+    if (absl::Status status = PlanNode(columns[c], options, &nodes, c); !status.ok()) {
+      return ColumnError(status, names[c], *columns[c]);
+    }
+  }
+  absl::InlinedVector<size_t, 16> sizes(n_columns);
+  for (size_t c = 0; c < n_columns; ++c) sizes[c] = columns[c]->Size();
+  const auto rollback = [&] {
+    for (size_t c = 0; c < n_columns; ++c) columns[c]->Truncate(sizes[c]);
+  };
+
+  Converter converter(nodes.data(), options);
+  for (size_t r = 0, n_rows = rows.row_count(); r < n_rows; ++r) {
+    if (const size_t count = rows.value_count(r); count != n_columns) {
+      rollback();
+      ValueError error;
+      error.row = r;
+      return WithValueError(absl::InvalidArgumentError(absl::StrCat(
+                                "row ", r, " has ", count, " values for ", n_columns, " columns")),
+                            error);
+    }
+    for (size_t c = 0; c < n_columns; ++c) {
+      if (!converter.Append(nodes[c], rows.value(r, c))) {
+        rollback();
+        return converter.Error(r, names[c], columns[c]->type_name(), {});
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AppendValue(ValueRef value, Column& column, const ConvertOptions& options,
+                         const ValueError& context) {
+  Nodes nodes(1);
+  if (absl::Status status = PlanNode(&column, options, &nodes, 0); !status.ok()) {
+    return ColumnError(status, context.column, column);
+  }
+  Converter converter(nodes.data(), options);
+  if (converter.Append(nodes[0], value)) return absl::OkStatus();
+  return converter.Error(context.row, context.column,
+                         context.type.empty() ? column.type_name() : context.type, context.path);
+}
+
+}  // namespace chgate::ingest

@@ -1,0 +1,654 @@
+#include "server/ingest/ingestor.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/clickhouse/protocol/packets.h"
+#include "server/common/status_macros.h"
+
+namespace chgate::ingest {
+namespace {
+
+class RealClockImpl final : public Clock {
+ public:
+  absl::Time Now() override { return absl::Now(); }
+  void SleepUntil(absl::Time t) override {
+    absl::Duration d = t - absl::Now();
+    if (d > absl::ZeroDuration()) absl::SleepFor(d);
+  }
+};
+
+std::string ResultLabel(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return "ok";
+    case absl::StatusCode::kInvalidArgument:
+      return "invalid";
+    case absl::StatusCode::kNotFound:
+      return "not_found";
+    case absl::StatusCode::kResourceExhausted:
+      return "resource_exhausted";
+    case absl::StatusCode::kUnavailable:
+      return "unavailable";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "deadline_exceeded";
+    default:
+      return "error";
+  }
+}
+
+std::string ErrorCodeLabel(const absl::Status& status) {
+  if (auto code = clickhouse::ClickHouseCode(status)) return absl::StrCat(*code);
+  return absl::AsciiStrToUpper(absl::StatusCodeToString(status.code()));
+}
+
+const char* ReasonLabel(int reason) {
+  static const char* names[] = {"rows", "bytes", "age", "deadline", "shutdown"};
+  return names[reason];
+}
+
+}  // namespace
+
+Clock* RealClock() {
+  static RealClockImpl* clock = new RealClockImpl();
+  return clock;
+}
+
+absl::StatusOr<TableId> ParseTableName(std::string_view text, const std::string& default_database) {
+  std::vector<std::string> parts;
+  std::string current;
+  bool quoted = false, was_quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quoted) {
+      if (c == '\\' && i + 1 < text.size()) {
+        current.push_back(text[++i]);
+      } else if (c == '`') {
+        quoted = false;
+      } else {
+        current.push_back(c);
+      }
+    } else if (c == '`') {
+      quoted = was_quoted = true;
+    } else if (c == '.') {
+      parts.push_back(std::move(current));
+      current.clear();
+    } else {
+      current.push_back(c);
+    }
+  }
+  if (quoted)
+    return absl::InvalidArgumentError(
+        absl::StrCat("unterminated ` in table name '", std::string(text), "'"));
+  parts.push_back(std::move(current));
+  (void)was_quoted;
+  if (parts.size() > 2 ||
+      std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table must be \"table\" or \"database.table\", got '", std::string(text), "'"));
+  }
+  if (parts.size() == 1) return TableId{default_database, parts[0]};
+  return TableId{parts[0], parts[1]};
+}
+
+struct Ingestor::Pending {
+  TableId table;
+  std::string key;    // batch key
+  std::string label;  // "db.table" for metrics
+  std::vector<std::string> columns;
+  std::shared_ptr<const TableSchema> schema;
+  std::unique_ptr<clickhouse::Block> staged;
+  uint64_t rows = 0;
+  uint64_t bytes = 0;
+  absl::Time received;
+  absl::Time deadline;
+  AckMode ack = AckMode::kCommitted;
+  std::function<void()> on_admitted;
+  std::function<void(Result)> on_done;
+  bool done = false;
+};
+
+struct Ingestor::Batch {
+  std::string key;
+  std::string label;
+  TableId table;
+  std::shared_ptr<const TableSchema> schema;
+  std::unique_ptr<clickhouse::Block> block;
+  std::vector<std::shared_ptr<Pending>> pendings;  // committed-ack requests in `block`
+  uint64_t rows = 0;
+  uint64_t bytes = 0;
+  uint64_t table_bytes = 0;  // buffered + in flight, for the per-table budget
+  absl::Time oldest = absl::InfiniteFuture();
+  absl::Time earliest_deadline = absl::InfiniteFuture();
+  bool flushing = false;
+};
+
+namespace {
+std::unique_ptr<clickhouse::Block> EmptyBlock(const TableSchema& schema) {
+  auto block = std::make_unique<clickhouse::Block>();
+  for (size_t i = 0; i < schema.names.size(); ++i) {
+    block->AddColumn(schema.names[i], schema.prototypes[i]->CloneEmpty());
+  }
+  return block;
+}
+
+bool SameTypes(const TableSchema& a, const TableSchema& b) {
+  if (a.names != b.names) return false;
+  for (size_t i = 0; i < a.prototypes.size(); ++i) {
+    if (a.prototypes[i]->type_name() != b.prototypes[i]->type_name()) return false;
+  }
+  return true;
+}
+}  // namespace
+
+Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
+                   const metrics::IngestMetrics* metrics)
+    : options_(std::move(options)),
+      inserter_(inserter),
+      clock_(clock),
+      metrics_(metrics),
+      rng_(std::random_device{}()) {
+  instance_id_ = absl::StrCat("chgate-", absl::ToUnixMicros(absl::Now()), "-", rng_() % 100000);
+  if (metrics_ != nullptr) metrics_->SetBufferBudgetBytes(options_.memory_budget_bytes);
+  if (!options_.background) return;
+  for (size_t i = 0; i < options_.worker_threads; ++i) {
+    threads_.emplace_back([this] { WorkerLoop(false); });
+  }
+  for (size_t i = 0; i < options_.flush_threads; ++i) {
+    threads_.emplace_back([this] { WorkerLoop(true); });
+  }
+  threads_.emplace_back([this] { SchedulerLoop(); });
+}
+
+Ingestor::~Ingestor() {
+  Shutdown(clock_->Now());
+  {
+    absl::MutexLock lock(&mu_);
+    stop_threads_ = true;
+  }
+  for (std::thread& t : threads_) t.join();
+}
+
+void Ingestor::Enqueue(std::function<void()> task, bool flush_queue) {
+  absl::MutexLock lock(&mu_);
+  (flush_queue ? flush_work_ : work_).push_back(std::move(task));
+}
+
+void Ingestor::WorkerLoop(bool flush_queue) {
+  while (true) {
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&mu_);
+      auto& queue = flush_queue ? flush_work_ : work_;
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_threads_ || !queue.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (queue.empty()) return;  // stopping and drained
+      task = std::move(queue.front());
+      queue.pop_front();
+    }
+    task();
+  }
+}
+
+bool Ingestor::RunPending() {
+  bool ran = false;
+  while (true) {
+    std::function<void()> task;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!work_.empty()) {
+        task = std::move(work_.front());
+        work_.pop_front();
+      } else if (!flush_work_.empty()) {
+        task = std::move(flush_work_.front());
+        flush_work_.pop_front();
+      } else {
+        return ran;
+      }
+    }
+    task();
+    ran = true;
+  }
+}
+
+void Ingestor::Complete(const std::shared_ptr<Pending>& p, Result result) {
+  if (p->done) return;
+  p->done = true;
+  if (metrics_ != nullptr) {
+    std::string label =
+        result.status.ok() ? (result.committed ? "ok" : "accepted") : ResultLabel(result.status);
+    metrics_->RequestDone(p->label, label, p->rows);
+    if (result.status.ok() && result.committed) {
+      metrics_->CommitLatency(p->label, absl::ToDoubleSeconds(clock_->Now() - p->received));
+    }
+  }
+  if (p->on_done) p->on_done(std::move(result));
+  p->on_done = nullptr;
+}
+
+void Ingestor::Submit(Request request, std::function<void()> on_admitted,
+                      std::function<void(Result)> on_done) {
+  auto pending = std::make_shared<Pending>();
+  pending->received = clock_->Now();
+  pending->deadline = request.deadline;
+  pending->ack = request.ack.value_or(options_.default_ack);
+  pending->on_admitted = std::move(on_admitted);
+  pending->on_done = std::move(on_done);
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) {
+      // Fall through to fail outside the lock.
+    } else {
+      work_.push_back([this, pending, request = std::move(request)]() mutable {
+        Admit(pending, std::move(request));
+      });
+      return;
+    }
+  }
+  Complete(pending, {.status = absl::UnavailableError("chgate is shutting down")});
+}
+
+absl::StatusOr<std::shared_ptr<const TableSchema>> Ingestor::Schema(
+    const TableId& table, const std::vector<std::string>& columns, absl::Time deadline) {
+  const std::string key =
+      absl::StrCat(table.database, ".", table.table, "|", absl::StrJoin(columns, ","));
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = schemas_.find(key);
+    if (it != schemas_.end() && clock_->Now() - it->second.fetched < options_.schema_ttl) {
+      return it->second.schema;
+    }
+  }
+  ASSIGN_OR_RETURN(TableSchema fetched, inserter_->Describe(table, columns, deadline));
+  auto schema = std::make_shared<const TableSchema>(std::move(fetched));
+  absl::MutexLock lock(&mu_);
+  schemas_[key] = {schema, clock_->Now()};
+  return schema;
+}
+
+void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
+  absl::StatusOr<TableId> table = ParseTableName(request.table, options_.default_database);
+  if (!table.ok()) return Complete(p, {.status = table.status()});
+  p->table = *table;
+  p->columns = request.columns;
+  const std::string label = absl::StrCat(table->database, ".", table->table);
+  p->key = absl::StrCat(label, "|", absl::StrJoin(p->columns, ","));
+  absl::StatusOr<std::shared_ptr<const TableSchema>> schema =
+      Schema(p->table, p->columns, p->deadline);
+  if (!schema.ok()) return Complete(p, {.status = schema.status()});
+  // Only tables that exist become metric labels.
+  p->label = label;
+  p->schema = *schema;
+  const TableSchema& s = **schema;
+  p->staged = EmptyBlock(s);
+  std::vector<clickhouse::Column*> columns;
+  for (size_t i = 0; i < s.names.size(); ++i) columns.push_back(p->staged->column(i).column.get());
+  absl::Status converted;
+  if (request.rows != nullptr) {
+    ConvertOptions convert = options_.convert;
+    absl::TimeZone tz;
+    if (!s.server_time_zone.empty() && absl::LoadTimeZone(s.server_time_zone, &tz)) {
+      convert.server_time_zone = tz;
+    }
+    converted = AppendRows(*request.rows, s.names, columns, convert);
+  } else if (request.block != nullptr) {
+    const clickhouse::Block& b = *request.block;
+    if (b.column_count() != s.names.size()) {
+      converted = absl::InvalidArgumentError(absl::StrCat(
+          "block has ", b.column_count(), " columns, the insert expects ", s.names.size()));
+    }
+    for (size_t i = 0; converted.ok() && i < s.names.size(); ++i) {
+      const clickhouse::ColumnPtr& col = b.column(i).column;
+      if (col->type_name() != s.prototypes[i]->type_name()) {
+        converted = absl::InvalidArgumentError(absl::StrCat("column '", s.names[i], "' has type ",
+                                                            col->type_name(), ", the table has ",
+                                                            s.prototypes[i]->type_name()));
+      } else {
+        columns[i]->AppendRange(*col, 0, b.rows());
+      }
+    }
+    if (converted.ok()) converted = b.Validate();
+  }
+  if (!converted.ok()) return Complete(p, {.status = converted});
+  p->rows = p->staged->rows();
+  p->bytes = p->staged->ByteSize();
+  Append(std::move(p));
+}
+
+const BatchLimits& Ingestor::LimitsFor(const std::string& label) const {
+  auto it = options_.table_limits.find(label);
+  return it == options_.table_limits.end() ? options_.limits : it->second;
+}
+
+void Ingestor::Append(std::shared_ptr<Pending> p) {
+  std::vector<std::function<void()>> after;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) {
+      after.push_back([this, p] {
+        Complete(p, {.status = absl::UnavailableError("chgate is shutting down")});
+      });
+    } else {
+      waiting_.push_back(p);
+      if (metrics_ != nullptr) metrics_->waiting_requests->Set(static_cast<double>(waiting_.size()));
+      AdmitWaitingLocked();
+    }
+  }
+  // Admission callbacks queued by AdmitWaitingLocked run on the work queue.
+  for (auto& f : after) f();
+}
+
+void Ingestor::AdmitWaitingLocked() {
+  while (!waiting_.empty()) {
+    std::shared_ptr<Pending> p = waiting_.front();
+    auto& slot = batches_[p->key];
+    if (slot == nullptr) {
+      slot = std::make_unique<Batch>();
+      slot->key = p->key;
+      slot->label = p->label;
+      slot->table = p->table;
+      slot->schema = p->schema;
+      slot->block = EmptyBlock(*p->schema);
+    }
+    Batch& batch = *slot;
+    const bool fits_global =
+        buffered_bytes_ == 0 || buffered_bytes_ + p->bytes <= options_.memory_budget_bytes;
+    const bool fits_table = options_.table_budget_bytes == 0 || batch.table_bytes == 0 ||
+                            batch.table_bytes + p->bytes <= options_.table_budget_bytes;
+    if (!fits_global || !fits_table) return;  // FIFO: later requests wait behind this one
+    waiting_.pop_front();
+    if (batch.schema != p->schema && !SameTypes(*batch.schema, *p->schema)) {
+      if (batch.rows > 0) {
+        // The table changed under the batch: flush what was converted for the old layout
+        // first, then retry this request.
+        waiting_.push_front(p);
+        StartFlushLocked(batch, FlushReason::kRows);
+        return;
+      }
+      batch.schema = p->schema;
+      batch.block = EmptyBlock(*p->schema);
+    }
+    for (size_t i = 0; i < batch.block->column_count(); ++i) {
+      batch.block->column(i).column->AppendRange(*p->staged->column(i).column, 0, p->rows);
+    }
+    p->staged.reset();
+    batch.rows += p->rows;
+    batch.bytes += p->bytes;
+    batch.table_bytes += p->bytes;
+    buffered_bytes_ += p->bytes;
+    buffered_rows_ += p->rows;
+    const absl::Time now = clock_->Now();
+    batch.oldest = std::min(batch.oldest, now);
+    std::function<void()> admitted = std::move(p->on_admitted);
+    if (p->ack == AckMode::kCommitted) {
+      batch.pendings.push_back(p);
+      batch.earliest_deadline = std::min(batch.earliest_deadline, p->deadline);
+      if (admitted) work_.push_back(std::move(admitted));
+    } else {
+      work_.push_back([this, p, admitted = std::move(admitted)] {
+        if (admitted) admitted();
+        Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false});
+      });
+    }
+    if (metrics_ != nullptr) {
+      metrics_->SetBuffered(buffered_rows_, buffered_bytes_);
+      metrics_->waiting_requests->Set(static_cast<double>(waiting_.size()));
+    }
+    const BatchLimits& limits = LimitsFor(batch.label);
+    if (batch.rows >= limits.max_rows) {
+      StartFlushLocked(batch, FlushReason::kRows);
+    } else if (batch.bytes >= limits.max_bytes) {
+      StartFlushLocked(batch, FlushReason::kBytes);
+    }
+  }
+}
+
+void Ingestor::ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<Pending>>* expired) {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if ((*it)->deadline - options_.deadline_margin <= now) {
+      expired->push_back(*it);
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (metrics_ != nullptr && !expired->empty()) {
+    metrics_->waiting_requests->Set(static_cast<double>(waiting_.size()));
+  }
+}
+
+absl::Time Ingestor::DueLocked(const Batch& batch) const {
+  if (batch.rows == 0) return absl::InfiniteFuture();
+  return std::min(batch.oldest + LimitsFor(batch.label).max_delay,
+                  batch.earliest_deadline - options_.deadline_margin);
+}
+
+void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
+  if (batch.flushing || batch.rows == 0) return;
+  batch.flushing = true;
+  ++flushes_in_flight_;
+  std::unique_ptr<clickhouse::Block> block = std::move(batch.block);
+  batch.block = EmptyBlock(*batch.schema);
+  std::vector<std::shared_ptr<Pending>> pendings = std::move(batch.pendings);
+  batch.pendings.clear();
+  batch.rows = 0;
+  batch.bytes = 0;
+  batch.oldest = absl::InfiniteFuture();
+  batch.earliest_deadline = absl::InfiniteFuture();
+  Batch* b = &batch;
+  std::shared_ptr<clickhouse::Block> shared(std::move(block));
+  flush_work_.push_back([this, b, shared, pendings = std::move(pendings), reason]() mutable {
+    Flush(b, std::move(shared), std::move(pendings), reason);
+  });
+}
+
+bool Ingestor::ShouldRetry(const absl::Status& status) const {
+  if (auto code = clickhouse::ClickHouseCode(status)) {
+    switch (*code) {
+      case 159:  // TIMEOUT_EXCEEDED
+      case 202:  // TOO_MANY_SIMULTANEOUS_QUERIES
+      case 209:  // SOCKET_TIMEOUT
+      case 210:  // NETWORK_ERROR
+      case 241:  // MEMORY_LIMIT_EXCEEDED
+      case 242:  // TABLE_IS_READ_ONLY
+      case 252:  // TOO_MANY_PARTS
+      case 285:  // TOO_FEW_LIVE_REPLICAS
+      case 319:  // UNKNOWN_STATUS_OF_INSERT
+      case 425:  // SYSTEM_ERROR
+        return true;
+      default:
+        return false;
+    }
+  }
+  // Not from ClickHouse: connection errors and timeouts.
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded ||
+         status.code() == absl::StatusCode::kCancelled ||
+         status.code() == absl::StatusCode::kDataLoss;
+}
+
+void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
+                     std::vector<std::shared_ptr<Pending>> pendings, FlushReason reason) {
+  const absl::Time start = clock_->Now();
+  absl::Time stop_at = start + options_.retry.max_elapsed;
+  for (const auto& p : pendings) stop_at = std::min(stop_at, p->deadline);
+  InsertAttempt attempt;
+  {
+    absl::MutexLock lock(&mu_);
+    attempt.query_id = absl::StrCat(instance_id_, "-", next_batch_id_++);
+  }
+  attempt.deduplication_key = attempt.query_id;
+  absl::Status status;
+  while (true) {
+    status = inserter_->Insert(batch->table, *block, attempt, stop_at);
+    if (status.ok() || !ShouldRetry(status)) break;
+    absl::Duration cap =
+        std::min(options_.retry.max_backoff,
+                 options_.retry.initial_backoff * std::pow(2.0, attempt.attempt - 1));
+    double jitter;
+    {
+      absl::MutexLock lock(&mu_);
+      jitter = std::uniform_real_distribution<double>(0, 1)(rng_);
+    }
+    const absl::Time resume = clock_->Now() + cap * jitter;
+    if (resume >= stop_at) break;
+    if (metrics_ != nullptr) metrics_->FlushRetry(batch->label);
+    clock_->SleepUntil(resume);
+    ++attempt.attempt;
+  }
+  const absl::Time end = clock_->Now();
+  if (!status.ok()) {
+    if (attempt.attempt > 1) {
+      status = absl::Status(status.code(), absl::StrCat(status.message(), " (gave up after ",
+                                                        attempt.attempt, " attempts)"));
+    }
+    if (status.code() == absl::StatusCode::kNotFound ||
+        status.code() == absl::StatusCode::kInvalidArgument) {
+      // The table changed (dropped, column removed or retyped): look it up again next time.
+      absl::MutexLock lock(&mu_);
+      schemas_.clear();
+    }
+  }
+  if (metrics_ != nullptr) {
+    metrics_->BatchFlushed(batch->label, ReasonLabel(static_cast<int>(reason)), block->rows(),
+                      block->ByteSize(), absl::ToDoubleSeconds(end - start));
+    if (!status.ok()) metrics_->FlushError(batch->label, ErrorCodeLabel(status));
+  }
+  const uint64_t rows = block->rows(), bytes = block->ByteSize();
+  block.reset();
+  for (const auto& p : pendings) {
+    Complete(p, {.status = status,
+                 .rows = status.ok() ? p->rows : 0,
+                 .committed = status.ok(),
+                 .query_id = status.ok() ? attempt.query_id : "",
+                 .commit_time = end});
+  }
+  FinishFlush(batch, bytes, rows);
+}
+
+void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {
+  absl::MutexLock lock(&mu_);
+  buffered_bytes_ -= bytes;
+  buffered_rows_ -= rows;
+  batch->table_bytes -= bytes;
+  batch->flushing = false;
+  --flushes_in_flight_;
+  if (metrics_ != nullptr) metrics_->SetBuffered(buffered_rows_, buffered_bytes_);
+  AdmitWaitingLocked();
+  const BatchLimits& limits = LimitsFor(batch->label);
+  if (shutting_down_) {
+    StartFlushLocked(*batch, FlushReason::kShutdown);
+  } else if (batch->rows >= limits.max_rows) {
+    StartFlushLocked(*batch, FlushReason::kRows);
+  } else if (batch->bytes >= limits.max_bytes) {
+    StartFlushLocked(*batch, FlushReason::kBytes);
+  } else if (DueLocked(*batch) <= clock_->Now()) {
+    StartFlushLocked(*batch, FlushReason::kAge);
+  }
+}
+
+bool Ingestor::Poll() {
+  std::vector<std::shared_ptr<Pending>> expired;
+  bool started = false;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    for (auto& [key, batch] : batches_) {
+      if (batch->flushing || batch->rows == 0) continue;
+      if (DueLocked(*batch) <= now) {
+        const bool by_deadline = batch->earliest_deadline - options_.deadline_margin <
+                                 batch->oldest + LimitsFor(batch->label).max_delay;
+        StartFlushLocked(*batch, by_deadline ? FlushReason::kDeadline : FlushReason::kAge);
+        started = true;
+      }
+    }
+    ExpireWaitingLocked(now, &expired);
+  }
+  for (const auto& p : expired) {
+    Complete(p, {.status = absl::ResourceExhaustedError(
+                     "chgate's buffer stayed full until the request's deadline; nothing of it "
+                     "was buffered, so it is safe to retry")});
+  }
+  return started || !expired.empty();
+}
+
+void Ingestor::SchedulerLoop() {
+  while (true) {
+    Poll();
+    absl::MutexLock lock(&mu_);
+    if (stop_threads_) return;
+    absl::Time next = clock_->Now() + absl::Milliseconds(50);
+    for (auto& [key, batch] : batches_) {
+      if (!batch->flushing) next = std::min(next, DueLocked(*batch));
+    }
+    for (const auto& p : waiting_) next = std::min(next, p->deadline - options_.deadline_margin);
+    auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_threads_; };
+    mu_.AwaitWithDeadline(absl::Condition(&stop),
+                          std::max(next, clock_->Now() + absl::Milliseconds(1)));
+  }
+}
+
+bool Ingestor::Ready() const {
+  absl::MutexLock lock(&mu_);
+  return !shutting_down_ &&
+         static_cast<double>(buffered_bytes_) <
+             options_.ready_high_water * static_cast<double>(options_.memory_budget_bytes);
+}
+
+IngestStats Ingestor::Stats() const {
+  absl::MutexLock lock(&mu_);
+  return {buffered_rows_, buffered_bytes_, waiting_.size(), flushes_in_flight_};
+}
+
+void Ingestor::Shutdown(absl::Time deadline) {
+  std::vector<std::shared_ptr<Pending>> refused, unflushed;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!shutting_down_) {
+      shutting_down_ = true;
+      refused.assign(waiting_.begin(), waiting_.end());
+      waiting_.clear();
+      for (auto& [key, batch] : batches_) StartFlushLocked(*batch, FlushReason::kShutdown);
+    }
+  }
+  for (const auto& p : refused) {
+    Complete(p,
+             {.status = absl::UnavailableError("chgate is shutting down; nothing was buffered")});
+  }
+  if (!options_.background) {
+    RunPending();
+  } else {
+    absl::MutexLock lock(&mu_);
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      if (flushes_in_flight_ > 0 || !work_.empty()) return false;
+      for (auto& [key, batch] : batches_) {
+        if (batch->rows > 0) return false;
+      }
+      return true;
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&drained), deadline);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, batch] : batches_) {
+      if (batch->flushing) continue;
+      for (auto& p : batch->pendings) unflushed.push_back(p);
+      batch->pendings.clear();
+      buffered_bytes_ -= batch->bytes;
+      buffered_rows_ -= batch->rows;
+      batch->rows = batch->bytes = 0;
+      batch->block = EmptyBlock(*batch->schema);
+    }
+  }
+  for (const auto& p : unflushed) {
+    Complete(p, {.status = absl::UnavailableError(
+                     "chgate shut down before these rows could be committed")});
+  }
+}
+
+}  // namespace chgate::ingest

@@ -1,0 +1,189 @@
+// Ingestor: per-table batching with acknowledgement after commit.
+//
+// Submit() takes a request (rows or a typed block for one table), converts it on a worker thread
+// against the table's cached INSERT header (all or nothing), waits for room in the memory budget,
+// appends it to the table's batch and reports `on_admitted`. The batch is flushed as one INSERT
+// when it reaches max_rows or max_bytes, when its oldest row is max_delay old, or earlier when a
+// waiting caller's deadline needs it; `on_done` is called for every request in the batch once
+// ClickHouse answered EndOfStream (or the batch failed for good). Transient failures are retried
+// with exponential backoff and full jitter, re-sending the identical block with the same query id
+// and deduplication token; permanent ones fail every request of the batch. Flushes of different
+// tables run in parallel; a table has at most one flush in flight, so its rows commit in order.
+//
+// Thread-safe. Callbacks run on the Ingestor's threads and must not block.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/clickhouse/block.h"
+#include "server/ingest/convert.h"
+#include "server/ingest/inserter.h"
+#include "server/ingest/value.h"
+#include "server/metrics/metrics.h"
+
+namespace chgate::ingest {
+
+enum class AckMode { kCommitted, kAccepted };
+
+struct BatchLimits {
+  uint64_t max_rows = 100000;
+  uint64_t max_bytes = 16 << 20;
+  absl::Duration max_delay = absl::Milliseconds(200);
+};
+
+struct RetryPolicy {
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(5);
+  // Retries stop this long after the first attempt (and at the earliest caller deadline).
+  absl::Duration max_elapsed = absl::Seconds(60);
+};
+
+// Time source and timer, replaceable in tests.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual absl::Time Now() = 0;
+  virtual void SleepUntil(absl::Time t) = 0;
+};
+Clock* RealClock();
+
+struct IngestOptions {
+  std::string default_database = "default";
+  BatchLimits limits;
+  absl::flat_hash_map<std::string, BatchLimits> table_limits;  // "db.table" -> limits
+  uint64_t memory_budget_bytes = 256 << 20;
+  uint64_t table_budget_bytes = 0;  // 0: no per-table budget
+  double ready_high_water = 0.9;    // readiness turns false above this share of the budget
+  RetryPolicy retry;
+  // Flush this long before the earliest waiting caller's deadline.
+  absl::Duration deadline_margin = absl::Milliseconds(100);
+  absl::Duration schema_ttl = absl::Minutes(1);
+  AckMode default_ack = AckMode::kCommitted;
+  ConvertOptions convert;
+  size_t worker_threads = 2;  // conversion and header lookups
+  size_t flush_threads = 4;   // parallel flushes (each holds one pooled connection)
+  // false (tests): no threads; the test drives Poll() and RunPending() itself.
+  bool background = true;
+};
+
+struct Request {
+  std::string table;  // "db.table" or "table" (default database)
+  std::vector<std::string> columns;
+  const RowSource* rows = nullptr;           // either rows ...
+  const clickhouse::Block* block = nullptr;  // ... or typed columns matching `columns`
+  absl::Time deadline = absl::InfiniteFuture();
+  std::optional<AckMode> ack;
+};
+
+struct Result {
+  absl::Status status;
+  uint64_t rows = 0;
+  bool committed = false;  // false for an `accepted` ack
+  std::string query_id;
+  absl::Time commit_time;
+};
+
+struct IngestStats {
+  uint64_t buffered_rows = 0;
+  uint64_t buffered_bytes = 0;
+  uint64_t waiting_requests = 0;
+  uint64_t flushes_in_flight = 0;
+};
+
+class Ingestor {
+ public:
+  // `inserter` and `clock` must outlive the Ingestor; `metrics` may be null.
+  Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
+           const metrics::IngestMetrics* metrics = nullptr);
+  ~Ingestor();
+  Ingestor(const Ingestor&) = delete;
+  Ingestor& operator=(const Ingestor&) = delete;
+
+  // Takes a request. `on_admitted` runs once its rows are buffered (the request's data is no
+  // longer needed), `on_done` exactly once with the outcome (for a failed request only
+  // `on_done` runs). Never blocks.
+  void Submit(Request request, std::function<void()> on_admitted,
+              std::function<void(Result)> on_done);
+
+  // Readiness: buffered bytes below the high-water mark and not shutting down.
+  bool Ready() const;
+  IngestStats Stats() const;
+
+  // Stops taking requests (they fail with Unavailable), flushes every batch and waits for the
+  // flushes until `deadline`; requests still pending then fail with Unavailable.
+  void Shutdown(absl::Time deadline);
+
+  // Test hooks (background == false): flush what is due at the clock's now, and run queued
+  // work (conversions, flushes) on the calling thread. Return whether anything ran.
+  bool Poll();
+  bool RunPending();
+
+ private:
+  struct Pending;
+  struct Batch;
+  struct Waiting;
+  enum class FlushReason { kRows, kBytes, kAge, kDeadline, kShutdown };
+
+  void Enqueue(std::function<void()> task, bool flush_queue);
+  void WorkerLoop(bool flush_queue);
+  void SchedulerLoop();
+  void Admit(std::shared_ptr<Pending> pending, Request request);
+  absl::StatusOr<std::shared_ptr<const TableSchema>> Schema(const TableId& table,
+                                                            const std::vector<std::string>& columns,
+                                                            absl::Time deadline);
+  void Append(std::shared_ptr<Pending> pending) ABSL_LOCKS_EXCLUDED(mu_);
+  void AdmitWaitingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<Pending>>* expired)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
+             std::vector<std::shared_ptr<Pending>> pendings, FlushReason reason);
+  void FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows);
+  absl::Time DueLocked(const Batch& batch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const BatchLimits& LimitsFor(const std::string& key) const;
+  bool ShouldRetry(const absl::Status& status) const;
+  void Complete(const std::shared_ptr<Pending>& p, Result result);
+
+  const IngestOptions options_;
+  Inserter* const inserter_;
+  Clock* const clock_;
+  const metrics::IngestMetrics* const metrics_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Batch>> batches_ ABSL_GUARDED_BY(mu_);
+  struct SchemaEntry {
+    std::shared_ptr<const TableSchema> schema;
+    absl::Time fetched;
+  };
+  absl::flat_hash_map<std::string, SchemaEntry> schemas_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<Pending>> waiting_ ABSL_GUARDED_BY(mu_);
+  uint64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t buffered_rows_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t flushes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_threads_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::function<void()>> work_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::function<void()>> flush_work_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  std::string instance_id_;
+  std::vector<std::thread> threads_;
+};
+
+// Splits "db.table" (backticks allowed around either part) into a TableId.
+absl::StatusOr<TableId> ParseTableName(std::string_view text, const std::string& default_database);
+
+}  // namespace chgate::ingest

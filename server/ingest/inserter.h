@@ -1,0 +1,68 @@
+// Inserter: where ingest sends its blocks. The real one (ClickHouseInserter) writes through the
+// native connection pool; tests give the Ingestor a fake. Implementations are thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/clickhouse/block.h"
+#include "server/clickhouse/pool.h"
+
+namespace chgate::ingest {
+
+struct TableId {
+  std::string database;
+  std::string table;
+  bool operator==(const TableId&) const = default;
+};
+
+// The columns an INSERT expects, as the server's sample block describes them.
+struct TableSchema {
+  std::vector<std::string> names;
+  std::vector<clickhouse::ColumnPtr> prototypes;  // empty columns of each type
+  std::string server_time_zone;
+};
+
+struct InsertAttempt {
+  std::string query_id;           // the same for every retry of one batch
+  std::string deduplication_key;  // sent as insert_deduplication_token where supported
+  int attempt = 1;
+};
+
+class Inserter {
+ public:
+  virtual ~Inserter() = default;
+  // The header of `INSERT INTO table (columns) VALUES` (empty `columns`: every insertable
+  // column). Errors: NotFound (unknown table or database), InvalidArgument (unknown column),
+  // Unavailable/DeadlineExceeded (ClickHouse unreachable or slow).
+  virtual absl::StatusOr<TableSchema> Describe(const TableId& table,
+                                               const std::vector<std::string>& columns,
+                                               absl::Time deadline) = 0;
+  // One INSERT of `block`; OK only when ClickHouse answered EndOfStream (committed).
+  virtual absl::Status Insert(const TableId& table, const clickhouse::Block& block,
+                              const InsertAttempt& attempt, absl::Time deadline) = 0;
+};
+
+// Quotes a name for SQL with backticks.
+std::string QuoteIdentifier(std::string_view name);
+// `INSERT INTO db.table (a, b) VALUES` (no column list when `columns` is empty).
+std::string InsertQuery(const TableId& table, const std::vector<std::string>& columns);
+
+class ClickHouseInserter final : public Inserter {
+ public:
+  // `pool` must outlive the inserter.
+  explicit ClickHouseInserter(clickhouse::Pool* pool) : pool_(pool) {}
+
+  absl::StatusOr<TableSchema> Describe(const TableId& table,
+                                       const std::vector<std::string>& columns,
+                                       absl::Time deadline) override;
+  absl::Status Insert(const TableId& table, const clickhouse::Block& block,
+                      const InsertAttempt& attempt, absl::Time deadline) override;
+
+ private:
+  clickhouse::Pool* pool_;
+};
+
+}  // namespace chgate::ingest

@@ -1,0 +1,386 @@
+#include "server/metrics/metrics.h"
+
+#include <exception>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "prometheus/client_metric.h"
+#include "prometheus/metric_type.h"
+#include "server/common/status_macros.h"
+
+namespace chgate::metrics {
+namespace {
+
+// Ingest.
+constexpr char kIngestRequests[] = "chgate_ingest_requests_total";
+constexpr char kIngestRows[] = "chgate_ingest_rows_total";
+constexpr char kBatchesFlushed[] = "chgate_batches_flushed_total";
+constexpr char kFlushDuration[] = "chgate_flush_duration_seconds";
+constexpr char kBatchRows[] = "chgate_batch_rows";
+constexpr char kBatchSize[] = "chgate_batch_size_bytes";
+constexpr char kCommitLatency[] = "chgate_request_commit_latency_seconds";
+constexpr char kBufferedRows[] = "chgate_buffered_rows";
+constexpr char kBufferedBytes[] = "chgate_buffered_bytes";
+constexpr char kBufferBudget[] = "chgate_buffer_budget_bytes";
+constexpr char kFlushRetries[] = "chgate_flush_retries_total";
+constexpr char kFlushErrors[] = "chgate_flush_errors_total";
+constexpr char kWaitingRequests[] = "chgate_ingest_waiting_requests";
+// Query.
+constexpr char kQueries[] = "chgate_queries_total";
+constexpr char kQueryRows[] = "chgate_query_rows_total";
+constexpr char kQueryResponseBytes[] = "chgate_query_response_bytes_total";
+constexpr char kQueryDuration[] = "chgate_query_duration_seconds";
+constexpr char kQueriesInFlight[] = "chgate_queries_in_flight";
+// ClickHouse I/O (ByteCountersCollectable).
+constexpr char kReceivedBytes[] = "chgate_clickhouse_received_bytes_total";
+constexpr char kDecodedBytes[] = "chgate_clickhouse_decoded_bytes_total";
+constexpr char kSentBytes[] = "chgate_clickhouse_sent_bytes_total";
+// Pool (PoolCollectable).
+constexpr char kPoolConnections[] = "chgate_pool_connections";
+constexpr char kPoolConnects[] = "chgate_pool_connects_total";
+constexpr char kPoolConnectFailures[] = "chgate_pool_connect_failures_total";
+constexpr char kPoolClosed[] = "chgate_pool_connections_closed_total";
+constexpr char kClickHouseUp[] = "chgate_clickhouse_up";
+// Added by prometheus::Exposer itself.
+constexpr const char* kExposerFamilies[] = {"exposer_transferred_bytes_total",
+                                            "exposer_scrapes_total", "exposer_request_latencies"};
+
+// 1-2-5 steps (about x2.2 each) from 1 ms to 60 s: readable `le` values.
+const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 60};
+// Queries may legitimately run for minutes.
+const prometheus::Histogram::BucketBoundaries kQueryDurationBuckets = {
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 60, 120, 300};
+
+// x4 from 1 row to 16Mi rows (past the 10M a batch could plausibly hold).
+const prometheus::Histogram::BucketBoundaries kBatchRowsBuckets = {
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216};
+// x4 from 1 KiB to 256 MiB.
+const prometheus::Histogram::BucketBoundaries kBatchSizeBuckets = {
+    1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864, 268435456};
+
+template <typename T>
+prometheus::Family<T>& Build(prometheus::detail::Builder<T> builder, prometheus::Registry& registry,
+                             const char* name, const char* help) {
+  return builder.Name(name).Help(help).Register(registry);
+}
+
+prometheus::MetricFamily MakeFamily(const char* name, const char* help,
+                                    prometheus::MetricType type) {
+  prometheus::MetricFamily family;
+  family.name = name;
+  family.help = help;
+  family.type = type;
+  return family;
+}
+
+prometheus::ClientMetric Sample(std::vector<prometheus::ClientMetric::Label> labels,
+                                prometheus::MetricType type, double value) {
+  prometheus::ClientMetric metric;
+  metric.label = std::move(labels);
+  if (type == prometheus::MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  return metric;
+}
+
+}  // namespace
+
+std::string_view ResultLabel(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return kResultOk;
+    case absl::StatusCode::kInvalidArgument:
+      return kResultInvalid;
+    case absl::StatusCode::kNotFound:
+      return kResultNotFound;
+    case absl::StatusCode::kResourceExhausted:
+      return kResultResourceExhausted;
+    case absl::StatusCode::kUnavailable:
+      return kResultUnavailable;
+    case absl::StatusCode::kDeadlineExceeded:
+      return kResultDeadlineExceeded;
+    case absl::StatusCode::kCancelled:
+      return kResultCancelled;
+    default:
+      return kResultError;
+  }
+}
+
+std::string ClickHouseCodeLabel(int32_t clickhouse_code) { return std::to_string(clickhouse_code); }
+
+std::string StatusCodeLabel(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+
+void IngestTableMetrics::BatchFlushed(std::string_view reason, uint64_t rows, uint64_t bytes,
+                                      double seconds) const {
+  batches_flushed->Add({{"table", table}, {"reason", std::string(reason)}}).Increment();
+  batch_rows->Observe(static_cast<double>(rows));
+  batch_size->Observe(static_cast<double>(bytes));
+  flush_duration->Observe(seconds);
+}
+
+void IngestTableMetrics::FlushError(std::string_view code) const {
+  flush_errors->Add({{"table", table}, {"code", std::string(code)}}).Increment();
+}
+
+IngestTableMetrics IngestMetrics::ForTable(const std::string& table) const {
+  const prometheus::Labels labels = {{"table", table}};
+  return IngestTableMetrics{
+      .flush_duration = &flush_duration->Add(labels, kLatencyBuckets),
+      .batch_rows = &batch_rows->Add(labels, kBatchRowsBuckets),
+      .batch_size = &batch_size->Add(labels, kBatchSizeBuckets),
+      .commit_latency = &commit_latency->Add(labels, kLatencyBuckets),
+      .flush_retries = &flush_retries->Add(labels),
+      .batches_flushed = batches_flushed,
+      .flush_errors = flush_errors,
+      .table = table,
+  };
+}
+
+void IngestMetrics::RequestDone(const std::string& table, std::string_view result,
+                                uint64_t row_count) const {
+  // A client can name any table; only known tables may become label values.
+  const prometheus::Labels labels = {{"table", result == kResultNotFound ? std::string() : table},
+                                     {"result", std::string(result)}};
+  requests->Add(labels).Increment();
+  request_rows->Add(labels).Increment(static_cast<double>(row_count));
+}
+
+void QueryMetrics::QueryFinished(std::string_view result, double seconds) const {
+  in_flight->Decrement();
+  queries->Add({{"result", std::string(result)}}).Increment();
+  duration->Observe(seconds);
+}
+
+void QueryMetrics::QueryRefused(std::string_view result) const {
+  queries->Add({{"result", std::string(result)}}).Increment();
+}
+
+ByteCountersCollectable::ByteCountersCollectable(const std::atomic<uint64_t>* received,
+                                                 const std::atomic<uint64_t>* decoded,
+                                                 const std::atomic<uint64_t>* sent)
+    : received_(received), decoded_(decoded), sent_(sent) {
+  CHGATE_CHECK(received_ != nullptr && decoded_ != nullptr && sent_ != nullptr);
+}
+
+std::vector<prometheus::MetricFamily> ByteCountersCollectable::Collect() const {
+  constexpr auto kCounter = prometheus::MetricType::Counter;
+  auto one = [&](const char* name, const char* help, const std::atomic<uint64_t>* value) {
+    prometheus::MetricFamily family = MakeFamily(name, help, kCounter);
+    family.metric.push_back(
+        Sample({}, kCounter, static_cast<double>(value->load(std::memory_order_relaxed))));
+    return family;
+  };
+  std::vector<prometheus::MetricFamily> families;
+  families.push_back(one(kReceivedBytes,
+                         "Bytes read from the ClickHouse sockets, compressed as on the wire.",
+                         received_));
+  families.push_back(one(kDecodedBytes, "Bytes after decompressing compression frames.", decoded_));
+  families.push_back(one(kSentBytes, "Bytes written to the sockets.", sent_));
+  return families;
+}
+
+PoolCollectable::PoolCollectable(std::function<std::vector<PoolEndpointSample>()> sample)
+    : sample_(std::move(sample)) {
+  CHGATE_CHECK(sample_ != nullptr);
+}
+
+std::vector<prometheus::MetricFamily> PoolCollectable::Collect() const {
+  const std::vector<PoolEndpointSample> samples = sample_();
+  if (samples.empty()) return {};
+  constexpr auto kCounter = prometheus::MetricType::Counter;
+  constexpr auto kGauge = prometheus::MetricType::Gauge;
+  prometheus::MetricFamily connections =
+      MakeFamily(kPoolConnections, "Connections in the pool by endpoint and state.", kGauge);
+  prometheus::MetricFamily connects =
+      MakeFamily(kPoolConnects, "Connections opened to the endpoint.", kCounter);
+  prometheus::MetricFamily failures =
+      MakeFamily(kPoolConnectFailures, "Failed attempts to connect to the endpoint.", kCounter);
+  prometheus::MetricFamily closed = MakeFamily(
+      kPoolClosed,
+      "Connections closed by the pool: broken = after an error, expired = past their lifetime or "
+      "idle time.",
+      kCounter);
+  prometheus::MetricFamily up = MakeFamily(
+      kClickHouseUp, "1 if the pool considers the ClickHouse endpoint healthy, else 0.", kGauge);
+  for (const PoolEndpointSample& s : samples) {
+    auto labels = [&](const char* name, const char* value) {
+      return std::vector<prometheus::ClientMetric::Label>{{"endpoint", s.endpoint}, {name, value}};
+    };
+    const std::vector<prometheus::ClientMetric::Label> endpoint = {{"endpoint", s.endpoint}};
+    connections.metric.push_back(
+        Sample(labels("state", "idle"), kGauge, static_cast<double>(s.idle)));
+    connections.metric.push_back(
+        Sample(labels("state", "in_use"), kGauge, static_cast<double>(s.in_use)));
+    connects.metric.push_back(Sample(endpoint, kCounter, static_cast<double>(s.connects)));
+    failures.metric.push_back(Sample(endpoint, kCounter, static_cast<double>(s.connect_failures)));
+    closed.metric.push_back(
+        Sample(labels("reason", "broken"), kCounter, static_cast<double>(s.discarded_broken)));
+    closed.metric.push_back(
+        Sample(labels("reason", "expired"), kCounter, static_cast<double>(s.closed_expired)));
+    up.metric.push_back(Sample(endpoint, kGauge, s.healthy ? 1 : 0));
+  }
+  std::vector<prometheus::MetricFamily> families;
+  families.push_back(std::move(connections));
+  families.push_back(std::move(connects));
+  families.push_back(std::move(failures));
+  families.push_back(std::move(closed));
+  families.push_back(std::move(up));
+  return families;
+}
+
+// What an exposer serves: the registry, then every live registered collectable. One collectable
+// for the exposer, so collectables registered after StartExposer are served too.
+class Metrics::Collector : public prometheus::Collectable {
+ public:
+  explicit Collector(std::shared_ptr<prometheus::Registry> registry)
+      : registry_(std::move(registry)) {}
+
+  void Add(std::weak_ptr<prometheus::Collectable> collectable) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    std::erase_if(collectables_, [](const auto& c) { return c.expired(); });
+    collectables_.push_back(std::move(collectable));
+  }
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> families = registry_->Collect();
+    std::vector<std::shared_ptr<prometheus::Collectable>> live;
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      for (const auto& weak : collectables_) {
+        if (auto collectable = weak.lock()) live.push_back(std::move(collectable));
+      }
+    }
+    // Collected outside the lock: a collectable's callback may take its own locks.
+    for (const auto& collectable : live) {
+      for (auto& family : collectable->Collect()) families.push_back(std::move(family));
+    }
+    return families;
+  }
+
+ private:
+  const std::shared_ptr<prometheus::Registry> registry_;
+  mutable absl::Mutex mu_;
+  std::vector<std::weak_ptr<prometheus::Collectable>> collectables_ ABSL_GUARDED_BY(mu_);
+};
+
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      collector_(std::make_shared<Collector>(registry_)) {
+  prometheus::Registry& r = *registry_;
+  using prometheus::BuildCounter;
+  using prometheus::BuildGauge;
+  using prometheus::BuildHistogram;
+
+  ingest_.requests = &Build(BuildCounter(), r, kIngestRequests,
+                            "Insert requests finished, by table and result (accepted = "
+                            "acknowledged once buffered, in accepted ack mode).");
+  ingest_.request_rows = &Build(BuildCounter(), r, kIngestRows,
+                                "Rows in finished insert requests, by table and result.");
+  ingest_.batches_flushed =
+      &Build(BuildCounter(), r, kBatchesFlushed,
+             "Batches committed to ClickHouse, by table and the trigger of the flush.");
+  ingest_.flush_duration =
+      &Build(BuildHistogram(), r, kFlushDuration,
+             "Time to commit a batch to ClickHouse, from the start of the flush to EndOfStream, "
+             "retries included.");
+  ingest_.batch_rows = &Build(BuildHistogram(), r, kBatchRows, "Rows per committed batch.");
+  ingest_.batch_size =
+      &Build(BuildHistogram(), r, kBatchSize, "Buffered size of each committed batch.");
+  ingest_.commit_latency = &Build(BuildHistogram(), r, kCommitLatency,
+                                  "Time from receiving an insert request to the commit of its "
+                                  "rows in ClickHouse.");
+  ingest_.buffered_rows =
+      &Build(BuildGauge(), r, kBufferedRows, "Rows buffered and not yet committed, all tables.")
+           .Add({});
+  ingest_.buffered_bytes =
+      &Build(BuildGauge(), r, kBufferedBytes, "Bytes buffered and not yet committed, all tables.")
+           .Add({});
+  ingest_.buffer_budget_bytes =
+      &Build(BuildGauge(), r, kBufferBudget, "The global budget of buffered bytes.").Add({});
+  ingest_.flush_retries =
+      &Build(BuildCounter(), r, kFlushRetries, "Flush attempts retried after a transient error.");
+  ingest_.flush_errors = &Build(
+      BuildCounter(), r, kFlushErrors,
+      "Failed flush attempts, by table and code: the ClickHouse error code, or the status code "
+      "name (e.g. UNAVAILABLE) when the failure did not come from ClickHouse.");
+  ingest_.waiting_requests =
+      &Build(BuildGauge(), r, kWaitingRequests, "Insert requests waiting for buffer budget.")
+           .Add({});
+
+  query_.queries =
+      &Build(BuildCounter(), r, kQueries, "Query RPCs finished or refused, by result.");
+  query_.rows = &Build(BuildCounter(), r, kQueryRows, "Rows streamed to Query callers.").Add({});
+  query_.response_bytes = &Build(BuildCounter(), r, kQueryResponseBytes,
+                                 "Bytes of Query response messages handed to gRPC.")
+                               .Add({});
+  query_.duration = &Build(BuildHistogram(), r, kQueryDuration,
+                           "Duration of Query RPCs, from admission to the end of the stream.")
+                         .Add({}, kQueryDurationBuckets);
+  query_.in_flight = &Build(BuildGauge(), r, kQueriesInFlight, "Query RPCs running now.").Add({});
+}
+
+Metrics::~Metrics() = default;
+
+std::shared_ptr<prometheus::Collectable> Metrics::collectable() const { return collector_; }
+
+void Metrics::RegisterCollectable(std::weak_ptr<prometheus::Collectable> collectable) {
+  collector_->Add(std::move(collectable));
+}
+
+absl::StatusOr<std::unique_ptr<prometheus::Exposer>> Metrics::StartExposer(
+    const std::string& address) {
+  // civetweb takes "port" or "host:port" ("[::1]:port" for IPv6); validate the port here so that
+  // typos get a precise message rather than civetweb's generic failure.
+  const size_t colon = address.rfind(':');
+  const std::string port_text = colon == std::string::npos ? address : address.substr(colon + 1);
+  uint32_t requested_port = 0;
+  bool valid =
+      !port_text.empty() && port_text.size() <= 5 && address.find(',') == std::string::npos;
+  for (char c : port_text) {
+    if (c < '0' || c > '9') {
+      valid = false;
+      break;
+    }
+    requested_port = requested_port * 10 + static_cast<uint32_t>(c - '0');
+  }
+  if (!valid || requested_port > 65535) {
+    return absl::InvalidArgumentError("metrics address \"" + address +
+                                      "\" is not host:port with a port from 0 to 65535");
+  }
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(address);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError("cannot serve metrics on " + address +
+                                  ": the address cannot be bound (port in use, not a local "
+                                  "address, or permission denied); civetweb says: " +
+                                  e.what());
+  }
+  const std::vector<int> ports = exposer->GetListeningPorts();
+  if (ports.empty() || ports.front() <= 0 || ports.front() > 65535) {
+    return absl::UnavailableError("metrics server on " + address + " reports no listening port");
+  }
+  exposer->RegisterCollectable(collector_);
+  port_.store(static_cast<uint16_t>(ports.front()), std::memory_order_release);
+  return exposer;
+}
+
+std::vector<std::string> Metrics::MetricNames() {
+  std::vector<std::string> names = {
+      kIngestRequests,  kIngestRows,      kBatchesFlushed, kFlushDuration,
+      kBatchRows,       kBatchSize,       kCommitLatency,  kBufferedRows,
+      kBufferedBytes,   kBufferBudget,    kFlushRetries,   kFlushErrors,
+      kWaitingRequests, kQueries,         kQueryRows,      kQueryResponseBytes,
+      kQueryDuration,   kQueriesInFlight, kReceivedBytes,  kDecodedBytes,
+      kSentBytes,       kPoolConnections, kPoolConnects,   kPoolConnectFailures,
+      kPoolClosed,      kClickHouseUp,
+  };
+  for (const char* name : kExposerFamilies) names.emplace_back(name);
+  return names;
+}
+
+}  // namespace chgate::metrics

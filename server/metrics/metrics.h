@@ -1,0 +1,253 @@
+// chgate's Prometheus metrics: every family the binary exports is declared here, created in one
+// place (the Metrics constructor) and handed to the components as plain structs of pointers.
+// Metrics owns the registry; the families live as long as it does. Every method is thread-safe.
+// This module uses no other chgate module: the native layer's counters and pool statistics come
+// in through ByteCountersCollectable and PoolCollectable, which read them at scrape time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "prometheus/collectable.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/registry.h"
+
+namespace chgate::metrics {
+
+// Values of the `result` label of chgate_ingest_requests_total, chgate_ingest_rows_total and
+// chgate_queries_total. kAccepted counts requests acknowledged in `accepted` mode (buffered, not
+// yet committed); their commit is not counted again.
+inline constexpr std::string_view kResultOk = "ok";
+inline constexpr std::string_view kResultInvalid = "invalid";
+inline constexpr std::string_view kResultNotFound = "not_found";
+inline constexpr std::string_view kResultResourceExhausted = "resource_exhausted";
+inline constexpr std::string_view kResultUnavailable = "unavailable";
+inline constexpr std::string_view kResultDeadlineExceeded = "deadline_exceeded";
+inline constexpr std::string_view kResultCancelled = "cancelled";
+inline constexpr std::string_view kResultError = "error";
+inline constexpr std::string_view kResultAccepted = "accepted";
+
+// Returns the `result` label for a final status: ok, invalid (INVALID_ARGUMENT), not_found,
+// resource_exhausted, unavailable, deadline_exceeded, cancelled, and error for every other code.
+std::string_view ResultLabel(absl::StatusCode code);
+
+// Values of the `reason` label of chgate_batches_flushed_total.
+inline constexpr std::string_view kFlushRows = "rows";          // max_rows reached
+inline constexpr std::string_view kFlushBytes = "bytes";        // max_bytes reached
+inline constexpr std::string_view kFlushAge = "age";            // oldest row is max_delay old
+inline constexpr std::string_view kFlushDeadline = "deadline";  // a waiting caller's deadline
+inline constexpr std::string_view kFlushShutdown = "shutdown";  // drain on SIGTERM
+
+// The `code` label of chgate_flush_errors_total. Returns the ClickHouse error code as decimal
+// text (e.g. "252" for TOO_MANY_PARTS).
+std::string ClickHouseCodeLabel(int32_t clickhouse_code);
+// Returns the status code's canonical name (e.g. "UNAVAILABLE", "DEADLINE_EXCEEDED"), for
+// failures that did not come from a ClickHouse exception.
+std::string StatusCodeLabel(absl::StatusCode code);
+
+// Per-table handles, resolved once (IngestMetrics::ForTable) so that the per-request and per-batch
+// paths do no label lookups for the histograms. Copyable; valid while the Metrics lives.
+struct IngestTableMetrics {
+  prometheus::Histogram* flush_duration = nullptr;  // chgate_flush_duration_seconds
+  prometheus::Histogram* batch_rows = nullptr;      // chgate_batch_rows
+  prometheus::Histogram* batch_size = nullptr;      // chgate_batch_size_bytes
+  prometheus::Histogram* commit_latency = nullptr;  // chgate_request_commit_latency_seconds
+  prometheus::Counter* flush_retries = nullptr;     // chgate_flush_retries_total
+  prometheus::Family<prometheus::Counter>* batches_flushed = nullptr;  // {table, reason}
+  prometheus::Family<prometheus::Counter>* flush_errors = nullptr;     // {table, code}
+  std::string table;
+
+  // A batch was committed: counts it under `reason` (kFlush*) and observes its rows, bytes and
+  // the duration of the INSERT (including retries).
+  void BatchFlushed(std::string_view reason, uint64_t rows, uint64_t bytes, double seconds) const;
+  // A request's rows were committed `seconds` after the request was received.
+  void CommitLatency(double seconds) const { commit_latency->Observe(seconds); }
+  // A flush attempt failed and will be retried.
+  void FlushRetry() const { flush_retries->Increment(); }
+  // A flush attempt failed with `code` (ClickHouseCodeLabel or StatusCodeLabel); counted for
+  // every failed attempt, retried or not.
+  void FlushError(std::string_view code) const;
+};
+
+// The ingest path's metrics (batcher and gRPC handlers). A plain struct: the pointers are set by
+// Metrics and stay valid while it lives. `table` labels must name a table the gateway knows (its
+// header was resolved); names sent by clients for tables that do not exist never become label
+// values (RequestDone records them under table="").
+struct IngestMetrics {
+  prometheus::Family<prometheus::Counter>* requests = nullptr;          // {table, result}
+  prometheus::Family<prometheus::Counter>* request_rows = nullptr;      // {table, result}
+  prometheus::Family<prometheus::Counter>* batches_flushed = nullptr;   // {table, reason}
+  prometheus::Family<prometheus::Histogram>* flush_duration = nullptr;  // {table}
+  prometheus::Family<prometheus::Histogram>* batch_rows = nullptr;      // {table}
+  prometheus::Family<prometheus::Histogram>* batch_size = nullptr;      // {table}
+  prometheus::Family<prometheus::Histogram>* commit_latency = nullptr;  // {table}
+  prometheus::Family<prometheus::Counter>* flush_retries = nullptr;     // {table}
+  prometheus::Family<prometheus::Counter>* flush_errors = nullptr;      // {table, code}
+  prometheus::Gauge* buffered_rows = nullptr;
+  prometheus::Gauge* buffered_bytes = nullptr;
+  prometheus::Gauge* buffer_budget_bytes = nullptr;
+  prometheus::Gauge* waiting_requests = nullptr;
+
+  // Returns the handles for `table`, creating its series on first use. Cheap enough per batch;
+  // the batcher keeps one per table for the per-request path.
+  IngestTableMetrics ForTable(const std::string& table) const;
+
+  // A request finished with `result` (kResult* / ResultLabel); counts it and its `rows`.
+  void RequestDone(const std::string& table, std::string_view result, uint64_t rows) const;
+  // Same as ForTable(table).BatchFlushed(...), .CommitLatency(...), .FlushRetry(), .FlushError().
+  void BatchFlushed(const std::string& table, std::string_view reason, uint64_t rows,
+                    uint64_t bytes, double seconds) const {
+    ForTable(table).BatchFlushed(reason, rows, bytes, seconds);
+  }
+  void CommitLatency(const std::string& table, double seconds) const {
+    ForTable(table).CommitLatency(seconds);
+  }
+  void FlushRetry(const std::string& table) const { ForTable(table).FlushRetry(); }
+  void FlushError(const std::string& table, std::string_view code) const {
+    ForTable(table).FlushError(code);
+  }
+
+  // Totals over every table, set by whoever owns the buffers (absolute, or as deltas).
+  void SetBuffered(uint64_t rows, uint64_t bytes) const {
+    buffered_rows->Set(static_cast<double>(rows));
+    buffered_bytes->Set(static_cast<double>(bytes));
+  }
+  void AddBuffered(int64_t rows, int64_t bytes) const {
+    buffered_rows->Increment(static_cast<double>(rows));
+    buffered_bytes->Increment(static_cast<double>(bytes));
+  }
+  void SetBufferBudgetBytes(uint64_t bytes) const {
+    buffer_budget_bytes->Set(static_cast<double>(bytes));
+  }
+  // A request is parked waiting for buffer budget, or leaves the wait (admitted or failed).
+  void RequestParked() const { waiting_requests->Increment(); }
+  void RequestUnparked() const { waiting_requests->Decrement(); }
+};
+
+// The Query RPC's metrics.
+struct QueryMetrics {
+  prometheus::Family<prometheus::Counter>* queries = nullptr;  // {result}
+  prometheus::Counter* rows = nullptr;
+  prometheus::Counter* response_bytes = nullptr;
+  prometheus::Histogram* duration = nullptr;
+  prometheus::Gauge* in_flight = nullptr;
+
+  // A query was admitted (it counts as in flight until QueryFinished).
+  void QueryStarted() const { in_flight->Increment(); }
+  // `rows` rows in `bytes` bytes of response messages were handed to gRPC; call as they go out
+  // so that long queries show progress.
+  void Streamed(uint64_t rows_streamed, uint64_t bytes) const {
+    rows->Increment(static_cast<double>(rows_streamed));
+    response_bytes->Increment(static_cast<double>(bytes));
+  }
+  // The query started with QueryStarted ended with `result` after `seconds`.
+  void QueryFinished(std::string_view result, double seconds) const;
+  // A query refused before it started (e.g. too many queries, read-only): counted, not timed.
+  void QueryRefused(std::string_view result) const;
+};
+
+// Bytes moved to and from ClickHouse, read at scrape time from counters the native layer keeps as
+// plain atomics (relaxed loads). The atomics must outlive this object.
+// Exports chgate_clickhouse_{received,decoded,sent}_bytes_total.
+class ByteCountersCollectable : public prometheus::Collectable {
+ public:
+  // All three pointers must be non-null.
+  ByteCountersCollectable(const std::atomic<uint64_t>* received,
+                          const std::atomic<uint64_t>* decoded, const std::atomic<uint64_t>* sent);
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  const std::atomic<uint64_t>* received_;
+  const std::atomic<uint64_t>* decoded_;
+  const std::atomic<uint64_t>* sent_;
+};
+
+// One ClickHouse endpoint of the connection pool, as seen at scrape time. The caller converts the
+// pool's own statistics into this.
+struct PoolEndpointSample {
+  std::string endpoint;  // "host:port"
+  uint64_t idle = 0;
+  uint64_t in_use = 0;
+  uint64_t connects = 0;
+  uint64_t connect_failures = 0;
+  uint64_t discarded_broken = 0;  // closed after an error
+  uint64_t closed_expired = 0;    // closed for lifetime or idleness
+  bool healthy = false;
+};
+
+// The pool's state, sampled at scrape time through `sample` (called on the exposer's thread; it
+// must be thread-safe and must not block for long). Exports chgate_pool_connections{endpoint,
+// state}, chgate_pool_connects_total, chgate_pool_connect_failures_total,
+// chgate_pool_connections_closed_total{endpoint, reason} and chgate_clickhouse_up{endpoint}.
+class PoolCollectable : public prometheus::Collectable {
+ public:
+  explicit PoolCollectable(std::function<std::vector<PoolEndpointSample>()> sample);
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  std::function<std::vector<PoolEndpointSample>()> sample_;
+};
+
+// Owns the registry and every component's metrics. Construct one per process (tests: one per
+// test) and pass `ingest()` / `query()` to the components. Not copyable or movable.
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  const IngestMetrics& ingest() const { return ingest_; }
+  const QueryMetrics& query() const { return query_; }
+  const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
+
+  // Returns what /metrics serves: the registry followed by every registered collectable.
+  // StartExposer registers it; it can also be registered with an exposer started elsewhere.
+  std::shared_ptr<prometheus::Collectable> collectable() const;
+
+  // Adds a collectable (ByteCountersCollectable, PoolCollectable, ...) to what /metrics serves,
+  // before or after StartExposer. Held weakly: the caller keeps it alive; once it is destroyed
+  // it drops out of the scrape.
+  void RegisterCollectable(std::weak_ptr<prometheus::Collectable> collectable);
+
+  // Starts the HTTP server serving GET /metrics on `address` ("host:port", civetweb syntax, e.g.
+  // "0.0.0.0:9464"; port 0 picks a free port, see port()). The exposer serves this Metrics'
+  // registry and collectables; destroying the exposer stops it. It may outlive the Metrics (it
+  // then serves only its own exposer_* families).
+  // Returns InvalidArgument for an address without a valid port, Unavailable when the address
+  // cannot be bound (port in use, address not local, permission denied).
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartExposer(
+      const std::string& address);
+
+  // Returns the port the last StartExposer call bound (the real one when it asked for port 0),
+  // or 0 before a successful StartExposer.
+  uint16_t port() const { return port_.load(std::memory_order_acquire); }
+
+  // Returns the name of every metric family /metrics serves: chgate's own families (histograms by
+  // their base name, without _bucket/_sum/_count) followed by the exposer's own exposer_*
+  // families. For checking dashboards and alert rules against what the binary exports.
+  static std::vector<std::string> MetricNames();
+
+ private:
+  class Collector;  // the registry plus the registered collectables, served as one
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<Collector> collector_;
+  IngestMetrics ingest_;
+  QueryMetrics query_;
+  std::atomic<uint16_t> port_{0};
+};
+
+}  // namespace chgate::metrics

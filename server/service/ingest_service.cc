@@ -1,0 +1,530 @@
+#include "server/service/ingest_service.h"
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/ingest/value_error.h"
+#include "server/service/proto_values.h"
+#include "server/service/status.h"
+
+namespace chgate::service {
+namespace {
+
+constexpr size_t kMaxIdempotencyKeyBytes = 128;
+
+// A request made ready for the Ingestor. The views `request` holds point into this struct and
+// into the InsertRequest message; both must stay alive until the Ingestor admits or rejects it.
+struct PreparedInsert {
+  std::optional<ProtoRows> rows;
+  clickhouse::Block block;
+  ingest::Request request;
+  uint64_t row_count = 0;
+  v1::AckMode requested_ack = v1::ACK_MODE_UNSPECIFIED;
+};
+
+absl::Status CheckColumnNames(const std::vector<std::string>& names) {
+  absl::flat_hash_set<std::string_view> seen;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("column name ", i, " is empty"));
+    }
+    if (!seen.insert(names[i]).second) {
+      return ingest::WithValueError(
+          absl::InvalidArgumentError(absl::StrCat("column '", names[i], "' is listed twice")),
+          {.column = names[i]});
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
+  std::vector<std::string>& columns = out->request.columns;
+  std::vector<std::string> names;
+  if (columns.empty()) {
+    for (int i = 0; i < block.columns_size(); ++i) {
+      if (block.columns(i).name().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "block column ", i, " has no name: name every block column or set `columns`"));
+      }
+      names.push_back(block.columns(i).name());
+    }
+    RETURN_IF_ERROR(CheckColumnNames(names));
+  } else {
+    if (static_cast<size_t>(block.columns_size()) != columns.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("block has ", block.columns_size(),
+                                                     " columns but `columns` names ",
+                                                     columns.size()));
+    }
+    for (int i = 0; i < block.columns_size(); ++i) {
+      const std::string& name = block.columns(i).name();
+      const std::string& target = columns[static_cast<size_t>(i)];
+      if (!name.empty() && name != target) {
+        return ingest::WithValueError(
+            absl::InvalidArgumentError(absl::StrCat("block column ", i, " is named '", name,
+                                                    "' but `columns` has '", target, "' there")),
+            {.column = target});
+      }
+    }
+    names = columns;
+  }
+  if (block.columns_size() == 0) {
+    if (block.rows() > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("block has ", block.rows(), " rows but no columns"));
+    }
+    return absl::OkStatus();  // no data: resolve the table only
+  }
+  RETURN_IF_ERROR(ConvertBlock(block, names, &out->block));
+  columns = std::move(names);
+  out->request.block = &out->block;
+  out->row_count = block.rows();
+  return absl::OkStatus();
+}
+
+// Validates `message` and fills `out`. Returns InvalidArgument for a request that cannot be
+// submitted (see ConvertBlock for the columnar checks).
+absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline, PreparedInsert* out) {
+  if (message.table().empty()) return absl::InvalidArgumentError("`table` is required");
+  if (message.idempotency_key().size() > kMaxIdempotencyKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("`idempotency_key` has ",
+                                                   message.idempotency_key().size(),
+                                                   " bytes, at most ", kMaxIdempotencyKeyBytes,
+                                                   " are allowed"));
+  }
+  ingest::Request& request = out->request;
+  request.table = message.table();
+  request.deadline = deadline;
+  out->requested_ack = message.ack_mode();
+  switch (message.ack_mode()) {
+    case v1::ACK_MODE_UNSPECIFIED:
+      break;
+    case v1::ACK_MODE_COMMITTED:
+      request.ack = ingest::AckMode::kCommitted;
+      break;
+    case v1::ACK_MODE_ACCEPTED:
+      request.ack = ingest::AckMode::kAccepted;
+      break;
+    default:
+      // Rather than weaken a guarantee the caller may have asked for.
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown `ack_mode` ", static_cast<int>(message.ack_mode())));
+  }
+  request.columns.assign(message.columns().begin(), message.columns().end());
+  RETURN_IF_ERROR(CheckColumnNames(request.columns));
+  switch (message.data_case()) {
+    case v1::InsertRequest::kRows:
+      out->rows.emplace(&message.rows());
+      request.rows = &*out->rows;
+      out->row_count = static_cast<uint64_t>(message.rows().rows_size());
+      break;
+    case v1::InsertRequest::kBlock:
+      RETURN_IF_ERROR(PrepareBlock(message.block(), out));
+      break;
+    case v1::InsertRequest::DATA_NOT_SET:
+      break;
+  }
+  // Nothing to commit: the Ingestor only needs to resolve the table and columns. An `accepted`
+  // ack answers as soon as that is done, where a committed one would wait for the table's next
+  // flush (a batch without rows is never flushed).
+  if (out->row_count == 0) request.ack = ingest::AckMode::kAccepted;
+  return absl::OkStatus();
+}
+
+google::protobuf::Timestamp ToProtoTime(absl::Time t) {
+  google::protobuf::Timestamp ts;
+  const int64_t seconds = absl::ToUnixSeconds(t);
+  ts.set_seconds(seconds);
+  ts.set_nanos(static_cast<int32_t>((t - absl::FromUnixSeconds(seconds)) / absl::Nanoseconds(1)));
+  return ts;
+}
+
+// Fills the success fields shared by InsertResponse and InsertAck.
+template <typename Message>
+void FillSuccess(const ingest::Result& result, const PreparedInsert& prepared, Message* out) {
+  out->set_rows(result.rows);
+  if (prepared.row_count == 0) {
+    // Vacuously committed, unless the caller asked for the weaker guarantee.
+    out->set_ack_mode(prepared.requested_ack == v1::ACK_MODE_ACCEPTED ? v1::ACK_MODE_ACCEPTED
+                                                                       : v1::ACK_MODE_COMMITTED);
+    return;
+  }
+  out->set_ack_mode(result.committed ? v1::ACK_MODE_COMMITTED : v1::ACK_MODE_ACCEPTED);
+  out->set_query_id(result.query_id);
+  if (result.committed) *out->mutable_commit_time() = ToProtoTime(result.commit_time);
+}
+
+v1::InsertAck FailureAck(uint64_t sequence, const absl::Status& status) {
+  v1::InsertAck ack;
+  ack.set_sequence(sequence);
+  ToProtoStatus(status, ack.mutable_status());
+  return ack;
+}
+
+bool HasDeadline(const grpc::CallbackServerContext& context) {
+  return context.deadline() != std::chrono::system_clock::time_point::max();
+}
+
+absl::Status ShuttingDown() {
+  return absl::UnavailableError(absl::StrCat(
+      kShuttingDownMessage, "; retry against another instance with the same idempotency_key"));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Insert
+// ---------------------------------------------------------------------------------------------
+
+class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
+ public:
+  InsertCall(IngestService* service, grpc::CallbackServerContext* context,
+             const v1::InsertRequest* request, v1::InsertResponse* response)
+      : service_(service),
+        context_(context),
+        request_(request),
+        response_(response),
+        state_(std::make_shared<State>()) {
+    absl::MutexLock lock(&state_->mu);
+    state_->call = this;
+  }
+
+  void Start() {
+    if (service_->shutting_down()) return FinishEarly(ShuttingDown());
+    const absl::Time deadline = HasDeadline(*context_)
+                                    ? absl::FromChrono(context_->deadline())
+                                    : absl::Now() + service_->options_.default_deadline;
+    if (absl::Status s = Prepare(*request_, deadline, &state_->prepared); !s.ok()) {
+      return FinishEarly(s);
+    }
+    // The callbacks keep the state (and so the prepared views) alive; the request message lives
+    // until this reactor finishes, which happens only from them (or, after admission, on cancel).
+    std::shared_ptr<State> state = state_;
+    service_->ingestor_->Submit(
+        std::move(state->prepared.request), [state] { OnAdmitted(*state); },
+        [state](ingest::Result result) { OnResult(*state, std::move(result)); });
+  }
+
+  void OnCancel() override {
+    const std::shared_ptr<State> state = state_;  // outlives this reactor once it finished
+    absl::MutexLock lock(&state->mu);
+    state->cancelled = true;
+    // Before admission the Ingestor may still read the request, which lives only as long as
+    // the call: finish once it was admitted (or at the outcome).
+    if (state->admitted) FinishLocked(*state, absl::CancelledError("the call was cancelled"));
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  struct State {
+    absl::Mutex mu;
+    InsertCall* call ABSL_GUARDED_BY(mu) = nullptr;  // null once Finish was called
+    bool admitted ABSL_GUARDED_BY(mu) = false;
+    bool cancelled ABSL_GUARDED_BY(mu) = false;
+    PreparedInsert prepared;  // written before Submit, read-only afterwards
+  };
+
+  void FinishEarly(const absl::Status& status) {
+    {
+      absl::MutexLock lock(&state_->mu);
+      state_->call = nullptr;
+    }
+    Finish(ToGrpcStatus(status, context_));
+  }
+
+  // Finishes the call with `status` unless it already finished. The reactor may be deleted as
+  // soon as Finish returns, so nothing touches it afterwards.
+  static void FinishLocked(State& state, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+    InsertCall* call = std::exchange(state.call, nullptr);
+    if (call != nullptr) call->Finish(ToGrpcStatus(status, call->context_));
+  }
+
+  static void OnAdmitted(State& state) {
+    absl::MutexLock lock(&state.mu);
+    state.admitted = true;
+    if (state.cancelled) FinishLocked(state, absl::CancelledError("the call was cancelled"));
+  }
+
+  static void OnResult(State& state, ingest::Result result) {
+    absl::MutexLock lock(&state.mu);
+    InsertCall* call = std::exchange(state.call, nullptr);
+    if (call == nullptr) return;
+    if (!result.status.ok()) {
+      call->Finish(ToGrpcStatus(result.status, call->context_));
+      return;
+    }
+    FillSuccess(result, state.prepared, call->response_);
+    call->Finish(grpc::Status::OK);
+  }
+
+  IngestService* const service_;
+  grpc::CallbackServerContext* const context_;
+  const v1::InsertRequest* const request_;
+  v1::InsertResponse* const response_;
+  const std::shared_ptr<State> state_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// InsertStream
+// ---------------------------------------------------------------------------------------------
+
+// Lifetime: gRPC holds one reference until OnDone, and every request read holds one (through its
+// Slot) until the Ingestor has dropped both of its callbacks, so callbacks that arrive after the
+// stream ended still find a live object; they see `finished_` and do nothing.
+class IngestService::StreamCall final
+    : public grpc::ServerBidiReactor<v1::InsertRequest, v1::InsertAck> {
+ public:
+  StreamCall(IngestService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {}
+
+  void Start() {
+    registered_ = service_->Register(this);
+    absl::MutexLock lock(&mu_);
+    if (!registered_) return DrainLocked(ShuttingDown());
+    StartReadLocked();
+  }
+
+  // Stops reading; once every request read so far is acknowledged, ends the stream with
+  // `status`.
+  void Drain(const absl::Status& status) {
+    absl::MutexLock lock(&mu_);
+    DrainLocked(status);
+  }
+
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  void OnReadDone(bool ok) override {
+    std::shared_ptr<Slot> slot;  // released after the lock
+    {
+      absl::MutexLock lock(&mu_);
+      slot = std::move(reading_);
+      if (!ok) {
+        read_closed_ = true;
+        return MaybeFinishLocked();
+      }
+      if (finished_) return;
+      ++unacked_;
+      if (draining_) {
+        AckLocked(FailureAck(slot->request.sequence(), drain_status_));
+        MaybeWriteLocked();
+        return MaybeFinishLocked();
+      }
+    }
+    Submit(std::move(slot));
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) broken_ = true;
+    MaybeWriteLocked();
+    MaybeFinishLocked();
+  }
+
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    broken_ = true;
+    MaybeFinishLocked();
+  }
+
+  void OnDone() override {
+    if (registered_) service_->Unregister(this);
+    Unref();
+  }
+
+ private:
+  // One request read from the stream.
+  struct Slot {
+    explicit Slot(StreamCall* c) : call(c) { call->Ref(); }
+    ~Slot() { call->Unref(); }
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+
+    StreamCall* const call;
+    v1::InsertRequest request;
+    PreparedInsert prepared;
+    bool deadline_from_stream = false;
+    bool read_released = false;  // guarded by call->mu_
+  };
+
+  void Submit(std::shared_ptr<Slot> slot) {
+    absl::Time deadline = absl::Now() + service_->options_.default_deadline;
+    if (HasDeadline(*context_)) {
+      const absl::Time stream_deadline = absl::FromChrono(context_->deadline());
+      if (stream_deadline <= deadline) {
+        deadline = stream_deadline;
+        slot->deadline_from_stream = true;
+      }
+    }
+    if (absl::Status s = Prepare(slot->request, deadline, &slot->prepared); !s.ok()) {
+      absl::MutexLock lock(&mu_);
+      AckLocked(FailureAck(slot->request.sequence(), s));
+      ReleaseReadLocked(*slot);
+      MaybeWriteLocked();
+      return MaybeFinishLocked();
+    }
+    Slot* raw = slot.get();
+    service_->ingestor_->Submit(
+        std::move(raw->prepared.request), [slot] { slot->call->OnAdmitted(*slot); },
+        [slot](ingest::Result result) { slot->call->OnResult(*slot, std::move(result)); });
+  }
+
+  void OnAdmitted(Slot& slot) {
+    absl::MutexLock lock(&mu_);
+    ReleaseReadLocked(slot);
+  }
+
+  void OnResult(Slot& slot, ingest::Result result) {
+    absl::MutexLock lock(&mu_);
+    v1::InsertAck ack;
+    if (result.status.ok()) {
+      ack.set_sequence(slot.request.sequence());
+      FillSuccess(result, slot.prepared, &ack);
+    } else {
+      ack = FailureAck(slot.request.sequence(), result.status);
+      // The stream's own deadline, not the per-request default, ran out while waiting for room:
+      // end the stream (after the acks it owes) instead of reading more.
+      if (result.status.code() == absl::StatusCode::kResourceExhausted &&
+          slot.deadline_from_stream) {
+        DrainLocked(result.status);
+      }
+    }
+    AckLocked(std::move(ack));
+    ReleaseReadLocked(slot);  // a rejected request is never admitted
+    MaybeWriteLocked();
+    MaybeFinishLocked();
+  }
+
+  // The first of admission or outcome lets the next request be read: at most one request per
+  // stream waits for room in the buffer.
+  void ReleaseReadLocked(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (slot.read_released) return;
+    slot.read_released = true;
+    StartReadLocked();
+  }
+
+  void StartReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (read_closed_ || draining_ || broken_ || finished_ || reading_ != nullptr) return;
+    reading_ = std::make_shared<Slot>(this);
+    StartRead(&reading_->request);
+  }
+
+  void AckLocked(v1::InsertAck ack) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    --unacked_;
+    if (finished_ || broken_) return;
+    acks_.push_back(std::move(ack));
+  }
+
+  void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || finished_ || broken_ || acks_.empty()) return;
+    writing_ack_ = std::move(acks_.front());
+    acks_.pop_front();
+    writing_ = true;
+    StartWrite(&writing_ack_);
+  }
+
+  void DrainLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (draining_ || finished_) return;
+    draining_ = true;
+    drain_status_ = status;
+    MaybeFinishLocked();
+  }
+
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || writing_) return;
+    if (broken_) return FinishLocked(absl::CancelledError("the stream was cancelled"));
+    if (!acks_.empty() || unacked_ > 0) return;
+    // A read may still be outstanding; it completes (and is ignored) after Finish.
+    if (draining_) return FinishLocked(drain_status_);
+    if (read_closed_) FinishLocked(absl::OkStatus());
+  }
+
+  void FinishLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    finished_ = true;
+    acks_.clear();
+    Finish(ToGrpcStatus(status, context_));
+  }
+
+  IngestService* const service_;
+  grpc::CallbackServerContext* const context_;  // valid until finished_
+  std::atomic<int> refs_{1};
+  bool registered_ = false;  // written in Start, read in OnDone
+
+  absl::Mutex mu_;
+  std::shared_ptr<Slot> reading_ ABSL_GUARDED_BY(mu_);  // the read in flight, if any
+  bool read_closed_ ABSL_GUARDED_BY(mu_) = false;       // half-closed by the client
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;          // no more reads; end after the acks
+  absl::Status drain_status_ ABSL_GUARDED_BY(mu_);
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;  // cancelled, or a write failed
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t unacked_ ABSL_GUARDED_BY(mu_) = 0;  // read, no ack queued yet
+  std::deque<v1::InsertAck> acks_ ABSL_GUARDED_BY(mu_);
+  v1::InsertAck writing_ack_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Service
+// ---------------------------------------------------------------------------------------------
+
+IngestService::IngestService(ingest::Ingestor* ingestor, IngestServiceOptions options)
+    : ingestor_(ingestor), options_(options) {}
+
+IngestService::~IngestService() = default;
+
+grpc::ServerUnaryReactor* IngestService::Insert(grpc::CallbackServerContext* context,
+                                                const v1::InsertRequest* request,
+                                                v1::InsertResponse* response) {
+  auto* call = new InsertCall(this, context, request, response);
+  call->Start();
+  return call;
+}
+
+grpc::ServerBidiReactor<v1::InsertRequest, v1::InsertAck>* IngestService::InsertStream(
+    grpc::CallbackServerContext* context) {
+  auto* call = new StreamCall(this, context);
+  call->Start();
+  return call;
+}
+
+void IngestService::BeginShutdown() {
+  std::vector<StreamCall*> streams;
+  {
+    absl::MutexLock lock(&streams_mu_);
+    shutting_down_.store(true, std::memory_order_release);
+    for (StreamCall* s : streams_) {
+      s->Ref();
+      streams.push_back(s);
+    }
+  }
+  for (StreamCall* s : streams) {
+    s->Drain(ShuttingDown());
+    s->Unref();
+  }
+}
+
+bool IngestService::Register(StreamCall* stream) {
+  absl::MutexLock lock(&streams_mu_);
+  if (shutting_down()) return false;
+  streams_.insert(stream);
+  return true;
+}
+
+void IngestService::Unregister(StreamCall* stream) {
+  absl::MutexLock lock(&streams_mu_);
+  streams_.erase(stream);
+}
+
+}  // namespace chgate::service

@@ -1,0 +1,80 @@
+// IngestService: the chgate.v1.Ingest gRPC service over an ingest::Ingestor, on gRPC's callback
+// API. Handlers never block: they validate, hand the request to Ingestor::Submit and finish later
+// from its callbacks.
+//
+//   Insert        one request; the call finishes when the Ingestor reports the outcome (after
+//                 commit by default), with the mapped status and `chgate-status-bin` on failure.
+//                 The call's deadline (or Options::default_deadline) is the request's deadline.
+//   InsertStream  one request is read at a time; the next read starts only once the Ingestor has
+//                 admitted the previous one into its buffer (or rejected it), so while the buffer
+//                 is full chgate stops reading and gRPC flow control pushes back on the writer.
+//                 Exactly one InsertAck per request, in completion order, one write in flight.
+//                 The stream ends OK after the client half-closed and every ack was written.
+//   Query         UNIMPLEMENTED for now.
+//
+// Columnar inserts (InsertRequest.block) need `type` set on every top-level Column (see
+// proto_values.h); a missing type is INVALID_ARGUMENT.
+//
+// Thread-safe. The service must outlive the grpc::Server it is registered with; the Ingestor must
+// outlive the service. Reactors own their lifetime and stay safe when Ingestor callbacks arrive
+// after the call was cancelled.
+#pragma once
+
+#include <atomic>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "chgate/v1/chgate.grpc.pb.h"
+#include "server/ingest/ingestor.h"
+
+namespace chgate::service {
+
+// Message of the UNAVAILABLE status for calls refused or ended because chgate is shutting down.
+inline constexpr char kShuttingDownMessage[] = "chgate is shutting down";
+
+struct IngestServiceOptions {
+  // Deadline of requests whose call has none (a stream's requests: counted from when each one
+  // is read). Bounds how long a request waits for room in the buffer.
+  absl::Duration default_deadline = absl::Seconds(30);
+};
+
+class IngestService final : public v1::Ingest::CallbackService {
+ public:
+  // `ingestor` must outlive the service.
+  IngestService(ingest::Ingestor* ingestor, IngestServiceOptions options);
+  ~IngestService() override;
+  IngestService(const IngestService&) = delete;
+  IngestService& operator=(const IngestService&) = delete;
+
+  grpc::ServerUnaryReactor* Insert(grpc::CallbackServerContext* context,
+                                   const v1::InsertRequest* request,
+                                   v1::InsertResponse* response) override;
+  grpc::ServerBidiReactor<v1::InsertRequest, v1::InsertAck>* InsertStream(
+      grpc::CallbackServerContext* context) override;
+
+  // From now on Insert and InsertStream calls are refused with UNAVAILABLE (kShuttingDownMessage);
+  // open streams stop reading, send the acks of the requests they hold as those complete, then
+  // end with UNAVAILABLE. In-flight Inserts finish normally. Idempotent; does not wait.
+  void BeginShutdown();
+  bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
+
+ private:
+  class InsertCall;
+  class StreamCall;
+
+  // Adds an open stream; false (and not added) once shutting down.
+  bool Register(StreamCall* stream);
+  void Unregister(StreamCall* stream);
+
+  ingest::Ingestor* const ingestor_;
+  const IngestServiceOptions options_;
+  std::atomic<bool> shutting_down_{false};
+  absl::Mutex streams_mu_;
+  absl::flat_hash_set<StreamCall*> streams_ ABSL_GUARDED_BY(streams_mu_);
+};
+
+}  // namespace chgate::service

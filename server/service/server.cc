@@ -1,0 +1,169 @@
+#include "server/service/server.h"
+
+#include <algorithm>
+#include <climits>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/base/call_once.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "server/service/ingest_service.h"
+
+namespace chgate::service {
+namespace {
+
+// grpc.health.v1 service names (Kubernetes probes name them in `grpc.service`).
+constexpr char kOverall[] = "";
+constexpr char kLiveness[] = "liveness";
+constexpr char kReadiness[] = "readiness";
+
+// Both are process-wide switches that apply to servers built afterwards.
+void InitGrpcOnce() {
+  static absl::once_flag once;
+  absl::call_once(once, [] {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  });
+}
+
+class ServerImpl final : public Server {
+ public:
+  ServerImpl(const ServerOptions& options, ingest::Ingestor* ingestor)
+      : options_(options),
+        ingestor_(ingestor),
+        service_(ingestor, {.default_deadline = options.default_deadline}) {}
+
+  // Not shut down (e.g. a failed Start): stop the listeners at once but leave the ingestor,
+  // which the caller owns, alone.
+  ~ServerImpl() override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (shutting_down_) return;
+      shutting_down_ = true;
+    }
+    service_.BeginShutdown();
+    StopListeners(absl::Now());
+  }
+
+  absl::Status Start() {
+    InitGrpcOnce();
+    {
+      grpc::ServerBuilder builder;
+      builder.AddListeningPort(options_.api_address, grpc::InsecureServerCredentials(),
+                               &api_port_);
+      ExclusivePort(builder);
+      builder.RegisterService(&service_);
+      builder.SetMaxReceiveMessageSize(
+          static_cast<int>(std::min<size_t>(options_.max_message_bytes, INT_MAX)));
+      api_ = builder.BuildAndStart();
+      if (api_ == nullptr || api_port_ == 0) return CannotListen(options_.api_address, "API");
+    }
+    health_port_ = api_port_;
+    if (!options_.health_address.empty()) {
+      grpc::ServerBuilder builder;
+      builder.AddListeningPort(options_.health_address, grpc::InsecureServerCredentials(),
+                               &health_port_);
+      ExclusivePort(builder);
+      health_ = builder.BuildAndStart();
+      if (health_ == nullptr || health_port_ == 0) {
+        return CannotListen(options_.health_address, "health");
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    for (grpc::Server* server : ServersLocked()) {
+      grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+      health->SetServingStatus(kLiveness, true);
+    }
+    SetReadinessLocked(ingestor_->Ready());
+    return absl::OkStatus();
+  }
+
+  int api_port() const override { return api_port_; }
+  int health_port() const override { return health_port_; }
+
+  void RefreshHealth() override {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return;
+    SetReadinessLocked(ingestor_->Ready());
+  }
+
+  void Shutdown(absl::Time deadline) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!shutting_down_) {
+        shutting_down_ = true;
+        SetReadinessLocked(false);
+      }
+    }
+    service_.BeginShutdown();
+    ingestor_->Shutdown(deadline);
+    StopListeners(deadline);
+  }
+
+  void Wait() override {
+    if (api_ != nullptr) api_->Wait();
+    if (health_ != nullptr) health_->Wait();
+  }
+
+ private:
+  // gRPC sets SO_REUSEPORT by default on Linux, so a second instance on the same port would start
+  // and silently share the traffic; fail to start instead.
+  static void ExclusivePort(grpc::ServerBuilder& builder) {
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  }
+
+  // grpc::Server::Shutdown is idempotent; it returns once every call has finished.
+  void StopListeners(absl::Time deadline) {
+    const auto stop = absl::ToChronoTime(deadline);
+    if (api_ != nullptr) api_->Shutdown(stop);
+    if (health_ != nullptr) health_->Shutdown(stop);
+  }
+
+  static absl::Status CannotListen(const std::string& address, const char* what) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address, " (", what,
+                                               " address): in use, or not a local address"));
+  }
+
+  std::vector<grpc::Server*> ServersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<grpc::Server*> servers;
+    if (api_ != nullptr) servers.push_back(api_.get());
+    if (health_ != nullptr) servers.push_back(health_.get());
+    return servers;
+  }
+
+  void SetReadinessLocked(bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (grpc::Server* server : ServersLocked()) {
+      grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+      // Per name: SetServingStatus(bool) would flip liveness too.
+      health->SetServingStatus(kReadiness, serving);
+      health->SetServingStatus(kOverall, serving);
+    }
+  }
+
+  const ServerOptions options_;
+  ingest::Ingestor* const ingestor_;
+  IngestService service_;  // outlives the servers below, declared after it
+  std::unique_ptr<grpc::Server> api_;
+  std::unique_ptr<grpc::Server> health_;
+  int api_port_ = 0;
+  int health_port_ = 0;
+  absl::Mutex mu_;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> StartServer(const ServerOptions& options,
+                                                    ingest::Ingestor* ingestor) {
+  auto server = std::make_unique<ServerImpl>(options, ingestor);
+  if (absl::Status status = server->Start(); !status.ok()) return status;
+  return server;
+}
+
+}  // namespace chgate::service

@@ -1,0 +1,53 @@
+// The gRPC front end: the chgate.v1.Ingest service (callback API) over an Ingestor, plus
+// grpc.health.v1 (names "", "liveness", "readiness") and server reflection, on up to two
+// listeners: the API address (loopback by default) and the health address (the pod address, so
+// kubelet gRPC probes reach it). Both listeners offer health and reflection; only the API
+// listener offers chgate.v1.Ingest. Thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/ingest/ingestor.h"
+
+namespace chgate::service {
+
+struct ServerOptions {
+  std::string api_address = "127.0.0.1:50051";  // Insert/InsertStream/Query
+  std::string health_address = "0.0.0.0:50052"; // health + reflection only ("" = API listener)
+  // Larger requests are rejected by gRPC itself with RESOURCE_EXHAUSTED.
+  size_t max_message_bytes = 64 << 20;
+  // Requests without a deadline get this one (InsertStream: each request, from when it is read).
+  absl::Duration default_deadline = absl::Seconds(30);
+};
+
+class Server {
+ public:
+  virtual ~Server() = default;
+  // Ports actually bound (useful with port 0 in tests); health_port() is api_port() when
+  // health_address is empty.
+  virtual int api_port() const = 0;
+  virtual int health_port() const = 0;
+  // Updates grpc.health.v1 readiness ("readiness" and "") from the ingestor; liveness stays
+  // SERVING while the process runs. Called periodically by main; no effect once Shutdown began.
+  virtual void RefreshHealth() = 0;
+  // Readiness (and "") NOT_SERVING at once, liveness stays SERVING; new Insert/InsertStream
+  // calls get UNAVAILABLE; open streams stop reading and end with UNAVAILABLE after the acks
+  // they owe. Then drains the ingestor (Ingestor::Shutdown(deadline): buffered batches are
+  // flushed, requests still pending at `deadline` fail with UNAVAILABLE) so in-flight calls get
+  // their outcome, and finally stops both listeners, cancelling calls still open at `deadline`.
+  // Blocks until done; call it from main, never from a gRPC or Ingestor callback. Idempotent.
+  virtual void Shutdown(absl::Time deadline) = 0;
+  // Blocks until both listeners have stopped.
+  virtual void Wait() = 0;
+};
+
+// Starts the servers; `ingestor` must outlive the returned Server. Errors: Unavailable (naming
+// the address) when an address cannot be bound. Destroying a Server that was not shut down stops
+// its listeners at once (the ingestor is left alone).
+absl::StatusOr<std::unique_ptr<Server>> StartServer(const ServerOptions& options,
+                                                    ingest::Ingestor* ingestor);
+
+}  // namespace chgate::service

@@ -1,0 +1,58 @@
+#include "server/service/status.h"
+
+#include <optional>
+#include <string>
+
+#include "server/clickhouse/protocol/packets.h"
+#include "server/ingest/value_error.h"
+
+namespace chgate::service {
+
+std::string_view ClickHouseExceptionName(const absl::Status& status) {
+  if (!clickhouse::ClickHouseCode(status).has_value()) return {};
+  // ExceptionToStatus writes "ClickHouse error <code> (<SYMBOL>, <name>): <message>", with
+  // "(<name>)" alone when the code has no known symbol. Later layers may prefix context.
+  const std::string_view message(status.message().data(), status.message().size());
+  constexpr std::string_view kPrefix = "ClickHouse error ";
+  const size_t start = message.find(kPrefix);
+  if (start == std::string_view::npos) return {};
+  const size_t open = message.find('(', start + kPrefix.size());
+  if (open == std::string_view::npos) return {};
+  const size_t close = message.find("): ", open);
+  if (close == std::string_view::npos) return {};
+  std::string_view inside = message.substr(open + 1, close - open - 1);
+  if (const size_t comma = inside.rfind(", "); comma != std::string_view::npos) {
+    inside.remove_prefix(comma + 2);
+  }
+  return inside;
+}
+
+void ToProtoStatus(const absl::Status& status, v1::Status* out) {
+  out->Clear();
+  out->set_code(static_cast<int32_t>(status.code()));
+  if (status.ok()) return;
+  out->set_message(std::string(status.message()));
+  if (std::optional<int32_t> code = clickhouse::ClickHouseCode(status)) {
+    out->set_clickhouse_code(*code);
+    out->set_clickhouse_exception_name(std::string(ClickHouseExceptionName(status)));
+  }
+  if (std::optional<ingest::ValueError> error = ingest::GetValueError(status)) {
+    v1::ValueError* v = out->mutable_value_error();
+    if (error->row.has_value()) v->set_row_index(*error->row);
+    v->set_column(std::move(error->column));
+    v->set_type(std::move(error->type));
+    v->set_value(std::move(error->value));
+  }
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase* context) {
+  if (status.ok()) return grpc::Status::OK;
+  if (context != nullptr) {
+    v1::Status detail;
+    ToProtoStatus(status, &detail);
+    context->AddTrailingMetadata(kStatusTrailerKey, detail.SerializeAsString());
+  }
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+}  // namespace chgate::service

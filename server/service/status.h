@@ -1,0 +1,35 @@
+// absl::Status -> gRPC status, plus the structured `chgate.v1.Status` detail of the API: the
+// ClickHouse exception code and name and, for a rejected value, its row, column, type and value.
+// Failed calls carry that detail serialized as the binary trailing-metadata entry
+// `chgate-status-bin`; InsertStream carries it in each InsertAck. Plain functions, thread-safe.
+#pragma once
+
+#include <string_view>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "chgate/v1/chgate.pb.h"
+
+namespace chgate::service {
+
+// Key of the binary trailing-metadata entry that holds a serialized chgate.v1.Status.
+inline constexpr char kStatusTrailerKey[] = "chgate-status-bin";
+
+// Fills `out` from `status`: code (the absl and gRPC codes have the same numbers), message,
+// `clickhouse_code` (from clickhouse::ClickHouseCode), `clickhouse_exception_name` (read from the
+// "ClickHouse error N (SYMBOL, DB::Exception): ..." message the native layer builds) and
+// `value_error` (from ingest::GetValueError). An OK status gives code 0 and nothing else.
+void ToProtoStatus(const absl::Status& status, v1::Status* out);
+
+// The ClickHouse exception name carried in `status`'s message ("DB::Exception"), or "" when the
+// status did not come from a ClickHouse exception.
+std::string_view ClickHouseExceptionName(const absl::Status& status);
+
+// The gRPC status for `status`, same code number and message. When `context` is given and the
+// status is not OK, the chgate.v1.Status detail is also added to the call's trailing metadata
+// under kStatusTrailerKey; call it before Finish.
+grpc::Status ToGrpcStatus(const absl::Status& status,
+                          grpc::ServerContextBase* context = nullptr);
+
+}  // namespace chgate::service

@@ -1,0 +1,421 @@
+// The batcher with a fake inserter and a fake clock: every flush trigger, deadlines, the memory
+// budget, the retry schedule, permanent vs transient errors and shutdown.
+#include "server/ingest/ingestor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/factory.h"
+#include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/string.h"
+#include "server/clickhouse/protocol/packets.h"
+
+namespace chgate::ingest {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FakeClock final : public Clock {
+ public:
+  absl::Time Now() override {
+    absl::MutexLock lock(&mu_);
+    return now_;
+  }
+  void SleepUntil(absl::Time t) override {
+    absl::MutexLock lock(&mu_);
+    sleeps_.push_back(t - now_);
+    now_ = std::max(now_, t);
+  }
+  void Advance(absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    now_ += d;
+  }
+  std::vector<absl::Duration> sleeps() {
+    absl::MutexLock lock(&mu_);
+    return sleeps_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::Time now_ = absl::FromUnixSeconds(1700000000);
+  std::vector<absl::Duration> sleeps_;
+};
+
+struct InsertCall {
+  TableId table;
+  std::string rows_text;  // every row as text, to compare retries
+  InsertAttempt attempt;
+  absl::Time deadline;
+};
+
+class FakeInserter final : public Inserter {
+ public:
+  absl::StatusOr<TableSchema> Describe(const TableId& table,
+                                       const std::vector<std::string>& columns,
+                                       absl::Time) override {
+    ++describes;
+    if (table.table != "events") return absl::NotFoundError("Table doesn't exist");
+    TableSchema s;
+    s.server_time_zone = "UTC";
+    std::vector<std::string> names =
+        columns.empty() ? std::vector<std::string>{"id", "s"} : columns;
+    for (const std::string& n : names) {
+      if (n != "id" && n != "s") return absl::InvalidArgumentError("No such column " + n);
+      s.names.push_back(n);
+      s.prototypes.push_back(*clickhouse::CreateColumn(n == "id" ? "UInt64" : "String"));
+    }
+    return s;
+  }
+  absl::Status Insert(const TableId& table, const clickhouse::Block& block,
+                      const InsertAttempt& attempt, absl::Time deadline) override {
+    std::string text;
+    for (size_t r = 0; r < block.rows(); ++r) {
+      for (size_t c = 0; c < block.column_count(); ++c) {
+        block.column(c).column->FormatValue(r, false, &text);
+        text.push_back(c + 1 == block.column_count() ? '\n' : '\t');
+      }
+    }
+    calls.push_back({table, text, attempt, deadline});
+    if (script.empty()) return absl::OkStatus();
+    absl::Status st = script.front();
+    script.pop_front();
+    return st;
+  }
+  int describes = 0;
+  std::vector<InsertCall> calls;
+  std::deque<absl::Status> script;  // results of the next inserts (then OK)
+};
+
+clickhouse::Block Rows(uint64_t first, size_t n, size_t string_size = 3) {
+  clickhouse::Block b;
+  auto id = *clickhouse::CreateColumn("UInt64");
+  auto s = *clickhouse::CreateColumn("String");
+  for (size_t i = 0; i < n; ++i) {
+    static_cast<clickhouse::ColumnFixed&>(*id).Append<uint64_t>(first + i);
+    static_cast<clickhouse::ColumnString&>(*s).Append(std::string(string_size, 'x'));
+  }
+  b.AddColumn("id", id);
+  b.AddColumn("s", s);
+  return b;
+}
+
+absl::Status ClickHouseError(int32_t code, const std::string& text) {
+  return clickhouse::ExceptionToStatus({.code = code, .name = "DB::Exception", .message = text});
+}
+
+struct Outcome {
+  bool admitted = false;
+  bool done = false;
+  Result result;
+};
+
+class IngestorTest : public ::testing::Test {
+ protected:
+  IngestOptions Options() {
+    IngestOptions o;
+    o.background = false;
+    o.limits = {.max_rows = 1000, .max_bytes = 1 << 20, .max_delay = absl::Milliseconds(200)};
+    o.retry = {.initial_backoff = absl::Milliseconds(100),
+               .max_backoff = absl::Seconds(1),
+               .max_elapsed = absl::Seconds(10)};
+    return o;
+  }
+  void Make(IngestOptions o) {
+    ingestor_ = std::make_unique<Ingestor>(std::move(o), &inserter_, &clock_);
+  }
+
+  Outcome* Submit(const clickhouse::Block& block, absl::Duration timeout = absl::Seconds(30),
+                  std::string table = "events", std::optional<AckMode> ack = std::nullopt) {
+    outcomes_.push_back(std::make_unique<Outcome>());
+    Outcome* o = outcomes_.back().get();
+    Request r{
+        .table = std::move(table), .block = &block, .deadline = clock_.Now() + timeout, .ack = ack};
+    ingestor_->Submit(
+        std::move(r), [o] { o->admitted = true; },
+        [o](Result res) {
+          EXPECT_FALSE(o->done) << "on_done called twice";
+          o->done = true;
+          o->result = std::move(res);
+        });
+    ingestor_->RunPending();
+    return o;
+  }
+
+  FakeClock clock_;
+  FakeInserter inserter_;
+  std::unique_ptr<Ingestor> ingestor_;
+  std::vector<std::unique_ptr<Outcome>> outcomes_;
+};
+
+TEST_F(IngestorTest, FlushesOneBlockWhenMaxRowsIsReachedAndAcksAfterCommit) {
+  IngestOptions o = Options();
+  o.limits.max_rows = 10;
+  Make(o);
+  auto a = Rows(0, 4), b = Rows(4, 4), c = Rows(8, 4);
+  Outcome* oa = Submit(a);
+  Outcome* ob = Submit(b);
+  EXPECT_TRUE(oa->admitted);
+  EXPECT_FALSE(oa->done);  // buffered, not committed
+  EXPECT_TRUE(inserter_.calls.empty());
+  Outcome* oc = Submit(c);
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(inserter_.calls[0].table, (TableId{"default", "events"}));
+  EXPECT_EQ(
+      std::count(inserter_.calls[0].rows_text.begin(), inserter_.calls[0].rows_text.end(), '\n'),
+      12);
+  for (Outcome* out : {oa, ob, oc}) {
+    ASSERT_TRUE(out->done);
+    EXPECT_TRUE(out->result.status.ok()) << out->result.status;
+    EXPECT_TRUE(out->result.committed);
+    EXPECT_EQ(out->result.rows, 4u);
+    EXPECT_EQ(out->result.query_id, inserter_.calls[0].attempt.query_id);
+  }
+  EXPECT_EQ(inserter_.describes, 1);  // the header is cached
+  EXPECT_EQ(ingestor_->Stats().buffered_bytes, 0u);
+}
+
+TEST_F(IngestorTest, FlushesWhenMaxBytesIsReached) {
+  IngestOptions o = Options();
+  o.limits.max_bytes = 1000;
+  Make(o);
+  auto big = Rows(0, 2, 600);
+  Outcome* out = Submit(big);
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_TRUE(out->done);
+}
+
+TEST_F(IngestorTest, FlushesWhenTheOldestRowIsMaxDelayOld) {
+  Make(Options());
+  auto a = Rows(0, 1);
+  Outcome* out = Submit(a);
+  clock_.Advance(absl::Milliseconds(150));
+  auto b = Rows(1, 1);
+  Outcome* out2 = Submit(b);
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_TRUE(inserter_.calls.empty());
+  clock_.Advance(absl::Milliseconds(50));  // the first row is now 200 ms old
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_TRUE(out->done && out2->done);
+}
+
+TEST_F(IngestorTest, FlushesEarlyForAWaitingCallersDeadline) {
+  IngestOptions o = Options();
+  o.limits.max_delay = absl::Seconds(10);
+  o.deadline_margin = absl::Milliseconds(100);
+  Make(o);
+  auto a = Rows(0, 1);
+  Outcome* out = Submit(a, absl::Seconds(1));
+  clock_.Advance(absl::Milliseconds(850));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_TRUE(inserter_.calls.empty());
+  clock_.Advance(absl::Milliseconds(50));  // 100 ms before the deadline
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_TRUE(out->done);
+  EXPECT_TRUE(out->result.status.ok());
+}
+
+TEST_F(IngestorTest, FullBudgetMakesRequestsWaitThenFailWithResourceExhausted) {
+  IngestOptions o = Options();
+  Make(o);
+  auto first = Rows(0, 10);
+  const uint64_t one_request = [&] {
+    clickhouse::Block b = Rows(0, 10);
+    return b.ByteSize();
+  }();
+  o.memory_budget_bytes = one_request + one_request / 2;
+  Make(o);
+  Outcome* a = Submit(first);
+  auto second = Rows(10, 10);
+  Outcome* b = Submit(second, absl::Seconds(1));
+  EXPECT_TRUE(a->admitted);
+  EXPECT_FALSE(b->admitted);
+  EXPECT_EQ(ingestor_->Stats().waiting_requests, 1u);
+  EXPECT_EQ(ingestor_->Stats().buffered_bytes, one_request);
+  clock_.Advance(absl::Milliseconds(150));
+  ingestor_->Poll();  // flushes the first (age), but the flush has not run yet
+  clock_.Advance(absl::Milliseconds(800));
+  ingestor_->Poll();  // the second's deadline (minus margin) passed while waiting
+  ASSERT_TRUE(b->done);
+  EXPECT_EQ(b->result.status.code(), absl::StatusCode::kResourceExhausted);
+  ingestor_->RunPending();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(
+      std::count(inserter_.calls[0].rows_text.begin(), inserter_.calls[0].rows_text.end(), '\n'),
+      10);
+  EXPECT_TRUE(a->done && a->result.status.ok());
+}
+
+TEST_F(IngestorTest, WaitingRequestIsAdmittedWhenAFlushFreesTheBudget) {
+  IngestOptions o = Options();
+  clickhouse::Block probe = Rows(0, 10);
+  o.memory_budget_bytes = probe.ByteSize();
+  Make(o);
+  auto first = Rows(0, 10), second = Rows(10, 10);
+  Outcome* a = Submit(first);
+  Outcome* b = Submit(second);
+  EXPECT_FALSE(b->admitted);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_TRUE(a->done);
+  EXPECT_TRUE(b->admitted);
+  EXPECT_FALSE(b->done);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_TRUE(b->done && b->result.status.ok());
+  EXPECT_EQ(inserter_.calls.size(), 2u);
+}
+
+TEST_F(IngestorTest, TransientErrorsAreRetriedWithFullJitterBackoffAndTheIdenticalBlock) {
+  Make(Options());
+  inserter_.script = {absl::UnavailableError("connection refused"),
+                      ClickHouseError(252, "Too many parts"),
+                      ClickHouseError(241, "Memory limit exceeded")};
+  auto a = Rows(0, 5);
+  Outcome* out = Submit(a);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_EQ(inserter_.calls.size(), 4u);
+  for (const InsertCall& call : inserter_.calls) {
+    EXPECT_EQ(call.rows_text, inserter_.calls[0].rows_text);
+    EXPECT_EQ(call.attempt.query_id, inserter_.calls[0].attempt.query_id);
+    EXPECT_EQ(call.attempt.deduplication_key, inserter_.calls[0].attempt.deduplication_key);
+  }
+  EXPECT_EQ(inserter_.calls[3].attempt.attempt, 4);
+  std::vector<absl::Duration> sleeps = clock_.sleeps();
+  ASSERT_EQ(sleeps.size(), 3u);
+  EXPECT_LE(sleeps[0], absl::Milliseconds(100));
+  EXPECT_LE(sleeps[1], absl::Milliseconds(200));
+  EXPECT_LE(sleeps[2], absl::Milliseconds(400));
+  ASSERT_TRUE(out->done);
+  EXPECT_TRUE(out->result.status.ok()) << out->result.status;
+}
+
+TEST_F(IngestorTest, PermanentErrorFailsEveryRequestOfTheBatchWithTheClickHouseCode) {
+  Make(Options());
+  inserter_.script = {ClickHouseError(53, "Type mismatch")};
+  auto a = Rows(0, 1), b = Rows(1, 1);
+  Outcome* oa = Submit(a);
+  Outcome* ob = Submit(b);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_EQ(inserter_.calls.size(), 1u);  // no retry
+  for (Outcome* o : {oa, ob}) {
+    ASSERT_TRUE(o->done);
+    EXPECT_EQ(o->result.status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(clickhouse::ClickHouseCode(o->result.status), 53);
+    EXPECT_FALSE(o->result.committed);
+  }
+  EXPECT_EQ(ingestor_->Stats().buffered_bytes, 0u);
+}
+
+TEST_F(IngestorTest, RetriesStopAtTheEarliestCallerDeadline) {
+  Make(Options());
+  for (int i = 0; i < 100; ++i) inserter_.script.push_back(absl::UnavailableError("down"));
+  auto a = Rows(0, 1);
+  const absl::Time start = clock_.Now();
+  Outcome* out = Submit(a, absl::Seconds(2));
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(out->done);
+  EXPECT_EQ(out->result.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(out->result.status.message()), HasSubstr("gave up after"));
+  EXPECT_LE(clock_.Now() - start, absl::Seconds(2));
+  EXPECT_GT(inserter_.calls.size(), 1u);
+  for (const InsertCall& call : inserter_.calls) EXPECT_LE(call.deadline, start + absl::Seconds(2));
+}
+
+TEST_F(IngestorTest, UnknownTableAndBadBlocksFailAtOnceWithoutBuffering) {
+  Make(Options());
+  auto a = Rows(0, 1);
+  Outcome* missing = Submit(a, absl::Seconds(30), "nope");
+  ASSERT_TRUE(missing->done);
+  EXPECT_EQ(missing->result.status.code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(missing->admitted);
+  Outcome* bad_name = Submit(a, absl::Seconds(30), "a.b.c");
+  EXPECT_EQ(bad_name->result.status.code(), absl::StatusCode::kInvalidArgument);
+  clickhouse::Block wrong;
+  wrong.AddColumn("id", *clickhouse::CreateColumn("UInt32"));
+  wrong.AddColumn("s", *clickhouse::CreateColumn("String"));
+  Outcome* bad_type = Submit(wrong);
+  EXPECT_EQ(bad_type->result.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad_type->result.status.message()), HasSubstr("UInt32"));
+  EXPECT_EQ(ingestor_->Stats().buffered_rows, 0u);
+}
+
+TEST_F(IngestorTest, AcceptedAckCompletesBeforeTheCommit) {
+  Make(Options());
+  auto a = Rows(0, 3);
+  Outcome* out = Submit(a, absl::Seconds(30), "events", AckMode::kAccepted);
+  ASSERT_TRUE(out->done);
+  EXPECT_TRUE(out->result.status.ok());
+  EXPECT_FALSE(out->result.committed);
+  EXPECT_TRUE(inserter_.calls.empty());
+  EXPECT_EQ(ingestor_->Stats().buffered_rows, 3u);
+}
+
+TEST_F(IngestorTest, ReadinessFollowsTheHighWaterMark) {
+  IngestOptions o = Options();
+  clickhouse::Block probe = Rows(0, 10);
+  o.memory_budget_bytes = probe.ByteSize() * 2;
+  o.ready_high_water = 0.4;
+  Make(o);
+  EXPECT_TRUE(ingestor_->Ready());
+  auto a = Rows(0, 10);
+  Submit(a);
+  EXPECT_FALSE(ingestor_->Ready());
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_TRUE(ingestor_->Ready());
+}
+
+TEST_F(IngestorTest, ShutdownFlushesBufferedRowsAndRefusesNewRequests) {
+  Make(Options());
+  auto a = Rows(0, 2);
+  Outcome* out = Submit(a);
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(5));
+  ASSERT_TRUE(out->done);
+  EXPECT_TRUE(out->result.status.ok());
+  EXPECT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_FALSE(ingestor_->Ready());
+  Outcome* late = Submit(a);
+  ASSERT_TRUE(late->done);
+  EXPECT_EQ(late->result.status.code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(IngestorTest, ShutdownFailsWhatCouldNotBeCommitted) {
+  Make(Options());
+  inserter_.script = {ClickHouseError(60, "Table doesn't exist")};
+  auto a = Rows(0, 2);
+  Outcome* out = Submit(a);
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(5));
+  ASSERT_TRUE(out->done);
+  EXPECT_FALSE(out->result.status.ok());
+  EXPECT_FALSE(out->result.committed);
+}
+
+TEST(ParseTableNameTest, AcceptsQuotedPartsAndDefaultsTheDatabase) {
+  EXPECT_EQ(*ParseTableName("t", "db"), (TableId{"db", "t"}));
+  EXPECT_EQ(*ParseTableName("a.b", "db"), (TableId{"a", "b"}));
+  EXPECT_EQ(*ParseTableName("`my.db`.`t`", "db"), (TableId{"my.db", "t"}));
+  EXPECT_FALSE(ParseTableName("", "db").ok());
+  EXPECT_FALSE(ParseTableName("a.", "db").ok());
+  EXPECT_FALSE(ParseTableName("`a", "db").ok());
+}
+
+}  // namespace
+}  // namespace chgate::ingest

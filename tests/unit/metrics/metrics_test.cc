@@ -1,0 +1,512 @@
+// Unit tests of server/metrics: the exposition served on /metrics (names, labels, values), the
+// scrape-time collectables, exposer start-up errors, MetricNames(), and `promtool check metrics`
+// over a real scrape when promtool is installed (CHGATE_REQUIRE_PROMTOOL=1 makes its absence a
+// failure, for CI).
+#include "server/metrics/metrics.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace chgate::metrics {
+namespace {
+
+using LabelSet = std::map<std::string, std::string>;
+
+// GET `path` from 127.0.0.1:`port` over a plain socket; returns the body of a 200 response, or
+// an empty optional (with the failure added to the test) otherwise.
+std::optional<std::string> HttpGet(uint16_t port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) {
+    ADD_FAILURE() << "socket: " << std::strerror(errno);
+    return std::nullopt;
+  }
+  // A deadline on every read and write instead of ever hanging the test.
+  timeval timeout{.tv_sec = 10, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ADD_FAILURE() << "connect to port " << port << ": " << std::strerror(errno);
+    ::close(fd);
+    return std::nullopt;
+  }
+  const std::string request =
+      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
+    ADD_FAILURE() << "send: " << std::strerror(errno);
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string response;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ADD_FAILURE() << "recv: " << std::strerror(errno);
+      ::close(fd);
+      return std::nullopt;
+    }
+    response.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  const size_t header_end = response.find("\r\n\r\n");
+  if (response.rfind("HTTP/1.1 200", 0) != 0 || header_end == std::string::npos) {
+    ADD_FAILURE() << "unexpected response:\n" << response.substr(0, 512);
+    return std::nullopt;
+  }
+  return response.substr(header_end + 4);
+}
+
+// The text exposition format, parsed just enough for the assertions below.
+struct Exposition {
+  std::map<std::string, std::string> types;  // family name -> counter, gauge, ...
+  std::map<std::string, std::string> helps;
+  std::map<std::string, std::vector<std::pair<LabelSet, double>>> samples;  // by sample name
+
+  std::optional<double> Value(const std::string& name, const LabelSet& labels = {}) const {
+    auto it = samples.find(name);
+    if (it == samples.end()) return std::nullopt;
+    for (const auto& [sample_labels, value] : it->second) {
+      if (sample_labels == labels) return value;
+    }
+    return std::nullopt;
+  }
+};
+
+Exposition Parse(const std::string& text) {
+  Exposition out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty()) continue;
+    if (line.rfind("# TYPE ", 0) == 0 || line.rfind("# HELP ", 0) == 0) {
+      const size_t space = line.find(' ', 7);
+      const std::string name = line.substr(7, space - 7);
+      const std::string rest = space == std::string::npos ? "" : line.substr(space + 1);
+      (line[2] == 'T' ? out.types : out.helps)[name] = rest;
+      continue;
+    }
+    if (line[0] == '#') continue;
+    const size_t brace = line.find('{');
+    const size_t name_end = std::min(brace, line.find(' '));
+    const std::string name = line.substr(0, name_end);
+    LabelSet labels;
+    size_t value_start = name_end;
+    if (brace != std::string::npos && brace == name_end) {
+      size_t i = brace + 1;
+      while (i < line.size() && line[i] != '}') {
+        const size_t eq = line.find('=', i);
+        const std::string key = line.substr(i, eq - i);
+        std::string value;
+        size_t j = eq + 2;  // past ="
+        for (; j < line.size() && line[j] != '"'; ++j) {
+          if (line[j] == '\\' && j + 1 < line.size()) ++j;
+          value.push_back(line[j]);
+        }
+        labels[key] = value;
+        i = j + 1;
+        if (i < line.size() && line[i] == ',') ++i;
+      }
+      value_start = i + 1;
+    }
+    out.samples[name].emplace_back(labels, std::strtod(line.c_str() + value_start, nullptr));
+  }
+  return out;
+}
+
+// Each test gets its own Metrics, served through one exposer shared by the suite: stopping a
+// civetweb server takes up to two seconds, so the tests do not start one each.
+class ScrapeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    exposer_ = new prometheus::Exposer("127.0.0.1:0");
+    port_ = static_cast<uint16_t>(exposer_->GetListeningPorts().at(0));
+  }
+  static void TearDownTestSuite() {
+    delete exposer_;
+    exposer_ = nullptr;
+  }
+  void SetUp() override { exposer_->RegisterCollectable(metrics_.collectable()); }
+  void TearDown() override { exposer_->RemoveCollectable(metrics_.collectable()); }
+
+  std::string ScrapeText() {
+    std::optional<std::string> body = HttpGet(port_, "/metrics");
+    return body.value_or("");
+  }
+  Exposition Scrape() { return Parse(ScrapeText()); }
+
+  // Touches every family so that each one has at least one series.
+  void PopulateEverything() {
+    const IngestMetrics& ingest = metrics_.ingest();
+    ingest.RequestDone("events", kResultOk, 10);
+    ingest.BatchFlushed("events", kFlushAge, 10, 2048, 0.01);
+    ingest.CommitLatency("events", 0.02);
+    ingest.FlushRetry("events");
+    ingest.FlushError("events", StatusCodeLabel(absl::StatusCode::kUnavailable));
+    ingest.SetBuffered(1, 100);
+    ingest.SetBufferBudgetBytes(1 << 20);
+    const QueryMetrics& query = metrics_.query();
+    query.QueryStarted();
+    query.Streamed(5, 50);
+    query.QueryFinished(kResultOk, 0.5);
+    metrics_.RegisterCollectable(bytes_);
+    metrics_.RegisterCollectable(pool_);
+  }
+
+  static inline prometheus::Exposer* exposer_ = nullptr;
+  static inline uint16_t port_ = 0;
+  Metrics metrics_;
+  std::atomic<uint64_t> received_{0}, decoded_{0}, sent_{0};
+  std::shared_ptr<ByteCountersCollectable> bytes_ =
+      std::make_shared<ByteCountersCollectable>(&received_, &decoded_, &sent_);
+  std::shared_ptr<PoolCollectable> pool_ = std::make_shared<PoolCollectable>([] {
+    return std::vector<PoolEndpointSample>{{.endpoint = "ch1:9000", .idle = 1, .healthy = true}};
+  });
+};
+
+TEST_F(ScrapeTest, CountsIngestRequestsAndRowsByTableAndResult) {
+  const IngestMetrics& ingest = metrics_.ingest();
+  ingest.RequestDone("events", kResultOk, 10);
+  ingest.RequestDone("events", kResultOk, 15);
+  ingest.RequestDone("events", ResultLabel(absl::StatusCode::kInvalidArgument), 3);
+  ingest.RequestDone("logs", kResultAccepted, 7);
+  ingest.RequestDone("no_such_table_from_a_client", kResultNotFound, 4);
+
+  const Exposition e = Scrape();
+  EXPECT_EQ(e.types.at("chgate_ingest_requests_total"), "counter");
+  EXPECT_EQ(e.types.at("chgate_ingest_rows_total"), "counter");
+  EXPECT_EQ(e.Value("chgate_ingest_requests_total", {{"table", "events"}, {"result", "ok"}}), 2);
+  EXPECT_EQ(e.Value("chgate_ingest_rows_total", {{"table", "events"}, {"result", "ok"}}), 25);
+  EXPECT_EQ(e.Value("chgate_ingest_requests_total", {{"table", "events"}, {"result", "invalid"}}),
+            1);
+  EXPECT_EQ(e.Value("chgate_ingest_rows_total", {{"table", "events"}, {"result", "invalid"}}), 3);
+  EXPECT_EQ(e.Value("chgate_ingest_rows_total", {{"table", "logs"}, {"result", "accepted"}}), 7);
+  // Unknown table names never become label values.
+  EXPECT_EQ(e.Value("chgate_ingest_requests_total", {{"table", ""}, {"result", "not_found"}}), 1);
+  EXPECT_EQ(e.Value("chgate_ingest_rows_total", {{"table", ""}, {"result", "not_found"}}), 4);
+  EXPECT_EQ(ScrapeText().find("no_such_table_from_a_client"), std::string::npos);
+}
+
+TEST_F(ScrapeTest, RecordsFlushesHistogramsRetriesAndErrors) {
+  const IngestTableMetrics events = metrics_.ingest().ForTable("events");
+  events.BatchFlushed(kFlushRows, 1000, 65536, 0.25);
+  events.BatchFlushed(kFlushAge, 3, 1500, 0.003);
+  metrics_.ingest().BatchFlushed("events", kFlushShutdown, 1, 100, 0.001);
+  events.CommitLatency(0.3);
+  events.CommitLatency(75);  // past the last bucket: only +Inf
+  events.FlushRetry();
+  events.FlushRetry();
+  events.FlushError(ClickHouseCodeLabel(252));
+  events.FlushError(StatusCodeLabel(absl::StatusCode::kUnavailable));
+  metrics_.ingest().FlushError("events", "UNAVAILABLE");
+  // ForTable resolves to the same series every time.
+  EXPECT_EQ(metrics_.ingest().ForTable("events").commit_latency, events.commit_latency);
+
+  const Exposition e = Scrape();
+  const LabelSet t = {{"table", "events"}};
+  auto with = [&](const std::string& key, const std::string& value) {
+    LabelSet labels = t;
+    labels[key] = value;
+    return labels;
+  };
+  EXPECT_EQ(e.Value("chgate_batches_flushed_total", with("reason", "rows")), 1);
+  EXPECT_EQ(e.Value("chgate_batches_flushed_total", with("reason", "age")), 1);
+  EXPECT_EQ(e.Value("chgate_batches_flushed_total", with("reason", "shutdown")), 1);
+  EXPECT_EQ(e.Value("chgate_batches_flushed_total", with("reason", "bytes")), std::nullopt);
+
+  EXPECT_EQ(e.types.at("chgate_batch_rows"), "histogram");
+  EXPECT_EQ(e.Value("chgate_batch_rows_count", t), 3);
+  EXPECT_EQ(e.Value("chgate_batch_rows_sum", t), 1004);
+  EXPECT_EQ(e.Value("chgate_batch_rows_bucket", with("le", "1")), 1);
+  EXPECT_EQ(e.Value("chgate_batch_rows_bucket", with("le", "4")), 2);
+  EXPECT_EQ(e.Value("chgate_batch_rows_bucket", with("le", "256")), 2);
+  EXPECT_EQ(e.Value("chgate_batch_rows_bucket", with("le", "1024")), 3);
+  EXPECT_EQ(e.Value("chgate_batch_rows_bucket", with("le", "16777216")), 3);
+  EXPECT_EQ(e.Value("chgate_batch_rows_bucket", with("le", "+Inf")), 3);
+
+  EXPECT_EQ(e.Value("chgate_batch_size_bytes_bucket", with("le", "1024")), 1);
+  EXPECT_EQ(e.Value("chgate_batch_size_bytes_bucket", with("le", "4096")), 2);
+  EXPECT_EQ(e.Value("chgate_batch_size_bytes_bucket", with("le", "65536")), 3);
+  EXPECT_EQ(e.Value("chgate_batch_size_bytes_bucket", with("le", "268435456")), 3);
+  EXPECT_EQ(e.Value("chgate_batch_size_bytes_sum", t), 65536 + 1500 + 100);
+
+  EXPECT_EQ(e.Value("chgate_flush_duration_seconds_bucket", with("le", "0.001")), 1);
+  EXPECT_EQ(e.Value("chgate_flush_duration_seconds_bucket", with("le", "0.005")), 2);
+  EXPECT_EQ(e.Value("chgate_flush_duration_seconds_bucket", with("le", "0.5")), 3);
+  EXPECT_EQ(e.Value("chgate_flush_duration_seconds_bucket", with("le", "60")), 3);
+  EXPECT_EQ(e.Value("chgate_flush_duration_seconds_count", t), 3);
+
+  EXPECT_EQ(e.Value("chgate_request_commit_latency_seconds_bucket", with("le", "0.5")), 1);
+  EXPECT_EQ(e.Value("chgate_request_commit_latency_seconds_bucket", with("le", "60")), 1);
+  EXPECT_EQ(e.Value("chgate_request_commit_latency_seconds_bucket", with("le", "+Inf")), 2);
+  EXPECT_DOUBLE_EQ(e.Value("chgate_request_commit_latency_seconds_sum", t).value_or(0), 75.3);
+
+  EXPECT_EQ(e.Value("chgate_flush_retries_total", t), 2);
+  EXPECT_EQ(e.Value("chgate_flush_errors_total", with("code", "252")), 1);
+  EXPECT_EQ(e.Value("chgate_flush_errors_total", with("code", "UNAVAILABLE")), 2);
+}
+
+TEST_F(ScrapeTest, ReportsBufferGauges) {
+  const IngestMetrics& ingest = metrics_.ingest();
+  ingest.SetBuffered(5, 500);
+  ingest.AddBuffered(-2, -200);
+  ingest.AddBuffered(10, 1000);
+  ingest.SetBufferBudgetBytes(256ull << 20);
+  ingest.RequestParked();
+  ingest.RequestParked();
+  ingest.RequestUnparked();
+
+  const Exposition e = Scrape();
+  EXPECT_EQ(e.types.at("chgate_buffered_rows"), "gauge");
+  EXPECT_EQ(e.Value("chgate_buffered_rows"), 13);
+  EXPECT_EQ(e.Value("chgate_buffered_bytes"), 1300);
+  EXPECT_EQ(e.Value("chgate_buffer_budget_bytes"), 256 << 20);
+  EXPECT_EQ(e.Value("chgate_ingest_waiting_requests"), 1);
+}
+
+TEST_F(ScrapeTest, CountsQueries) {
+  const QueryMetrics& query = metrics_.query();
+  query.QueryStarted();
+  query.QueryStarted();
+  query.Streamed(100, 4000);
+  query.Streamed(20, 800);
+  query.QueryFinished(kResultOk, 1.5);
+  query.QueryRefused(ResultLabel(absl::StatusCode::kResourceExhausted));
+
+  const Exposition e = Scrape();
+  EXPECT_EQ(e.Value("chgate_queries_total", {{"result", "ok"}}), 1);
+  EXPECT_EQ(e.Value("chgate_queries_total", {{"result", "resource_exhausted"}}), 1);
+  EXPECT_EQ(e.Value("chgate_query_rows_total"), 120);
+  EXPECT_EQ(e.Value("chgate_query_response_bytes_total"), 4800);
+  EXPECT_EQ(e.Value("chgate_queries_in_flight"), 1);
+  EXPECT_EQ(e.Value("chgate_query_duration_seconds_count"), 1);
+  EXPECT_EQ(e.Value("chgate_query_duration_seconds_bucket", {{"le", "1"}}), 0);
+  EXPECT_EQ(e.Value("chgate_query_duration_seconds_bucket", {{"le", "2"}}), 1);
+  EXPECT_EQ(e.Value("chgate_query_duration_seconds_bucket", {{"le", "300"}}), 1);
+}
+
+TEST_F(ScrapeTest, ByteCountersAreReadAtScrapeTime) {
+  metrics_.RegisterCollectable(bytes_);
+  received_ = 1000;
+  decoded_ = 4000;
+  sent_ = 300;
+  Exposition e = Scrape();
+  EXPECT_EQ(e.types.at("chgate_clickhouse_received_bytes_total"), "counter");
+  EXPECT_EQ(e.Value("chgate_clickhouse_received_bytes_total"), 1000);
+  EXPECT_EQ(e.Value("chgate_clickhouse_decoded_bytes_total"), 4000);
+  EXPECT_EQ(e.Value("chgate_clickhouse_sent_bytes_total"), 300);
+  EXPECT_EQ(e.helps.at("chgate_clickhouse_received_bytes_total"),
+            "Bytes read from the ClickHouse sockets, compressed as on the wire.");
+  EXPECT_EQ(e.helps.at("chgate_clickhouse_decoded_bytes_total"),
+            "Bytes after decompressing compression frames.");
+  EXPECT_EQ(e.helps.at("chgate_clickhouse_sent_bytes_total"), "Bytes written to the sockets.");
+
+  received_ += 24;
+  e = Scrape();
+  EXPECT_EQ(e.Value("chgate_clickhouse_received_bytes_total"), 1024);
+
+  // Held weakly: once the owner drops it, it leaves the scrape.
+  bytes_.reset();
+  e = Scrape();
+  EXPECT_EQ(e.types.count("chgate_clickhouse_received_bytes_total"), 0u);
+}
+
+TEST_F(ScrapeTest, PoolStateIsSampledAtScrapeTime) {
+  std::vector<PoolEndpointSample> state = {
+      {.endpoint = "ch1:9000",
+       .idle = 3,
+       .in_use = 2,
+       .connects = 7,
+       .connect_failures = 1,
+       .discarded_broken = 2,
+       .closed_expired = 4,
+       .healthy = true},
+      {.endpoint = "ch2:9000", .connect_failures = 9, .healthy = false},
+  };
+  auto pool = std::make_shared<PoolCollectable>([&state] { return state; });
+  metrics_.RegisterCollectable(pool);
+
+  Exposition e = Scrape();
+  EXPECT_EQ(e.types.at("chgate_pool_connections"), "gauge");
+  EXPECT_EQ(e.types.at("chgate_clickhouse_up"), "gauge");
+  EXPECT_EQ(e.types.at("chgate_pool_connects_total"), "counter");
+  EXPECT_EQ(e.Value("chgate_pool_connections", {{"endpoint", "ch1:9000"}, {"state", "idle"}}), 3);
+  EXPECT_EQ(e.Value("chgate_pool_connections", {{"endpoint", "ch1:9000"}, {"state", "in_use"}}), 2);
+  EXPECT_EQ(e.Value("chgate_pool_connections", {{"endpoint", "ch2:9000"}, {"state", "idle"}}), 0);
+  EXPECT_EQ(e.Value("chgate_pool_connects_total", {{"endpoint", "ch1:9000"}}), 7);
+  EXPECT_EQ(e.Value("chgate_pool_connect_failures_total", {{"endpoint", "ch1:9000"}}), 1);
+  EXPECT_EQ(e.Value("chgate_pool_connect_failures_total", {{"endpoint", "ch2:9000"}}), 9);
+  EXPECT_EQ(e.Value("chgate_pool_connections_closed_total",
+                    {{"endpoint", "ch1:9000"}, {"reason", "broken"}}),
+            2);
+  EXPECT_EQ(e.Value("chgate_pool_connections_closed_total",
+                    {{"endpoint", "ch1:9000"}, {"reason", "expired"}}),
+            4);
+  EXPECT_EQ(e.Value("chgate_clickhouse_up", {{"endpoint", "ch1:9000"}}), 1);
+  EXPECT_EQ(e.Value("chgate_clickhouse_up", {{"endpoint", "ch2:9000"}}), 0);
+
+  state[1].healthy = true;
+  state[0].in_use = 0;
+  e = Scrape();
+  EXPECT_EQ(e.Value("chgate_clickhouse_up", {{"endpoint", "ch2:9000"}}), 1);
+  EXPECT_EQ(e.Value("chgate_pool_connections", {{"endpoint", "ch1:9000"}, {"state", "in_use"}}), 0);
+}
+
+// The one test that starts its own exposer through StartExposer.
+TEST(MetricsTest, StartExposerServesRegistryAndCollectablesOnAnEphemeralPort) {
+  Metrics metrics;
+  std::atomic<uint64_t> received{11}, decoded{22}, sent{33};
+  auto bytes = std::make_shared<ByteCountersCollectable>(&received, &decoded, &sent);
+  metrics.RegisterCollectable(bytes);  // before the start
+  EXPECT_EQ(metrics.port(), 0);
+  auto exposer = metrics.StartExposer("127.0.0.1:0");
+  ASSERT_TRUE(exposer.ok()) << exposer.status();
+  ASSERT_NE(metrics.port(), 0);
+  EXPECT_EQ((*exposer)->GetListeningPorts(), std::vector<int>{metrics.port()});
+  metrics.query().Streamed(3, 30);
+  auto pool = std::make_shared<PoolCollectable>(
+      [] { return std::vector<PoolEndpointSample>{{.endpoint = "ch1:9000", .healthy = true}}; });
+  metrics.RegisterCollectable(pool);  // after the start
+
+  const Exposition e = Parse(HttpGet(metrics.port(), "/metrics").value_or(""));
+  EXPECT_EQ(e.Value("chgate_clickhouse_sent_bytes_total"), 33);
+  EXPECT_EQ(e.Value("chgate_query_rows_total"), 3);
+  EXPECT_EQ(e.Value("chgate_clickhouse_up", {{"endpoint", "ch1:9000"}}), 1);
+  EXPECT_EQ(e.types.count("exposer_scrapes_total"), 1u);
+}
+
+TEST_F(ScrapeTest, BusyPortIsUnavailable) {
+  const std::string address = "127.0.0.1:" + std::to_string(port_);
+  auto busy = metrics_.StartExposer(address);
+  ASSERT_FALSE(busy.ok());
+  EXPECT_EQ(busy.status().code(), absl::StatusCode::kUnavailable) << busy.status();
+  EXPECT_NE(busy.status().message().find(address), std::string::npos) << busy.status();
+  EXPECT_EQ(metrics_.port(), 0);
+}
+
+TEST(MetricsTest, MalformedAddressIsInvalidArgument) {
+  Metrics metrics;
+  for (const std::string address : {"", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000",
+                                    "localhost:9464s", "127.0.0.1:1,127.0.0.1:2"}) {
+    auto exposer = metrics.StartExposer(address);
+    ASSERT_FALSE(exposer.ok()) << address;
+    EXPECT_EQ(exposer.status().code(), absl::StatusCode::kInvalidArgument) << exposer.status();
+  }
+}
+
+TEST(MetricsTest, ResultLabels) {
+  EXPECT_EQ(ResultLabel(absl::StatusCode::kOk), "ok");
+  EXPECT_EQ(ResultLabel(absl::StatusCode::kInvalidArgument), "invalid");
+  EXPECT_EQ(ResultLabel(absl::StatusCode::kNotFound), "not_found");
+  EXPECT_EQ(ResultLabel(absl::StatusCode::kResourceExhausted), "resource_exhausted");
+  EXPECT_EQ(ResultLabel(absl::StatusCode::kUnavailable), "unavailable");
+  EXPECT_EQ(ResultLabel(absl::StatusCode::kDeadlineExceeded), "deadline_exceeded");
+  EXPECT_EQ(ResultLabel(absl::StatusCode::kCancelled), "cancelled");
+  EXPECT_EQ(ResultLabel(absl::StatusCode::kInternal), "error");
+  EXPECT_EQ(StatusCodeLabel(absl::StatusCode::kDeadlineExceeded), "DEADLINE_EXCEEDED");
+  EXPECT_EQ(ClickHouseCodeLabel(241), "241");
+}
+
+TEST_F(ScrapeTest, MetricNamesMatchWhatIsScrapedAndFollowConventions) {
+  PopulateEverything();
+  const Exposition e = Scrape();
+  const std::vector<std::string> names = Metrics::MetricNames();
+  const std::set<std::string> listed(names.begin(), names.end());
+  EXPECT_EQ(listed.size(), names.size()) << "duplicate names";
+
+  std::set<std::string> scraped;
+  for (const auto& [name, type] : e.types) scraped.insert(name);
+  EXPECT_EQ(scraped, listed);
+
+  for (const auto& [name, type] : e.types) {
+    EXPECT_FALSE(e.helps.at(name).empty()) << name;
+    if (name.rfind("exposer_", 0) == 0) continue;
+    EXPECT_EQ(name.rfind("chgate_", 0), 0u) << name;
+    const bool total = name.size() > 6 && name.substr(name.size() - 6) == "_total";
+    EXPECT_EQ(total, type == "counter") << name << " is a " << type;
+  }
+}
+
+// Absolute path of `program` on PATH, or empty.
+std::string FindOnPath(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path == nullptr ? "" : path;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = dirs.substr(start, end - start);
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+TEST_F(ScrapeTest, PromtoolAcceptsTheExposition) {
+  const std::string promtool = FindOnPath("promtool");
+  if (promtool.empty()) {
+    const char* require = std::getenv("CHGATE_REQUIRE_PROMTOOL");
+    if (require != nullptr && std::string(require) == "1") {
+      FAIL() << "promtool is not on PATH and CHGATE_REQUIRE_PROMTOOL=1 "
+                "(apt-get install -y --no-install-recommends prometheus)";
+    }
+    GTEST_SKIP() << "promtool is not on PATH, so `promtool check metrics` was not run "
+                    "(apt-get install -y --no-install-recommends prometheus); the rest of the "
+                    "exposition checks ran";
+  }
+  PopulateEverything();
+  const std::string text = ScrapeText();
+  ASSERT_FALSE(text.empty());
+
+  std::string file_name = ::testing::TempDir() + "chgate_metrics_test_XXXXXX";
+  const int fd = ::mkstemp(file_name.data());
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  const std::string command = "'" + promtool + "' check metrics < " + file_name + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr) << std::strerror(errno);
+  std::string output;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  ::unlink(file_name.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << "promtool did not exit normally";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "promtool check metrics reported problems:\n"
+                                    << output << "\nin this exposition:\n"
+                                    << text;
+  EXPECT_EQ(output, "") << "promtool check metrics printed:\n" << output;
+}
+
+}  // namespace
+}  // namespace chgate::metrics
