@@ -104,8 +104,14 @@ int Serve(const config::Config& config) {
     exposer = *std::move(started);
   }
 
+  static clickhouse::IoCounters io_counters;
+  auto byte_counters = std::make_shared<metrics::ByteCountersCollectable>(
+      &io_counters.received, &io_counters.decoded, &io_counters.sent);
+  metrics.RegisterCollectable(byte_counters);
+  clickhouse::ConnectionOptions connection = ConnectionOptionsFrom(config);
+  connection.counters = &io_counters;
   clickhouse::PoolOptions pool_options{
-      .connection = ConnectionOptionsFrom(config),
+      .connection = connection,
       .max_connections = config.pool_max_connections,
       .min_connections = config.pool_min_connections,
       .max_lifetime = config.pool_max_lifetime,

@@ -14,6 +14,8 @@ Connection::Connection(const ConnectionOptions& options, Socket socket)
       in_(&socket_, options.receive_buffer_size, options.handshake_timeout),
       reader_(&in_, 0) {
   if (options_.client_revision == 0) options_.client_revision = revision::kClient;
+  in_.set_counters(options_.counters);
+  reader_.set_counters(options_.counters);
   if (options_.compression != CompressionMethod::kNone) {
     compressor_.emplace(options_.compression, options_.zstd_level);
   }
@@ -50,7 +52,11 @@ absl::Status Connection::Fail(absl::Status status) {
 }
 
 absl::Status Connection::Flush() {
+  const uint64_t before = socket_.bytes_written();
   absl::Status status = socket_.WriteAll(out_.spans(), options_.write_timeout);
+  if (options_.counters != nullptr) {
+    options_.counters->sent.fetch_add(socket_.bytes_written() - before, std::memory_order_relaxed);
+  }
   out_.Clear();
   if (!status.ok()) return Fail(std::move(status));
   return absl::OkStatus();

@@ -48,6 +48,8 @@ struct ConnectionOptions {
   absl::Duration read_timeout = absl::Seconds(300);
   absl::Duration write_timeout = absl::Seconds(60);
   size_t receive_buffer_size = 1 << 20;
+  // Optional process-wide byte counters this connection also adds to (must outlive it).
+  IoCounters* counters = nullptr;
   // The revision advertised in Hello (tests may lower it).
   uint64_t client_revision = 0;  // 0: revision::kClient
 };

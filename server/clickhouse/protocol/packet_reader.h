@@ -48,6 +48,7 @@ class ServerPacketReader {
   // Whether block bodies of Data/Totals/Extremes arrive in compression frames.
   void set_compressed(bool compressed) { compressed_ = compressed; }
   uint64_t decoded_bytes() const { return compressed_in_.decoded_bytes(); }
+  void set_counters(IoCounters* counters) { compressed_in_.set_counters(counters); }
 
   // Reads the next packet. Errors are those of the source (OutOfRange when it ends, Unavailable,
   // DeadlineExceeded), DataLoss for malformed packets or unknown packet codes, and

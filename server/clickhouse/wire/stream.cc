@@ -39,6 +39,7 @@ SocketReadBuffer::SocketReadBuffer(Socket* socket, size_t capacity, absl::Durati
 absl::Status SocketReadBuffer::Refill() {
   ASSIGN_OR_RETURN(size_t got, socket_->ReadSome(buffer_.data(), buffer_.size(), read_timeout_));
   received_bytes_ += got;
+  if (counters_ != nullptr) counters_->received.fetch_add(got, std::memory_order_relaxed);
   SetWindow(buffer_.data(), buffer_.data() + got);
   return absl::OkStatus();
 }
@@ -92,6 +93,9 @@ absl::Status CompressedReadBuffer::Refill() {
     output_.resize(header.decompressed_size);
     RETURN_IF_ERROR(DecompressFrame(frame, frame_size, header, output_.data()));
     decoded_bytes_ += header.decompressed_size;
+    if (counters_ != nullptr) {
+      counters_->decoded.fetch_add(header.decompressed_size, std::memory_order_relaxed);
+    }
     ++frames_;
     if (header.decompressed_size == 0) continue;
     SetWindow(output_.data(), output_.data() + output_.size());

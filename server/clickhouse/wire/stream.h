@@ -10,6 +10,7 @@
 // Both grow as data arrives, not when a query ends. Not thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -21,12 +22,22 @@
 
 namespace chgate::clickhouse {
 
+// Process-wide totals the byte counters also add to (shared by every connection that points at
+// them; read by the metrics exporter). Same meanings as received_bytes/decoded_bytes above, and
+// `sent` counts bytes written to the sockets.
+struct IoCounters {
+  std::atomic<uint64_t> received{0};
+  std::atomic<uint64_t> decoded{0};
+  std::atomic<uint64_t> sent{0};
+};
+
 class SocketReadBuffer final : public ReadBuffer {
  public:
   // `socket` must outlive this buffer.
   SocketReadBuffer(Socket* socket, size_t capacity, absl::Duration read_timeout);
 
   void set_read_timeout(absl::Duration timeout) { read_timeout_ = timeout; }
+  void set_counters(IoCounters* counters) { counters_ = counters; }
   uint64_t received_bytes() const { return received_bytes_; }
 
  protected:
@@ -37,6 +48,7 @@ class SocketReadBuffer final : public ReadBuffer {
   ByteBuffer buffer_;
   absl::Duration read_timeout_;
   uint64_t received_bytes_ = 0;
+  IoCounters* counters_ = nullptr;
 };
 
 class CompressedReadBuffer final : public ReadBuffer {
@@ -47,6 +59,7 @@ class CompressedReadBuffer final : public ReadBuffer {
 
   uint64_t decoded_bytes() const { return decoded_bytes_; }
   uint64_t frames() const { return frames_; }
+  void set_counters(IoCounters* counters) { counters_ = counters; }
 
  protected:
   absl::Status Refill() override;
@@ -58,6 +71,7 @@ class CompressedReadBuffer final : public ReadBuffer {
   ByteBuffer output_;   // decompressed bytes of the current frame, reused
   uint64_t decoded_bytes_ = 0;
   uint64_t frames_ = 0;
+  IoCounters* counters_ = nullptr;
 };
 
 }  // namespace chgate::clickhouse
