@@ -17,6 +17,18 @@ absl::Status Block::Validate() const {
   return absl::OkStatus();
 }
 
+Block Block::Clone() const {
+  Block copy;
+  copy.info_ = info_;
+  copy.rows_ = rows_;
+  for (const NamedColumn& c : columns_) {
+    ColumnPtr column = c.column->CloneEmpty();
+    column->AppendRange(*c.column, 0, c.column->Size());
+    copy.AddColumn(c.name, std::move(column));
+  }
+  return copy;
+}
+
 size_t Block::ByteSize() const {
   size_t n = 0;
   for (const NamedColumn& c : columns_) n += c.column->ByteSize();

@@ -48,6 +48,9 @@ class Block {
   absl::Status Validate() const;
   // Bytes the column values occupy.
   size_t ByteSize() const;
+  // A deep copy that owns all its memory (a block read from a connection may view the
+  // connection's buffers and is valid only until the next read).
+  Block Clone() const;
 
  private:
   friend absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block);

@@ -16,6 +16,8 @@ Connection::Connection(const ConnectionOptions& options, Socket socket)
   if (options_.client_revision == 0) options_.client_revision = revision::kClient;
   in_.set_counters(options_.counters);
   reader_.set_counters(options_.counters);
+  // Blocks handed out by ReceivePacket are documented as valid until the next call.
+  reader_.set_zero_copy(true);
   if (options_.compression != CompressionMethod::kNone) {
     compressor_.emplace(options_.compression, options_.zstd_level);
   }

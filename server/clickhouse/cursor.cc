@@ -43,12 +43,10 @@ const Block* Cursor::Next() {
         ++blocks_;
         return &p.block;
       case PacketType::kTotals:
-        totals_ = std::move(p.block);
-        p.block = Block();
+        totals_ = p.block.Clone();
         break;
       case PacketType::kExtremes:
-        extremes_ = std::move(p.block);
-        p.block = Block();
+        extremes_ = p.block.Clone();
         break;
       case PacketType::kProgress:
         progress_.Add(p.progress);

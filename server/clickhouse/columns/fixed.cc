@@ -217,7 +217,14 @@ absl::Status ColumnFixed::LoadBody(ReadBuffer& in, size_t rows) {
   if (rows > std::numeric_limits<size_t>::max() / width_) {
     return absl::DataLossError(absl::StrCat("row count ", rows, " overflows"));
   }
-  return ReadBulk(in, rows * width_, &values_);
+  const size_t bytes = rows * width_;
+  if (values_.empty() && in.WindowIsStable() && in.available() >= bytes) {
+    // Zero copy: the values are used where they were decompressed.
+    values_.SetView(in.pos(), bytes);
+    in.Advance(bytes);
+    return absl::OkStatus();
+  }
+  return ReadBulk(in, bytes, &values_);
 }
 
 void ColumnFixed::FormatValue(size_t row, bool nested, std::string* out) const {

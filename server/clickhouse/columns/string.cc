@@ -31,6 +31,37 @@ ColumnPtr ColumnString::CloneEmpty() const {
 
 absl::Status ColumnString::LoadBody(ReadBuffer& in, size_t rows) {
   ends_.reserve(ends_.size() + std::min<size_t>(rows, 1 << 20));
+  if (wire_.empty() && in.WindowIsStable()) {
+    // Zero copy when every value lies in the current window: scan the lengths, record where
+    // each row ends, and view the bytes in place.
+    const char* const begin = in.pos();
+    const char* const end = in.end();
+    const char* p = begin;
+    size_t done = 0;
+    for (; done < rows; ++done) {
+      uint64_t len = 0;
+      int shift = 0;
+      bool complete = false;
+      while (p < end && shift < 64) {
+        const uint8_t byte = static_cast<uint8_t>(*p++);
+        len |= static_cast<uint64_t>(byte & 0x7f) << shift;
+        shift += 7;
+        if ((byte & 0x80) == 0) {
+          complete = true;
+          break;
+        }
+      }
+      if (!complete || len > static_cast<uint64_t>(end - p)) break;
+      p += len;
+      ends_.push_back(static_cast<uint64_t>(p - begin));
+    }
+    if (done == rows) {
+      wire_.SetView(begin, static_cast<size_t>(p - begin));
+      in.Advance(static_cast<size_t>(p - begin));
+      return absl::OkStatus();
+    }
+    ends_.resize(ends_.size() - done);  // not all in the window: copy instead
+  }
   for (size_t i = 0; i < rows; ++i) {
     uint64_t len = 0;
     RETURN_IF_ERROR(in.ReadVarUInt(&len));

@@ -15,6 +15,9 @@ absl::Status ServerPacketReader::ReadBlockBody(Block* block, bool compressed) {
     RETURN_IF_ERROR(in_->ReadString(&table_name, 1 << 16));
   }
   if (!compressed) return ReadBlock(*in_, revision_, block);
+  // The previous block's columns (which may view the arena) are cleared by ReadBlock before
+  // anything is read into them, so the arena can be reused now.
+  compressed_in_.ResetArena();
   RETURN_IF_ERROR(ReadBlock(compressed_in_, revision_, block));
   if (compressed_in_.available() != 0) {
     return absl::DataLossError(absl::StrCat("block ended ", compressed_in_.available(),

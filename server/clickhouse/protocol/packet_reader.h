@@ -49,6 +49,9 @@ class ServerPacketReader {
   void set_compressed(bool compressed) { compressed_ = compressed; }
   uint64_t decoded_bytes() const { return compressed_in_.decoded_bytes(); }
   void set_counters(IoCounters* counters) { compressed_in_.set_counters(counters); }
+  // Lets decoded columns view the decompressed frames instead of copying them; the packet's
+  // block is then valid only until the next Next() (off by default).
+  void set_zero_copy(bool on) { compressed_in_.set_zero_copy(on); }
 
   // Reads the next packet. Errors are those of the source (OutOfRange when it ends, Unavailable,
   // DeadlineExceeded), DataLoss for malformed packets or unknown packet codes, and

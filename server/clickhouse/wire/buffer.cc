@@ -6,6 +6,16 @@
 
 namespace chgate::clickhouse {
 
+void ByteBuffer::Materialize() {
+  const char* src = view_;
+  const size_t n = size_;
+  view_ = nullptr;
+  size_ = 0;
+  if (n > capacity_) Grow(n);
+  if (n != 0) std::memcpy(data_.get(), src, n);
+  size_ = n;
+}
+
 void ByteBuffer::Grow(size_t min_capacity) {
   size_t new_capacity = std::max<size_t>({min_capacity, capacity_ * 2, 64});
   std::unique_ptr<char[]> fresh(new char[new_capacity]);

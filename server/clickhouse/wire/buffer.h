@@ -48,6 +48,8 @@ inline size_t EncodeVarUInt(uint64_t v, char* p) {
 
 // A growable byte array without value-initialisation of new capacity. Used for column storage
 // and for staging small header bytes. Pointers into it stay valid until the next growth.
+// It can also be a read-only view of someone else's bytes (SetView): reading costs nothing, and
+// the first change copies the bytes into owned memory. Owned capacity survives views and clear().
 class ByteBuffer {
  public:
   ByteBuffer() = default;
@@ -56,7 +58,9 @@ class ByteBuffer {
     data_ = std::move(other.data_);
     size_ = other.size_;
     capacity_ = other.capacity_;
+    view_ = other.view_;
     other.size_ = other.capacity_ = 0;
+    other.view_ = nullptr;
     return *this;
   }
   ByteBuffer(const ByteBuffer& other) { Append(other.data(), other.size()); }
@@ -68,19 +72,33 @@ class ByteBuffer {
     return *this;
   }
 
-  char* data() { return data_.get(); }
-  const char* data() const { return data_.get(); }
+  char* data() {
+    if (view_ != nullptr) Materialize();
+    return data_.get();
+  }
+  const char* data() const { return view_ != nullptr ? view_ : data_.get(); }
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
   bool empty() const { return size_ == 0; }
-  std::string_view view() const { return {data_.get(), size_}; }
-  void clear() { size_ = 0; }
+  std::string_view view() const { return {data(), size_}; }
+  void clear() {
+    size_ = 0;
+    view_ = nullptr;
+  }
+  // Becomes a view of [p, p + n), which must stay valid and unchanged while it is used.
+  void SetView(const char* p, size_t n) {
+    view_ = p;
+    size_ = n;
+  }
+  bool is_view() const { return view_ != nullptr; }
 
   void reserve(size_t n) {
+    if (view_ != nullptr) Materialize();
     if (n > capacity_) Grow(n);
   }
   // Makes room for `n` more bytes and returns where they go; call Commit(n) after writing.
   char* Prepare(size_t n) {
+    if (view_ != nullptr) Materialize();
     if (size_ + n > capacity_) Grow(size_ + n);
     return data_.get() + size_;
   }
@@ -117,10 +135,13 @@ class ByteBuffer {
 
  private:
   void Grow(size_t min_capacity);
+  // Copies the viewed bytes into owned memory.
+  void Materialize();
 
   std::unique_ptr<char[]> data_;
   size_t size_ = 0;
   size_t capacity_ = 0;
+  const char* view_ = nullptr;
 };
 
 // Reads from a window [pos_, end_) of bytes; when the window is exhausted, Refill() obtains the
@@ -136,6 +157,9 @@ class ReadBuffer {
   const char* pos() const { return pos_; }
   const char* end() const { return end_; }
   size_t available() const { return static_cast<size_t>(end_ - pos_); }
+  // Whether the bytes of the current window stay valid and unchanged after later reads, until
+  // the owner of the buffer says otherwise (so decoded columns may view them instead of copying).
+  virtual bool WindowIsStable() const { return false; }
   void Advance(size_t n) { pos_ += n; }
 
   // Ensures at least one byte is available. Returns OutOfRange at the end of data.
@@ -213,13 +237,20 @@ class ReadBuffer {
   uint64_t window_offset_ = 0;
 };
 
-// A ReadBuffer over one fixed span; its end is the end of data.
+// A ReadBuffer over one fixed span; its end is the end of data. With `stable`, decoded columns
+// may view the span instead of copying it (the span must then outlive them).
 class MemoryReadBuffer final : public ReadBuffer {
  public:
-  explicit MemoryReadBuffer(std::string_view data) { SetWindow(data.data(), data.data() + data.size()); }
+  explicit MemoryReadBuffer(std::string_view data, bool stable = false) : stable_(stable) {
+    SetWindow(data.data(), data.data() + data.size());
+  }
+  bool WindowIsStable() const override { return stable_; }
 
  protected:
   absl::Status Refill() override;
+
+ private:
+  bool stable_;
 };
 
 }  // namespace chgate::clickhouse

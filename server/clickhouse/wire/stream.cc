@@ -90,15 +90,18 @@ absl::Status CompressedReadBuffer::Refill() {
       }
       frame = staging_.data();
     }
-    output_.resize(header.decompressed_size);
-    RETURN_IF_ERROR(DecompressFrame(frame, frame_size, header, output_.data()));
+    if (!zero_copy_) arena_used_ = 0;
+    if (arena_used_ == arena_.size()) arena_.emplace_back();
+    ByteBuffer& output = arena_[arena_used_++];
+    output.resize(header.decompressed_size);
+    RETURN_IF_ERROR(DecompressFrame(frame, frame_size, header, output.data()));
     decoded_bytes_ += header.decompressed_size;
     if (counters_ != nullptr) {
       counters_->decoded.fetch_add(header.decompressed_size, std::memory_order_relaxed);
     }
     ++frames_;
     if (header.decompressed_size == 0) continue;
-    SetWindow(output_.data(), output_.data() + output_.size());
+    SetWindow(output.data(), output.data() + output.size());
     return absl::OkStatus();
   }
 }

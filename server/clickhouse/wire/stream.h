@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -59,6 +60,12 @@ class CompressedReadBuffer final : public ReadBuffer {
 
   uint64_t decoded_bytes() const { return decoded_bytes_; }
   uint64_t frames() const { return frames_; }
+  // With zero copy on, windows stay valid until ResetArena() (call it before reading the next
+  // block, once nothing views the previous one), so decoded columns may view them. Off by
+  // default: then one output buffer is reused for every frame.
+  void set_zero_copy(bool on) { zero_copy_ = on; }
+  bool WindowIsStable() const override { return zero_copy_; }
+  void ResetArena() { arena_used_ = 0; }
   void set_counters(IoCounters* counters) { counters_ = counters; }
 
  protected:
@@ -68,7 +75,11 @@ class CompressedReadBuffer final : public ReadBuffer {
   ReadBuffer* source_;
   uint32_t max_frame_size_;
   ByteBuffer staging_;  // only for a frame that straddles the source's window
-  ByteBuffer output_;   // decompressed bytes of the current frame, reused
+  // Decompressed frames of the current block: each frame gets its own reused buffer, so every
+  // window stays valid until ResetArena() (the next block), and decoded columns can view it.
+  std::vector<ByteBuffer> arena_;
+  size_t arena_used_ = 0;
+  bool zero_copy_ = false;
   uint64_t decoded_bytes_ = 0;
   uint64_t frames_ = 0;
   IoCounters* counters_ = nullptr;
