@@ -298,7 +298,8 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
     converted = AppendRows(*request.rows, s.names, columns, convert);
   } else if (request.block != nullptr) {
     const clickhouse::Block& b = *request.block;
-    if (b.column_count() != s.names.size()) {
+    converted = b.Validate();
+    if (converted.ok() && b.column_count() != s.names.size()) {
       converted = absl::InvalidArgumentError(absl::StrCat(
           "block has ", b.column_count(), " columns, the insert expects ", s.names.size()));
     }
@@ -312,11 +313,16 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
         columns[i]->AppendRange(*col, 0, b.rows());
       }
     }
-    if (converted.ok()) converted = b.Validate();
   }
   if (!converted.ok()) return Complete(p, {.status = converted});
   p->rows = p->staged->rows();
   p->bytes = p->staged->ByteSize();
+  if (p->rows == 0) {
+    // Nothing to commit: the table and columns were checked, which is all a zero-row request
+    // asks for.
+    if (p->on_admitted) p->on_admitted();
+    return Complete(p, {.status = absl::OkStatus(), .rows = 0, .committed = true});
+  }
   Append(std::move(p));
 }
 
@@ -335,15 +341,16 @@ void Ingestor::Append(std::shared_ptr<Pending> p) {
       });
     } else {
       waiting_.push_back(p);
-      if (metrics_ != nullptr) metrics_->waiting_requests->Set(static_cast<double>(waiting_.size()));
-      AdmitWaitingLocked();
+      if (metrics_ != nullptr)
+        metrics_->waiting_requests->Set(static_cast<double>(waiting_.size()));
+      AdmitWaitingLocked(&after);
     }
   }
-  // Admission callbacks queued by AdmitWaitingLocked run on the work queue.
+  // Admission callbacks run here, outside the lock, not behind slow work in the queues.
   for (auto& f : after) f();
 }
 
-void Ingestor::AdmitWaitingLocked() {
+void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
   while (!waiting_.empty()) {
     std::shared_ptr<Pending> p = waiting_.front();
     auto& slot = batches_[p->key];
@@ -388,9 +395,9 @@ void Ingestor::AdmitWaitingLocked() {
     if (p->ack == AckMode::kCommitted) {
       batch.pendings.push_back(p);
       batch.earliest_deadline = std::min(batch.earliest_deadline, p->deadline);
-      if (admitted) work_.push_back(std::move(admitted));
+      if (admitted) after->push_back(std::move(admitted));
     } else {
-      work_.push_back([this, p, admitted = std::move(admitted)] {
+      after->push_back([this, p, admitted = std::move(admitted)] {
         if (admitted) admitted();
         Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false});
       });
@@ -516,7 +523,7 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   }
   if (metrics_ != nullptr) {
     metrics_->BatchFlushed(batch->label, ReasonLabel(static_cast<int>(reason)), block->rows(),
-                      block->ByteSize(), absl::ToDoubleSeconds(end - start));
+                           block->ByteSize(), absl::ToDoubleSeconds(end - start));
     if (!status.ok()) metrics_->FlushError(batch->label, ErrorCodeLabel(status));
   }
   const uint64_t rows = block->rows(), bytes = block->ByteSize();
@@ -532,24 +539,28 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
 }
 
 void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {
-  absl::MutexLock lock(&mu_);
-  buffered_bytes_ -= bytes;
-  buffered_rows_ -= rows;
-  batch->table_bytes -= bytes;
-  batch->flushing = false;
-  --flushes_in_flight_;
-  if (metrics_ != nullptr) metrics_->SetBuffered(buffered_rows_, buffered_bytes_);
-  AdmitWaitingLocked();
-  const BatchLimits& limits = LimitsFor(batch->label);
-  if (shutting_down_) {
-    StartFlushLocked(*batch, FlushReason::kShutdown);
-  } else if (batch->rows >= limits.max_rows) {
-    StartFlushLocked(*batch, FlushReason::kRows);
-  } else if (batch->bytes >= limits.max_bytes) {
-    StartFlushLocked(*batch, FlushReason::kBytes);
-  } else if (DueLocked(*batch) <= clock_->Now()) {
-    StartFlushLocked(*batch, FlushReason::kAge);
+  std::vector<std::function<void()>> after;
+  {
+    absl::MutexLock lock(&mu_);
+    buffered_bytes_ -= bytes;
+    buffered_rows_ -= rows;
+    batch->table_bytes -= bytes;
+    batch->flushing = false;
+    --flushes_in_flight_;
+    if (metrics_ != nullptr) metrics_->SetBuffered(buffered_rows_, buffered_bytes_);
+    AdmitWaitingLocked(&after);
+    const BatchLimits& limits = LimitsFor(batch->label);
+    if (shutting_down_) {
+      StartFlushLocked(*batch, FlushReason::kShutdown);
+    } else if (batch->rows >= limits.max_rows) {
+      StartFlushLocked(*batch, FlushReason::kRows);
+    } else if (batch->bytes >= limits.max_bytes) {
+      StartFlushLocked(*batch, FlushReason::kBytes);
+    } else if (DueLocked(*batch) <= clock_->Now()) {
+      StartFlushLocked(*batch, FlushReason::kAge);
+    }
   }
+  for (auto& f : after) f();
 }
 
 bool Ingestor::Poll() {

@@ -126,6 +126,7 @@ class Ingestor {
   // flushes until `deadline`; requests still pending then fail with Unavailable.
   void Shutdown(absl::Time deadline);
 
+  // Callback order: `on_admitted` (if any) always runs before `on_done` for a request.
   // Test hooks (background == false): flush what is due at the clock's now, and run queued
   // work (conversions, flushes) on the calling thread. Return whether anything ran.
   bool Poll();
@@ -145,7 +146,9 @@ class Ingestor {
                                                             const std::vector<std::string>& columns,
                                                             absl::Time deadline);
   void Append(std::shared_ptr<Pending> pending) ABSL_LOCKS_EXCLUDED(mu_);
-  void AdmitWaitingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admits waiting requests that fit; their callbacks go to `after`, to run once mu_ is released.
+  void AdmitWaitingLocked(std::vector<std::function<void()>>* after)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<Pending>>* expired)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

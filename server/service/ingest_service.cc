@@ -59,9 +59,8 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
     RETURN_IF_ERROR(CheckColumnNames(names));
   } else {
     if (static_cast<size_t>(block.columns_size()) != columns.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("block has ", block.columns_size(),
-                                                     " columns but `columns` names ",
-                                                     columns.size()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block has ", block.columns_size(), " columns but `columns` names ", columns.size()));
     }
     for (int i = 0; i < block.columns_size(); ++i) {
       const std::string& name = block.columns(i).name();
@@ -94,10 +93,9 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
 absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline, PreparedInsert* out) {
   if (message.table().empty()) return absl::InvalidArgumentError("`table` is required");
   if (message.idempotency_key().size() > kMaxIdempotencyKeyBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("`idempotency_key` has ",
-                                                   message.idempotency_key().size(),
-                                                   " bytes, at most ", kMaxIdempotencyKeyBytes,
-                                                   " are allowed"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("`idempotency_key` has ", message.idempotency_key().size(), " bytes, at most ",
+                     kMaxIdempotencyKeyBytes, " are allowed"));
   }
   ingest::Request& request = out->request;
   request.table = message.table();
@@ -153,7 +151,7 @@ void FillSuccess(const ingest::Result& result, const PreparedInsert& prepared, M
   if (prepared.row_count == 0) {
     // Vacuously committed, unless the caller asked for the weaker guarantee.
     out->set_ack_mode(prepared.requested_ack == v1::ACK_MODE_ACCEPTED ? v1::ACK_MODE_ACCEPTED
-                                                                       : v1::ACK_MODE_COMMITTED);
+                                                                      : v1::ACK_MODE_COMMITTED);
     return;
   }
   out->set_ack_mode(result.committed ? v1::ACK_MODE_COMMITTED : v1::ACK_MODE_ACCEPTED);

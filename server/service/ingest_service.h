@@ -20,9 +20,9 @@
 // after the call was cancelled.
 #pragma once
 
-#include <atomic>
-
 #include <grpcpp/grpcpp.h>
+
+#include <atomic>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"

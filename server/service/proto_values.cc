@@ -92,10 +92,8 @@ const ingest::ValueRef::Ops kProtoValueOps = {
           }
           return static_cast<size_t>(AsList(v).values_size());
         },
-    .element =
-        [](const void* p, size_t i) {
-          return ProtoValue(AsList(AsValue(p)).values(static_cast<int>(i)));
-        },
+    .element = [](const void* p,
+                  size_t i) { return ProtoValue(AsList(AsValue(p)).values(static_cast<int>(i))); },
     .map_key =
         [](const void* p, size_t i) {
           return ProtoValue(AsValue(p).map_value().entries(static_cast<int>(i)).key());
@@ -197,13 +195,12 @@ struct Position {
 };
 
 absl::Status LayoutError(const Position& pos, std::string_view what) {
-  std::string message = absl::StrCat("block column '", pos.scope->column, "' (", pos.scope->type,
-                                     ")");
+  std::string message =
+      absl::StrCat("block column '", pos.scope->column, "' (", pos.scope->type, ")");
   if (!pos.where.empty()) absl::StrAppend(&message, " ", pos.where);
   absl::StrAppend(&message, ": ", Sv(what));
   return ingest::WithValueError(absl::InvalidArgumentError(message),
-                                {.column = pos.scope->column,
-                                 .type = pos.scope->type});
+                                {.column = pos.scope->column, .type = pos.scope->type});
 }
 
 std::string ChildWhere(const Position& pos, int index) {
@@ -504,8 +501,8 @@ class FixedNode final : public Node {
   absl::Status AppendUInt64s(uint64_t begin, uint64_t end) {
     const size_t width = dst_.width();
     const uint64_t* values = src_.uint64s().data();
-    uint64_t hi = width >= 8 ? std::numeric_limits<uint64_t>::max()
-                             : (uint64_t{1} << (8 * width)) - 1;
+    uint64_t hi =
+        width >= 8 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << (8 * width)) - 1;
     if (dst_.kind() == Kind::kBool) hi = 1;
     for (uint64_t i = begin; i < end; ++i) {
       if (values[i] > hi) {
@@ -586,8 +583,9 @@ absl::StatusOr<std::unique_ptr<Node>> BuildFixed(const v1::Column& src, uint64_t
   RETURN_IF_ERROR(CheckFields(src, pos, allowed));
   const unsigned present = PresentFields(src) & allowed;
   if (std::popcount(present) > 1) {
-    return LayoutError(pos, "sets more than one value form; use exactly one of `data` or the "
-                            "typed field");
+    return LayoutError(pos,
+                       "sets more than one value form; use exactly one of `data` or the "
+                       "typed field");
   }
   FixedForm form = FixedForm::kNone;
   uint64_t count = 0;
@@ -668,8 +666,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildString(const v1::Column& src, uint64_
 
 class NullableNode final : public Node {
  public:
-  NullableNode(const v1::Column& src, clickhouse::ColumnNullable* dst)
-      : src_(src), dst_(*dst) {}
+  NullableNode(const v1::Column& src, clickhouse::ColumnNullable* dst) : src_(src), dst_(*dst) {}
 
   absl::Status Append(uint64_t begin, uint64_t end) override {
     const std::string& nulls = src_.nulls();
@@ -708,8 +705,8 @@ absl::StatusOr<std::unique_ptr<Node>> BuildNullable(const v1::Column& src, uint6
   bool all_null = rows == 0 || !nulls.empty();
   if (!nulls.empty()) {
     if (nulls.size() != rows) {
-      return LayoutError(pos, absl::StrCat("`nulls` has ", nulls.size(), " bytes, expected ",
-                                           rows, " (one per row)"));
+      return LayoutError(pos, absl::StrCat("`nulls` has ", nulls.size(), " bytes, expected ", rows,
+                                           " (one per row)"));
     }
     for (size_t i = 0; i < nulls.size(); ++i) {
       if (nulls[i] != 0 && nulls[i] != 1) {
@@ -774,9 +771,9 @@ absl::StatusOr<std::unique_ptr<Node>> BuildArray(const v1::Column& src, uint64_t
   const int expected = static_cast<int>(targets.size());
   if (src.children_size() != expected) {
     if (elements == 0 && src.children_size() == 0) return node;  // every array is empty
-    return LayoutError(pos, absl::StrCat("has ", src.children_size(), " children, expected ",
-                                         expected,
-                                         dst->is_map() ? " (keys, values)" : " (the elements)"));
+    return LayoutError(pos,
+                       absl::StrCat("has ", src.children_size(), " children, expected ", expected,
+                                    dst->is_map() ? " (keys, values)" : " (the elements)"));
   }
   for (int i = 0; i < expected; ++i) {
     Position child{.scope = pos.scope,
@@ -786,9 +783,9 @@ absl::StatusOr<std::unique_ptr<Node>> BuildArray(const v1::Column& src, uint64_t
                                           : Link::kMapValue,
                    .parent_offsets = &src.offsets(),
                    .where = ChildWhere(pos, i)};
-    ASSIGN_OR_RETURN(std::unique_ptr<Node> c,
-                     Build(src.children(i), elements, targets[static_cast<size_t>(i)],
-                           std::move(child)));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<Node> c,
+        Build(src.children(i), elements, targets[static_cast<size_t>(i)], std::move(child)));
     node->children_.push_back(std::move(c));
   }
   return node;
@@ -910,11 +907,10 @@ absl::StatusOr<std::unique_ptr<Node>> Build(const v1::Column& src, uint64_t rows
   } else if (auto* lc = dynamic_cast<clickhouse::ColumnLowCardinality*>(dst)) {
     return BuildLowCardinality(src, rows, lc, pos);
   } else {
-    return ingest::WithValueError(
-        absl::UnimplementedError(absl::StrCat("block column '", pos.scope->column, "' (",
-                                              pos.scope->type,
-                                              "): type cannot be carried by the API")),
-        {.column = pos.scope->column, .type = pos.scope->type});
+    return ingest::WithValueError(absl::UnimplementedError(absl::StrCat(
+                                      "block column '", pos.scope->column, "' (", pos.scope->type,
+                                      "): type cannot be carried by the API")),
+                                  {.column = pos.scope->column, .type = pos.scope->type});
   }
   if (node.ok()) Place(pos, node->get());
   return node;
@@ -947,9 +943,9 @@ absl::Status ConvertBlock(const v1::Block& block, std::span<const std::string> n
     absl::StatusOr<clickhouse::ColumnPtr> column = clickhouse::CreateColumn(src.type());
     if (!column.ok()) {
       return ingest::WithValueError(
-          absl::Status(column.status().code(), absl::StrCat("block column '", name, "' (",
-                                                            src.type(), "): ",
-                                                            column.status().message())),
+          absl::Status(column.status().code(),
+                       absl::StrCat("block column '", name, "' (", src.type(),
+                                    "): ", column.status().message())),
           {.column = name, .type = src.type()});
     }
     RETURN_IF_ERROR(AppendProtoColumn(src, block.rows(), name, column->get()));

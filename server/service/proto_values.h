@@ -65,8 +65,7 @@ class ProtoRows final : public ingest::RowSource {
 // decrease or do not match, missing or extra children, more than one value form, `nulls` on a
 // type that is not Nullable); a value out of its type's range (convenience forms, Bool, Enum).
 // Returns Unimplemented (with the column named) for a type this API cannot carry.
-[[nodiscard]] absl::Status ConvertBlock(const v1::Block& block,
-                                        std::span<const std::string> names,
+[[nodiscard]] absl::Status ConvertBlock(const v1::Block& block, std::span<const std::string> names,
                                         clickhouse::Block* out);
 
 // Appends `rows` rows of `src`, laid out as the proto describes for `dst`'s type, to `dst`.

@@ -1,13 +1,13 @@
 #include "server/service/server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
 #include <algorithm>
 #include <climits>
 #include <utility>
 #include <vector>
-
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/base/call_once.h"
 #include "absl/base/thread_annotations.h"
@@ -55,8 +55,7 @@ class ServerImpl final : public Server {
     InitGrpcOnce();
     {
       grpc::ServerBuilder builder;
-      builder.AddListeningPort(options_.api_address, grpc::InsecureServerCredentials(),
-                               &api_port_);
+      builder.AddListeningPort(options_.api_address, grpc::InsecureServerCredentials(), &api_port_);
       ExclusivePort(builder);
       builder.RegisterService(&service_);
       builder.SetMaxReceiveMessageSize(

@@ -4,9 +4,9 @@
 // `chgate-status-bin`; InsertStream carries it in each InsertAck. Plain functions, thread-safe.
 #pragma once
 
-#include <string_view>
-
 #include <grpcpp/grpcpp.h>
+
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "chgate/v1/chgate.pb.h"
@@ -29,7 +29,6 @@ std::string_view ClickHouseExceptionName(const absl::Status& status);
 // The gRPC status for `status`, same code number and message. When `context` is given and the
 // status is not OK, the chgate.v1.Status detail is also added to the call's trailing metadata
 // under kStatusTrailerKey; call it before Finish.
-grpc::Status ToGrpcStatus(const absl::Status& status,
-                          grpc::ServerContextBase* context = nullptr);
+grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase* context = nullptr);
 
 }  // namespace chgate::service
