@@ -95,6 +95,7 @@ absl::StatusOr<TableId> ParseTableName(std::string_view text, const std::string&
 }
 
 struct Ingestor::Pending {
+  std::string idempotency_key;  // "db.table|key" when the request has one
   TableId table;
   std::string key;    // batch key
   std::string label;  // "db.table" for metrics
@@ -219,6 +220,29 @@ bool Ingestor::RunPending() {
 void Ingestor::Complete(const std::shared_ptr<Pending>& p, Result result) {
   if (p->done) return;
   p->done = true;
+  if (!p->idempotency_key.empty()) {
+    std::vector<std::function<void(Result)>> followers;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = keys_.find(p->idempotency_key);
+      if (it != keys_.end()) {
+        followers = std::move(it->second.followers);
+        if (result.status.ok()) {
+          it->second.done = true;
+          it->second.result = result;
+          it->second.expires = clock_->Now() + options_.idempotency_window;
+          it->second.followers.clear();
+        } else {
+          keys_.erase(it);
+        }
+      }
+    }
+    for (auto& f : followers) {
+      Result copy = result;
+      copy.deduplicated = true;
+      f(std::move(copy));
+    }
+  }
   if (metrics_ != nullptr) {
     std::string label =
         result.status.ok() ? (result.committed ? "ok" : "accepted") : ResultLabel(result.status);
@@ -277,6 +301,41 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
   p->table = *table;
   p->columns = request.columns;
   const std::string label = absl::StrCat(table->database, ".", table->table);
+  if (!request.idempotency_key.empty()) {
+    const std::string key = absl::StrCat(label, "|", request.idempotency_key);
+    std::optional<Result> earlier;
+    {
+      absl::MutexLock lock(&mu_);
+      const absl::Time now = clock_->Now();
+      for (auto it = keys_.begin(); it != keys_.end();) {  // forget expired keys
+        if (it->second.done && it->second.expires <= now) {
+          keys_.erase(it++);
+        } else {
+          ++it;
+        }
+      }
+      auto it = keys_.find(key);
+      if (it == keys_.end()) {
+        keys_[key];  // this request owns the key now
+        p->idempotency_key = key;
+      } else if (it->second.done) {
+        earlier = it->second.result;
+      } else {
+        // Wait for the first request's outcome instead of inserting again.
+        it->second.followers.push_back(std::move(p->on_done));
+        p->on_done = nullptr;
+        p->done = true;
+      }
+    }
+    if (earlier) {
+      earlier->deduplicated = true;
+      return Complete(p, *std::move(earlier));
+    }
+    if (p->done) {
+      if (p->on_admitted) p->on_admitted();
+      return;
+    }
+  }
   p->key = absl::StrCat(label, "|", absl::StrJoin(p->columns, ","));
   absl::StatusOr<std::shared_ptr<const TableSchema>> schema =
       Schema(p->table, p->columns, p->deadline);

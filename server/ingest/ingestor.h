@@ -71,6 +71,8 @@ struct IngestOptions {
   // Flush this long before the earliest waiting caller's deadline.
   absl::Duration deadline_margin = absl::Milliseconds(100);
   absl::Duration schema_ttl = absl::Minutes(1);
+  // How long a successful request's idempotency key is remembered (in memory only).
+  absl::Duration idempotency_window = absl::Minutes(10);
   AckMode default_ack = AckMode::kCommitted;
   ConvertOptions convert;
   size_t worker_threads = 2;  // conversion and header lookups
@@ -86,6 +88,10 @@ struct Request {
   const clickhouse::Block* block = nullptr;  // ... or typed columns matching `columns`
   absl::Time deadline = absl::InfiniteFuture();
   std::optional<AckMode> ack;
+  // Optional: a repeat of a recent request with the same (table, key) is not inserted again. A
+  // repeat of a pending request waits for its outcome; of a successful one gets its result at
+  // once (deduplicated = true); a failed request's key is forgotten.
+  std::string idempotency_key;
 };
 
 struct Result {
@@ -94,6 +100,7 @@ struct Result {
   bool committed = false;  // false for an `accepted` ack
   std::string query_id;
   absl::Time commit_time;
+  bool deduplicated = false;  // an earlier request with the same idempotency key did the work
 };
 
 struct IngestStats {
@@ -173,6 +180,13 @@ class Ingestor {
   };
   absl::flat_hash_map<std::string, SchemaEntry> schemas_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<Pending>> waiting_ ABSL_GUARDED_BY(mu_);
+  struct KeyEntry {
+    bool done = false;
+    Result result;                                       // once done (success only)
+    absl::Time expires;                                  // once done
+    std::vector<std::function<void(Result)>> followers;  // repeats waiting for the outcome
+  };
+  absl::flat_hash_map<std::string, KeyEntry> keys_ ABSL_GUARDED_BY(mu_);
   uint64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t buffered_rows_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;

@@ -99,6 +99,7 @@ absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline, Prep
   }
   ingest::Request& request = out->request;
   request.table = message.table();
+  request.idempotency_key = message.idempotency_key();
   request.deadline = deadline;
   out->requested_ack = message.ack_mode();
   switch (message.ack_mode()) {
@@ -156,6 +157,7 @@ void FillSuccess(const ingest::Result& result, const PreparedInsert& prepared, M
   }
   out->set_ack_mode(result.committed ? v1::ACK_MODE_COMMITTED : v1::ACK_MODE_ACCEPTED);
   out->set_query_id(result.query_id);
+  out->set_deduplicated(result.deduplicated);
   if (result.committed) *out->mutable_commit_time() = ToProtoTime(result.commit_time);
 }
 

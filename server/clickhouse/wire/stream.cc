@@ -65,10 +65,10 @@ absl::Status CompressedReadBuffer::Refill() {
                                               " bytes exceeds the limit of ", max_frame_size_));
     }
     if (header.decompressed_size > MaxDecompressedSize(header)) {
-      return absl::DataLossError(absl::StrCat(
-          "compression frame: decompressed_size ", header.decompressed_size,
-          " is more than a payload of ", header.compressed_size - kFrameHeaderSize,
-          " bytes can hold"));
+      return absl::DataLossError(
+          absl::StrCat("compression frame: decompressed_size ", header.decompressed_size,
+                       " is more than a payload of ", header.compressed_size - kFrameHeaderSize,
+                       " bytes can hold"));
     }
     const size_t frame_size = kFrameChecksumSize + header.compressed_size;
     const char* frame;

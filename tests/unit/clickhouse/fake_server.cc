@@ -1,8 +1,8 @@
 #include "tests/unit/clickhouse/fake_server.h"
 
 #include <arpa/inet.h>
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -61,7 +61,7 @@ std::string ServerHelloPacket(uint64_t server_revision, uint64_t client_revision
     out.WriteString("be at least 12 characters long");
   }
   if (r >= 54462) out.WriteFixed<uint64_t>(0x0123456789abcdefULL);  // nonce
-  if (r >= 54474) out.WriteString("");  // server settings: none
+  if (r >= 54474) out.WriteString("");                              // server settings: none
   if (r >= 54477) out.WriteVarUInt(0);  // query plan serialization version
   if (r >= 54479) out.WriteVarUInt(0);  // cluster function protocol version
   return out.ToString();
@@ -212,7 +212,8 @@ std::string CompressFrame(std::string_view body, CompressionMethod method) {
   do {
     const size_t take = std::min(body.size() - offset, kMaxFrameInput);
     const std::span<const char> piece(body.data() + offset, take);
-    absl::Status st = compressor.Compress(std::span<const std::span<const char>>(&piece, 1), &frames);
+    absl::Status st =
+        compressor.Compress(std::span<const std::span<const char>>(&piece, 1), &frames);
     CHGATE_CHECK(st.ok());
     offset += take;
   } while (offset < body.size());
@@ -270,12 +271,18 @@ std::string BlockToTsv(const Block& block) {
 
 const char* ClientPacketName(ClientPacket kind) {
   switch (kind) {
-    case ClientPacket::kHello: return "Hello";
-    case ClientPacket::kAddendum: return "Addendum";
-    case ClientPacket::kQuery: return "Query";
-    case ClientPacket::kData: return "Data";
-    case ClientPacket::kCancel: return "Cancel";
-    case ClientPacket::kPing: return "Ping";
+    case ClientPacket::kHello:
+      return "Hello";
+    case ClientPacket::kAddendum:
+      return "Addendum";
+    case ClientPacket::kQuery:
+      return "Query";
+    case ClientPacket::kData:
+      return "Data";
+    case ClientPacket::kCancel:
+      return "Cancel";
+    case ClientPacket::kPing:
+      return "Ping";
   }
   return "?";
 }
@@ -335,8 +342,8 @@ absl::Status SkipClientInfo(ReadBuffer& in, uint64_t r) {
 // Below 54429 a setting's value has its own binary form; the fake knows the settings the tests
 // send.
 absl::Status SkipBinarySettingValue(ReadBuffer& in, const std::string& name) {
-  static const std::vector<std::string> kStrings = {
-      "network_compression_method", "send_logs_level", "totals_auto_threshold", "load_balancing"};
+  static const std::vector<std::string> kStrings = {"network_compression_method", "send_logs_level",
+                                                    "totals_auto_threshold", "load_balancing"};
   static const std::vector<std::string> kNumbers = {
       "max_block_size", "max_threads", "extremes", "readonly", "network_zstd_compression_level",
       "insert_quorum"};
@@ -385,7 +392,16 @@ absl::StatusOr<Block> DecodeClientData(std::string_view packet, uint64_t revisio
 // ---- FakeServer ----
 
 struct FakeServer::Step {
-  enum class Kind { kExpectBytes, kExpectPacket, kSend, kHandshake, kClose, kStall, kAccept, kCall };
+  enum class Kind {
+    kExpectBytes,
+    kExpectPacket,
+    kSend,
+    kHandshake,
+    kClose,
+    kStall,
+    kAccept,
+    kCall
+  };
   Kind kind;
   size_t n = 0;
   ClientPacket packet = ClientPacket::kHello;
@@ -510,9 +526,8 @@ absl::Status FakeServer::WaitFd(int fd, short events, absl::Time deadline) {
     pollfd fds[2] = {{fd, events, 0}, {wake_fd_, POLLIN, 0}};
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) return absl::DeadlineExceededError("fake server timed out");
-    const int ms = static_cast<int>(
-        std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
-                          int64_t{1} << 30));
+    const int ms = static_cast<int>(std::min<int64_t>(
+        absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))), int64_t{1} << 30));
     const int rc = ::poll(fds, 2, ms);
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
@@ -678,16 +693,15 @@ absl::Status FakeServer::ReadPacket(ClientPacket kind, absl::Time deadline, std:
       return absl::OkStatus();
     }
     if (!absl::IsOutOfRange(parsed)) {
-      return absl::Status(parsed.code(),
-                          absl::StrCat("client ", ClientPacketName(kind), " packet: ",
-                                       parsed.message(), "; bytes: ", Hex(input_.substr(0, 512))));
+      return absl::Status(parsed.code(), absl::StrCat("client ", ClientPacketName(kind),
+                                                      " packet: ", parsed.message(),
+                                                      "; bytes: ", Hex(input_.substr(0, 512))));
     }
     absl::Status more = ReadMore(deadline);
     if (!more.ok()) {
-      return absl::Status(more.code(),
-                          absl::StrCat("waiting for client ", ClientPacketName(kind), ": ",
-                                       more.message(), "; have ", input_.size(),
-                                       " bytes: ", Hex(input_.substr(0, 256))));
+      return absl::Status(more.code(), absl::StrCat("waiting for client ", ClientPacketName(kind),
+                                                    ": ", more.message(), "; have ", input_.size(),
+                                                    " bytes: ", Hex(input_.substr(0, 256))));
     }
   }
 }
@@ -700,9 +714,8 @@ absl::Status FakeServer::RunStep(const Step& step) {
         absl::Status more = ReadMore(deadline);
         if (!more.ok()) {
           return absl::Status(more.code(), absl::StrCat("waiting for ", step.n, " bytes: ",
-                                                        more.message(), "; have ",
-                                                        input_.size(), ": ",
-                                                        Hex(input_.substr(0, 512))));
+                                                        more.message(), "; have ", input_.size(),
+                                                        ": ", Hex(input_.substr(0, 512))));
         }
       }
       const std::string bytes = input_.substr(0, step.n);
@@ -721,9 +734,8 @@ absl::Status FakeServer::RunStep(const Step& step) {
     case Step::Kind::kHandshake: {
       std::string hello;
       RETURN_IF_ERROR(ReadPacket(ClientPacket::kHello, deadline, &hello));
-      RETURN_IF_ERROR(
-          SendAll(ServerHelloPacket(options_.revision, parse_.client_revision, step.hello),
-                  deadline));
+      RETURN_IF_ERROR(SendAll(
+          ServerHelloPacket(options_.revision, parse_.client_revision, step.hello), deadline));
       if (parse_.revision >= revision::kAddendum) {
         std::string addendum;
         RETURN_IF_ERROR(ReadPacket(ClientPacket::kAddendum, deadline, &addendum));

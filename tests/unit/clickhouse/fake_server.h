@@ -130,8 +130,7 @@ enum class ClientPacket { kHello, kAddendum, kQuery, kData, kCancel, kPing };
 const char* ClientPacketName(ClientPacket kind);
 
 // Decodes a client Data packet (code, table name, body) captured by the fake.
-absl::StatusOr<Block> DecodeClientData(std::string_view packet, uint64_t revision,
-                                       bool compressed);
+absl::StatusOr<Block> DecodeClientData(std::string_view packet, uint64_t revision, bool compressed);
 
 struct FakeServerOptions {
   // The revision the server announces and gates on (with the client's).

@@ -2,6 +2,8 @@
 // Data packets at several revisions (expected bytes are written out by hand from PROTOCOL.md,
 // not produced by the library's writers), and the newer server packet forms the client must
 // accept.
+#include "tests/unit/clickhouse/fake_server.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -18,7 +20,6 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/connection.h"
 #include "server/clickhouse/protocol/packets.h"
-#include "tests/unit/clickhouse/fake_server.h"
 #include "tests/unit/clickhouse/test_util.h"
 
 namespace chgate::clickhouse::testing {
@@ -43,9 +44,7 @@ ConnectionOptions OptionsFor(const FakeServer& server,
 
 // Fails the test unless `got` equals `want`, showing both in hex.
 FakeServer::Checker BytesAre(std::string want) {
-  return [want = std::move(want)](std::string_view got) {
-    EXPECT_EQ(Hex(got), Hex(want));
-  };
+  return [want = std::move(want)](std::string_view got) { EXPECT_EQ(Hex(got), Hex(want)); };
 }
 
 // ---- Expected client bytes, by hand (PROTOCOL.md §4.1, §4.3, §4.4, §4.7) ----
@@ -71,10 +70,10 @@ std::string ExpectedClientInfo(uint64_t r) {
   b.U8(1);                                   // interface TCP
   b.Str("").Str("").Str("chgate");           // os_user, client_hostname, client_name
   b.VarUInt(1).VarUInt(0).VarUInt(kOurRevision);
-  b.Str("qk");                    // quota_key (>= 54060)
-  if (r >= 54448) b.VarUInt(0);   // distributed_depth
-  b.VarUInt(0);                   // version patch (>= 54401)
-  if (r >= 54442) b.U8(0);        // no OpenTelemetry context
+  b.Str("qk");                                         // quota_key (>= 54060)
+  if (r >= 54448) b.VarUInt(0);                        // distributed_depth
+  b.VarUInt(0);                                        // version patch (>= 54401)
+  if (r >= 54442) b.U8(0);                             // no OpenTelemetry context
   if (r >= 54453) b.VarUInt(0).VarUInt(0).VarUInt(0);  // parallel replicas
   return b;
 }
@@ -108,9 +107,7 @@ std::vector<Setting> ToSettings(const std::vector<TestSetting>& settings) {
 std::vector<std::pair<std::string, std::string>> TestParameters() {
   return {{"p", "a'b"}, {"q", std::string("x\\y\n\t\0z", 7)}};
 }
-std::vector<std::string> QuotedTestParameters() {
-  return {"'a\\'b'", "'x\\\\y\\n\\t\\0z'"};
-}
+std::vector<std::string> QuotedTestParameters() { return {"'a\\'b'", "'x\\\\y\\n\\t\\0z'"}; }
 
 std::string ExpectedQuery(uint64_t r, std::string_view query_id, std::string_view text,
                           bool compression, const std::vector<TestSetting>& settings,
@@ -125,9 +122,9 @@ std::string ExpectedQuery(uint64_t r, std::string_view query_id, std::string_vie
       b.Raw(s.binary);
     }
   }
-  b.Str("");                 // end of settings
-  if (r >= 54441) b.Str(""); // interserver secret
-  b.VarUInt(2);              // stage Complete
+  b.Str("");                  // end of settings
+  if (r >= 54441) b.Str("");  // interserver secret
+  b.VarUInt(2);               // stage Complete
   b.VarUInt(compression ? 1 : 0);
   b.Str(text);
   if (r >= 54459) {
@@ -197,8 +194,8 @@ TEST_P(FakeServerRevisionTest, SendsExactPacketsAndReadsTheResult) {
                               .elapsed_ns = 999},
                              rev));
   if (rev >= 54451) server.Send(ProfileEventsPacket(rev, {{.name = "SelectedRows", .value = 3}}));
-  server.Send(DataPacket(MakeBlock({{"n", UInt64Column({3})}, {"s", StringColumn({"three"})}}),
-                         rev, frames));
+  server.Send(DataPacket(MakeBlock({{"n", UInt64Column({3})}, {"s", StringColumn({"three"})}}), rev,
+                         frames));
   server.Send(ProfileInfoPacket(
       {.rows = 3, .blocks = 2, .bytes = 64, .applied_limit = true, .rows_before_limit = 10}, rev));
   server.Send(DataPacket(header, rev, frames));
@@ -216,9 +213,8 @@ TEST_P(FakeServerRevisionTest, SendsExactPacketsAndReadsTheResult) {
   EXPECT_EQ(info.display_name, "fake");
   EXPECT_EQ(info.version_patch, 7u);
 
-  QueryParams query{.query_id = "q-42",
-                    .query = "SELECT n, s FROM t",
-                    .settings = ToSettings(TestSettings())};
+  QueryParams query{
+      .query_id = "q-42", .query = "SELECT n, s FROM t", .settings = ToSettings(TestSettings())};
   if (params) query.parameters = TestParameters();
   std::string tsv;
   QueryResult result;
@@ -247,14 +243,15 @@ TEST_P(FakeServerRevisionTest, SendsExactPacketsAndReadsTheResult) {
   EXPECT_TRUE(server.Wait().ok()) << server.Wait();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    FakeServerRevisions, FakeServerRevisionTest,
-    ::testing::Combine(::testing::Values(54460, 54459, 54453, 54429, 54412),
-                       ::testing::Values(CompressionMethod::kNone, CompressionMethod::kLz4)),
-    [](const auto& p) {
-      return absl::StrCat("Rev", std::get<0>(p.param),
-                          std::get<1>(p.param) == CompressionMethod::kNone ? "Raw" : "Lz4");
-    });
+INSTANTIATE_TEST_SUITE_P(FakeServerRevisions, FakeServerRevisionTest,
+                         ::testing::Combine(::testing::Values(54460, 54459, 54453, 54429, 54412),
+                                            ::testing::Values(CompressionMethod::kNone,
+                                                              CompressionMethod::kLz4)),
+                         [](const auto& p) {
+                           return absl::StrCat(
+                               "Rev", std::get<0>(p.param),
+                               std::get<1>(p.param) == CompressionMethod::kNone ? "Raw" : "Lz4");
+                         });
 
 TEST(FakeServerTest, NewerServerIsGatedOnOurRevision) {
   // A server at 54490 answers with the fields of min(54490, 54460): no chunking strings,
@@ -278,10 +275,10 @@ TEST(FakeServerTest, NewerServerIsGatedOnOurRevision) {
 TEST(FakeServerTest, ZstdAsksForZstdThroughTheSetting) {
   FakeServer server({.revision = 54460});
   server.Handshake();
-  server.ExpectPacket(ClientPacket::kQuery,
-                      BytesAre(ExpectedQuery(54460, "", "SELECT 1", true,
-                                             {{"network_compression_method", "zstd", false, ""}},
-                                             false)));
+  server.ExpectPacket(
+      ClientPacket::kQuery,
+      BytesAre(ExpectedQuery(54460, "", "SELECT 1", true,
+                             {{"network_compression_method", "zstd", false, ""}}, false)));
   server.ExpectPacket(ClientPacket::kData, [](std::string_view packet) {
     absl::StatusOr<Block> block = DecodeClientData(packet, 54460, true);
     ASSERT_TRUE(block.ok()) << block.status();
@@ -308,10 +305,18 @@ TEST(FakeServerTest, ZstdAsksForZstdThroughTheSetting) {
 std::string HandWrittenDataBody() {
   return Bytes()
       .Raw(Bytes().VarUInt(1).U8(0).VarUInt(2).I32(-1).VarUInt(0))  // block info
-      .VarUInt(2)                                                    // columns
-      .VarUInt(2)                                                    // rows
-      .Str("n").Str("UInt8").U8(0).U8(7).U8(9)
-      .Str("s").Str("String").U8(0).Str("x").Str("yz");
+      .VarUInt(2)                                                   // columns
+      .VarUInt(2)                                                   // rows
+      .Str("n")
+      .Str("UInt8")
+      .U8(0)
+      .U8(7)
+      .U8(9)
+      .Str("s")
+      .Str("String")
+      .U8(0)
+      .Str("x")
+      .Str("yz");
 }
 
 // Progress at 54460, by hand: rows, bytes, total_rows, written_rows, written_bytes, elapsed_ns.
@@ -337,8 +342,8 @@ void ScriptNewerSelect(FakeServer& server, bool compressed) {
       compressed ? CompressFrame(body, CompressionMethod::kLz4) : body));
   server.Send(HandWrittenProgress());
   server.Send(ProfileEventsPacket(r, {{.name = "SelectedBytes", .value = 40}}));
-  server.Send(DataPacket(MakeBlock({{"n", MakeColumn("UInt8")}, {"s", MakeColumn("String")}}), r,
-                         frames));
+  server.Send(
+      DataPacket(MakeBlock({{"n", MakeColumn("UInt8")}, {"s", MakeColumn("String")}}), r, frames));
   Block more = HeaderBlock({{"n", "UInt8"}, {"s", "String"}});
   static_cast<ColumnFixed&>(*more.column(0).column).Append<uint8_t>(42);
   static_cast<ColumnString&>(*more.column(1).column).Append("answer");
@@ -349,7 +354,8 @@ void ScriptNewerSelect(FakeServer& server, bool compressed) {
   server.Send(DataPacket(totals, r, frames, ServerCode::kTotals));
   Block extremes = HeaderBlock({{"n", "UInt8"}, {"s", "String"}});
   for (uint8_t v : {7, 42}) static_cast<ColumnFixed&>(*extremes.column(0).column).Append(v);
-  for (const char* v : {"answer", "yz"}) static_cast<ColumnString&>(*extremes.column(1).column).Append(v);
+  for (const char* v : {"answer", "yz"})
+    static_cast<ColumnString&>(*extremes.column(1).column).Append(v);
   server.Send(DataPacket(extremes, r, frames, ServerCode::kExtremes));
   server.Send(ProfileInfoPacket({.rows = 3, .blocks = 2, .bytes = 30}, r));
   server.Send(DataPacket(HeaderBlock({{"n", "UInt8"}, {"s", "String"}}), r, frames));
@@ -376,10 +382,18 @@ TEST_P(FakeServerNewerFormsTest, ReceivesEveryPacketInOrder) {
     types.push_back((*p)->type);
     const Block& block = (*p)->block;
     switch ((*p)->type) {
-      case PacketType::kData: data_tsv += BlockToTsv(block); break;
-      case PacketType::kTotals: totals_tsv += BlockToTsv(block); break;
-      case PacketType::kExtremes: extremes_tsv += BlockToTsv(block); break;
-      case PacketType::kProgress: progress.Add((*p)->progress); break;
+      case PacketType::kData:
+        data_tsv += BlockToTsv(block);
+        break;
+      case PacketType::kTotals:
+        totals_tsv += BlockToTsv(block);
+        break;
+      case PacketType::kExtremes:
+        extremes_tsv += BlockToTsv(block);
+        break;
+      case PacketType::kProgress:
+        progress.Add((*p)->progress);
+        break;
       case PacketType::kLog:
         ASSERT_EQ(block.column_count(), 8u);
         EXPECT_EQ(block.column(7).name, "text");
@@ -397,16 +411,16 @@ TEST_P(FakeServerNewerFormsTest, ReceivesEveryPacketInOrder) {
           event_names += ";";
         }
         break;
-      default: break;
+      default:
+        break;
     }
     if ((*p)->type == PacketType::kEndOfStream) break;
   }
   using T = PacketType;
-  EXPECT_EQ(types, (std::vector<PacketType>{T::kProfileEvents, T::kData, T::kLog,
-                                            T::kProfileEvents, T::kData, T::kProgress,
-                                            T::kProfileEvents, T::kData, T::kData, T::kTotals,
-                                            T::kExtremes, T::kProfileInfo, T::kData,
-                                            T::kProfileEvents, T::kEndOfStream}));
+  EXPECT_EQ(types, (std::vector<PacketType>{T::kProfileEvents, T::kData, T::kLog, T::kProfileEvents,
+                                            T::kData, T::kProgress, T::kProfileEvents, T::kData,
+                                            T::kData, T::kTotals, T::kExtremes, T::kProfileInfo,
+                                            T::kData, T::kProfileEvents, T::kEndOfStream}));
   EXPECT_EQ(data_tsv, "7\tx\n9\tyz\n42\tanswer\n");
   EXPECT_EQ(totals_tsv, "58\t\n");
   EXPECT_EQ(extremes_tsv, "7\tanswer\n42\tyz\n");
@@ -464,12 +478,11 @@ TEST(FakeServerTest, NestedExceptionEndsTheQueryAndKeepsTheConnection) {
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery);
   server.ExpectPacket(ClientPacket::kData);
-  server.Send(ExceptionPacket({{.code = 60,
-                                .message = "Table analytics.t doesn't exist",
-                                .stack_trace = "0. DB::Exception::Exception()"},
-                               {.code = 1000,
-                                .name = "Poco::Exception",
-                                .message = "inner cause"}}));
+  server.Send(
+      ExceptionPacket({{.code = 60,
+                        .message = "Table analytics.t doesn't exist",
+                        .stack_trace = "0. DB::Exception::Exception()"},
+                       {.code = 1000, .name = "Poco::Exception", .message = "inner cause"}}));
   server.ExpectPacket(ClientPacket::kPing);
   server.Send(PongPacket());
   server.Start();
@@ -479,8 +492,9 @@ TEST(FakeServerTest, NestedExceptionEndsTheQueryAndKeepsTheConnection) {
   absl::Status status =
       (*conn)->Select({.query = "SELECT * FROM t"}, [](const Block&) { return absl::OkStatus(); });
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
-  for (const char* part : {"60", "UNKNOWN_TABLE", "DB::Exception", "Table analytics.t doesn't exist",
-                           "1000", "Poco::Exception", "inner cause"}) {
+  for (const char* part :
+       {"60", "UNKNOWN_TABLE", "DB::Exception", "Table analytics.t doesn't exist", "1000",
+        "Poco::Exception", "inner cause"}) {
     EXPECT_TRUE(absl::StrContains(status.message(), part)) << part << " not in " << status;
   }
   EXPECT_EQ(ClickHouseCode(status), 60);
@@ -550,9 +564,8 @@ TEST(FakeServerTest, ParametersBefore54459FailBeforeAnythingIsSent) {
   auto conn = Connection::Connect(OptionsFor(server));
   ASSERT_TRUE(conn.ok()) << conn.status();
   EXPECT_EQ((*conn)->revision(), 54412u);
-  absl::Status status = (*conn)->Select(
-      {.query = "SELECT {p:String}", .parameters = {{"p", "v"}}},
-      [](const Block&) { return absl::OkStatus(); });
+  absl::Status status = (*conn)->Select({.query = "SELECT {p:String}", .parameters = {{"p", "v"}}},
+                                        [](const Block&) { return absl::OkStatus(); });
   ExpectStatus(status, absl::StatusCode::kInvalidArgument, "54459");
   EXPECT_TRUE((*conn)->usable());
   EXPECT_TRUE((*conn)->Ping().ok());
@@ -611,8 +624,8 @@ TEST_P(FakeServerInsertTest, SendsRowsCheckedAgainstTheHeader) {
       EXPECT_EQ(Hex(packet), Hex(ExpectedEmptyData(compressed)));
     }
   });
-  server.Send(TableColumnsPacket(
-      "", "columns format version: 1\n2 columns:\n`id` UInt64\n`s` String\n"));
+  server.Send(
+      TableColumnsPacket("", "columns format version: 1\n2 columns:\n`id` UInt64\n`s` String\n"));
   server.Send(DataPacket(HeaderBlock({{"id", "UInt64"}, {"s", "String"}}), 54460, frames));
   server.Send(ProfileEventsPacket(54460, {{.name = "InsertQuery", .value = 1}}));
   server.ExpectPacket(ClientPacket::kData, [&](std::string_view packet) {
@@ -663,9 +676,12 @@ INSTANTIATE_TEST_SUITE_P(FakeServerCompression, FakeServerInsertTest,
                                            CompressionMethod::kZstd),
                          [](const auto& p) {
                            switch (p.param) {
-                             case CompressionMethod::kNone: return "Raw";
-                             case CompressionMethod::kLz4: return "Lz4";
-                             default: return "Zstd";
+                             case CompressionMethod::kNone:
+                               return "Raw";
+                             case CompressionMethod::kLz4:
+                               return "Lz4";
+                             default:
+                               return "Zstd";
                            }
                          });
 

@@ -120,8 +120,11 @@ std::string RawData(const std::string& body) { return Bytes().VarUInt(1).Str("")
 
 // A frame header: checksum (not matching), method, sizes.
 std::string FrameHead(uint8_t method, uint32_t compressed_size, uint32_t decompressed_size) {
-  return Bytes().Raw(std::string(16, '\x5a')).U8(method).U32(compressed_size).U32(
-      decompressed_size);
+  return Bytes()
+      .Raw(std::string(16, '\x5a'))
+      .U8(method)
+      .U32(compressed_size)
+      .U32(decompressed_size);
 }
 
 // A valid LZ4 frame of `body` with its checksum bytes flipped at `flip` (none if npos).
@@ -169,7 +172,8 @@ TEST(HostileServerTest, NotAClickHouseServer) {
   server.Start();
   auto conn = Connection::Connect(HostileOptions(server));
   ASSERT_FALSE(conn.ok());
-  ExpectStatus(conn.status(), absl::StatusCode::kDataLoss, "expected server Hello, got packet code 72");
+  ExpectStatus(conn.status(), absl::StatusCode::kDataLoss,
+               "expected server Hello, got packet code 72");
   EXPECT_TRUE(server.Wait().ok()) << server.Wait();
 }
 
@@ -208,7 +212,14 @@ std::vector<HostileCase> HostileCases() {
       {"MalformedVarUInt", false, Bytes().Raw(std::string(10, '\xff')).U8(1), false,
        absl::StatusCode::kDataLoss, "malformed VarUInt"},
       {"UnknownTypeName", false,
-       RawData(Bytes().Raw(BlockInfo()).VarUInt(1).VarUInt(1).Str("x").Str("Frobnicate(8)").U8(0).U8(1)),
+       RawData(Bytes()
+                   .Raw(BlockInfo())
+                   .VarUInt(1)
+                   .VarUInt(1)
+                   .Str("x")
+                   .Str("Frobnicate(8)")
+                   .U8(0)
+                   .U8(1)),
        false, absl::StatusCode::kUnimplemented, "Frobnicate"},
       {"MalformedTypeName", false,
        RawData(Bytes().Raw(BlockInfo()).VarUInt(1).VarUInt(1).Str("x").Str("Array(UInt8").U8(0)),
@@ -259,9 +270,9 @@ std::vector<HostileCase> HostileCases() {
                    .Str("lc")
                    .Str("LowCardinality(String)")
                    .U8(0)
-                   .U64(1)                       // version
-                   .U64(0x200)                   // UInt8 keys, additional keys
-                   .U64(kHuge)),                 // keys
+                   .U64(1)        // version
+                   .U64(0x200)    // UInt8 keys, additional keys
+                   .U64(kHuge)),  // keys
        true, absl::StatusCode::kDataLoss, "LowCardinality dictionary"},
       {"LowCardinalityIndexOutsideDictionary", false,
        RawData(Bytes()
@@ -310,8 +321,8 @@ std::vector<HostileCase> HostileCases() {
        false, absl::StatusCode::kDataLoss, "nested too deeply"},
       {"TruncatedProgressThenClose", false, Bytes().VarUInt(3).VarUInt(1).U8(0x80), true,
        absl::StatusCode::kUnavailable, "closed"},
-      {"ClosesAfterACompleteBlock", false, RawData(one_row), true,
-       absl::StatusCode::kUnavailable, "closed"},
+      {"ClosesAfterACompleteBlock", false, RawData(one_row), true, absl::StatusCode::kUnavailable,
+       "closed"},
       {"StallsMidQuery", false, RawData(one_row), false, absl::StatusCode::kDeadlineExceeded,
        "timed out"},
       {"StallsInsideABlock", false, RawData(one_row.substr(0, one_row.size() - 1)), false,
@@ -339,11 +350,10 @@ std::vector<HostileCase> HostileCases() {
       {"DecompressedSizeOfOneGiBInATinyFrame", true,
        Bytes().VarUInt(1).Str("").Raw(FrameHead(0x82, 12, uint32_t{1} << 30)).Raw("xyz"), false,
        absl::StatusCode::kDataLoss, "more than a payload of 3 bytes can hold"},
-      {"CompressedSizeBelowHeader", true,
-       Bytes().VarUInt(1).Str("").Raw(FrameHead(0x82, 8, 10)), false,
-       absl::StatusCode::kDataLoss, "smaller than the 9-byte header"},
-      {"StorageCodecMethod", true, Bytes().VarUInt(1).Str("").Raw(FrameHead(0x91, 12, 10)),
-       false, absl::StatusCode::kDataLoss, "method byte 0x91"},
+      {"CompressedSizeBelowHeader", true, Bytes().VarUInt(1).Str("").Raw(FrameHead(0x82, 8, 10)),
+       false, absl::StatusCode::kDataLoss, "smaller than the 9-byte header"},
+      {"StorageCodecMethod", true, Bytes().VarUInt(1).Str("").Raw(FrameHead(0x91, 12, 10)), false,
+       absl::StatusCode::kDataLoss, "method byte 0x91"},
       {"TruncatedFrameThenClose", true,
        Bytes().VarUInt(1).Str("").Raw(Lz4Frame(one_row).substr(0, 30)), true,
        absl::StatusCode::kUnavailable, "closed"},
@@ -368,8 +378,8 @@ class HostileServerQueryTest : public ::testing::TestWithParam<HostileCase> {};
 
 TEST_P(HostileServerQueryTest, FailsClearlyAndBreaksTheConnection) {
   const HostileCase& c = GetParam();
-  const auto frames = c.compressed ? std::optional<CompressionMethod>(CompressionMethod::kLz4)
-                                   : std::nullopt;
+  const auto frames =
+      c.compressed ? std::optional<CompressionMethod>(CompressionMethod::kLz4) : std::nullopt;
   FakeServer server({.revision = kRev});
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery);
@@ -382,8 +392,8 @@ TEST_P(HostileServerQueryTest, FailsClearlyAndBreaksTheConnection) {
     server.Stall();
   }
   server.Start();
-  auto conn = Connection::Connect(HostileOptions(
-      server, c.compressed ? CompressionMethod::kLz4 : CompressionMethod::kNone));
+  auto conn = Connection::Connect(
+      HostileOptions(server, c.compressed ? CompressionMethod::kLz4 : CompressionMethod::kNone));
   ASSERT_TRUE(conn.ok()) << conn.status();
   {
     AllocationWatch watch;
@@ -399,8 +409,8 @@ INSTANTIATE_TEST_SUITE_P(HostileServerCases, HostileServerQueryTest,
 
 TEST(HostileServerTest, EveryTruncatedDataPacketFailsWithUnavailable) {
   for (const bool compressed : {false, true}) {
-    const auto frames = compressed ? std::optional<CompressionMethod>(CompressionMethod::kLz4)
-                                   : std::nullopt;
+    const auto frames =
+        compressed ? std::optional<CompressionMethod>(CompressionMethod::kLz4) : std::nullopt;
     Block block = MakeBlock({{"id", UInt64Column({1, 2, 3})}, {"s", StringColumn({"a", "", "c"})}});
     const std::string packet = DataPacket(block, kRev, frames);
     for (size_t n = 0; n < packet.size(); ++n) {
@@ -413,8 +423,8 @@ TEST(HostileServerTest, EveryTruncatedDataPacketFailsWithUnavailable) {
       server.Send(packet.substr(0, n));
       server.Close();
       server.Start();
-      auto conn = Connection::Connect(HostileOptions(
-          server, compressed ? CompressionMethod::kLz4 : CompressionMethod::kNone));
+      auto conn = Connection::Connect(
+          HostileOptions(server, compressed ? CompressionMethod::kLz4 : CompressionMethod::kNone));
       ASSERT_TRUE(conn.ok()) << conn.status();
       EXPECT_EQ(SelectAll(**conn).code(), absl::StatusCode::kUnavailable);
       EXPECT_FALSE((*conn)->usable());
@@ -544,8 +554,8 @@ TEST(HostileServerRegressionTest, EmptyArraysOfLowCardinalityWriteNoDictionary) 
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery);
   server.ExpectPacket(ClientPacket::kData);
-  server.Send(DataPacket(HeaderBlock({{"a", "Array(LowCardinality(String))"}, {"b", "UInt8"}}),
-                         kRev));
+  server.Send(
+      DataPacket(HeaderBlock({{"a", "Array(LowCardinality(String))"}, {"b", "UInt8"}}), kRev));
   server.ExpectPacket(ClientPacket::kData, [&](std::string_view packet) {
     EXPECT_EQ(Hex(packet), Hex(expected));
     absl::StatusOr<Block> decoded = DecodeClientData(packet, kRev, false);

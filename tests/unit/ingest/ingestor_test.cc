@@ -408,6 +408,54 @@ TEST_F(IngestorTest, ShutdownFailsWhatCouldNotBeCommitted) {
   EXPECT_FALSE(out->result.committed);
 }
 
+TEST_F(IngestorTest, RepeatedIdempotencyKeysInsertOnce) {
+  Make(Options());
+  auto a = Rows(0, 2);
+  auto submit = [&](const std::string& key) {
+    outcomes_.push_back(std::make_unique<Outcome>());
+    Outcome* o = outcomes_.back().get();
+    Request r{.table = "events", .block = &a, .deadline = clock_.Now() + absl::Seconds(30),
+              .idempotency_key = key};
+    ingestor_->Submit(std::move(r), [o] { o->admitted = true; }, [o](Result res) {
+      o->done = true;
+      o->result = std::move(res);
+    });
+    ingestor_->RunPending();
+    return o;
+  };
+  Outcome* first = submit("k1");
+  Outcome* while_pending = submit("k1");  // waits for the first one's outcome
+  EXPECT_FALSE(while_pending->done);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(first->done && while_pending->done);
+  EXPECT_TRUE(first->result.status.ok());
+  EXPECT_FALSE(first->result.deduplicated);
+  EXPECT_TRUE(while_pending->result.deduplicated);
+  EXPECT_EQ(while_pending->result.query_id, first->result.query_id);
+  Outcome* after = submit("k1");  // already committed: answered at once
+  ASSERT_TRUE(after->done);
+  EXPECT_TRUE(after->result.deduplicated);
+  EXPECT_EQ(inserter_.calls.size(), 1u);
+  ASSERT_EQ(std::count(inserter_.calls[0].rows_text.begin(), inserter_.calls[0].rows_text.end(), '\n'), 2);
+  // A failed request's key is forgotten, so a retry inserts.
+  inserter_.script = {ClickHouseError(53, "Type mismatch")};
+  Outcome* failing = submit("k2");
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(failing->done);
+  EXPECT_FALSE(failing->result.status.ok());
+  Outcome* retry = submit("k2");
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(retry->done);
+  EXPECT_TRUE(retry->result.status.ok());
+  EXPECT_FALSE(retry->result.deduplicated);
+}
+
 TEST(ParseTableNameTest, AcceptsQuotedPartsAndDefaultsTheDatabase) {
   EXPECT_EQ(*ParseTableName("t", "db"), (TableId{"db", "t"}));
   EXPECT_EQ(*ParseTableName("a.b", "db"), (TableId{"a", "b"}));
