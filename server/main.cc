@@ -52,10 +52,9 @@ int RunQuery(const config::Config& config) {
     }
     const clickhouse::ServerInfo& info = (*conn)->server_info();
     std::cerr << "connected to " << info.name << " " << info.version_major << "."
-              << info.version_minor << "." << info.version_patch << " at " << endpoint.host
-              << ":" << endpoint.port << " (server revision " << info.revision
-              << ", negotiated " << (*conn)->revision() << ", time zone " << info.timezone
-              << ")\n";
+              << info.version_minor << "." << info.version_patch << " at " << endpoint.host << ":"
+              << endpoint.port << " (server revision " << info.revision << ", negotiated "
+              << (*conn)->revision() << ", time zone " << info.timezone << ")\n";
     std::string line;
     clickhouse::QueryResult result;
     absl::Status status = (*conn)->Select(
@@ -152,18 +151,18 @@ int Serve(const config::Config& config) {
   ingest::ClickHouseInserter inserter(&pool);
   ingest::Ingestor ingestor(ingest_options, &inserter, ingest::RealClock(), &metrics.ingest());
 
-  auto server = service::StartServer(
-      {.api_address = config.listen,
-       .health_address = config.health_listen,
-       .default_deadline = config.default_deadline},
-      &ingestor);
+  auto server = service::StartServer({.api_address = config.listen,
+                                      .health_address = config.health_listen,
+                                      .default_deadline = config.default_deadline},
+                                     &ingestor);
   if (!server.ok()) {
     std::cerr << "chgate: " << server.status().message() << "\n";
     return 1;
   }
   std::cerr << "chgate: serving the API on " << config.listen << " (port " << (*server)->api_port()
-            << "), health on " << (config.health_listen.empty() ? config.listen : config.health_listen)
-            << " (port " << (*server)->health_port() << "), metrics on "
+            << "), health on "
+            << (config.health_listen.empty() ? config.listen : config.health_listen) << " (port "
+            << (*server)->health_port() << "), metrics on "
             << (config.metrics_listen.empty() ? "(off)" : config.metrics_listen) << " (port "
             << metrics.port() << ")" << std::endl;
 

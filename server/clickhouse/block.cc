@@ -10,8 +10,8 @@ namespace chgate::clickhouse {
 absl::Status Block::Validate() const {
   for (const NamedColumn& c : columns_) {
     if (c.column->Size() != rows()) {
-      return absl::InvalidArgumentError(absl::StrCat("column ", c.name, " has ", c.column->Size(),
-                                                     " rows, expected ", rows()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("column ", c.name, " has ", c.column->Size(), " rows, expected ", rows()));
     }
   }
   return absl::OkStatus();
@@ -94,8 +94,8 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block) {
       RETURN_IF_ERROR((*column)->LoadPrefix(in));
       absl::Status loaded = (*column)->LoadBody(in, static_cast<size_t>(rows));
       if (!loaded.ok()) {
-        return absl::Status(loaded.code(), absl::StrCat("column ", name, " (", type,
-                                                        "): ", loaded.message()));
+        return absl::Status(loaded.code(),
+                            absl::StrCat("column ", name, " (", type, "): ", loaded.message()));
       }
     }
     block->AddColumn(name, *std::move(column));

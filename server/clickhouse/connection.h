@@ -113,7 +113,7 @@ class Connection {
  private:
   Connection(const ConnectionOptions& options, Socket socket);
   absl::Status Handshake();
-  absl::Status Flush();  // writes out_ to the socket
+  absl::Status Flush();                    // writes out_ to the socket
   absl::Status Fail(absl::Status status);  // marks broken, returns status
   absl::Status WriteCompressedBody();
   // After an INSERT query: reads packets up to the server's header block.

@@ -28,9 +28,7 @@ PooledConnection& PooledConnection::operator=(PooledConnection&& other) noexcept
 
 PooledConnection::~PooledConnection() { Release(); }
 
-const Endpoint& PooledConnection::endpoint() const {
-  return pool_->options_.endpoints[endpoint_];
-}
+const Endpoint& PooledConnection::endpoint() const { return pool_->options_.endpoints[endpoint_]; }
 
 void PooledConnection::Release() {
   if (pool_ == nullptr) return;

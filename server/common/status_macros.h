@@ -14,10 +14,10 @@
 #define CHGATE_CONCAT_INNER_(a, b) a##b
 #define CHGATE_CONCAT_(a, b) CHGATE_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                                     \
-  do {                                                            \
-    ::absl::Status chgate_status_ = (expr);                       \
-    if (!chgate_status_.ok()) return chgate_status_;              \
+#define RETURN_IF_ERROR(expr)                        \
+  do {                                               \
+    ::absl::Status chgate_status_ = (expr);          \
+    if (!chgate_status_.ok()) return chgate_status_; \
   } while (0)
 
 #define CHGATE_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
@@ -28,10 +28,10 @@
 #define ASSIGN_OR_RETURN(lhs, expr) \
   CHGATE_ASSIGN_OR_RETURN_IMPL_(CHGATE_CONCAT_(chgate_statusor_, __LINE__), lhs, expr)
 
-#define CHGATE_CHECK(cond)                                                            \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
+#define CHGATE_CHECK(cond)                                                                 \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
       std::fprintf(stderr, "%s:%d: CHGATE_CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                   \
-    }                                                                                 \
+      std::abort();                                                                        \
+    }                                                                                      \
   } while (0)

@@ -100,11 +100,14 @@ absl::Status SetTableLimits(absl::string_view v, Config* c) {
   c->table_limits.clear();
   for (absl::string_view entry : absl::StrSplit(v, ';', absl::SkipWhitespace())) {
     size_t colon = entry.rfind(':');
-    if (colon == absl::string_view::npos) return Bad("table-limits", entry, "needs table:key=value,...");
+    if (colon == absl::string_view::npos)
+      return Bad("table-limits", entry, "needs table:key=value,...");
     std::string table(absl::StripAsciiWhitespace(entry.substr(0, colon)));
     TableLimits limits;
-    for (absl::string_view kv : absl::StrSplit(entry.substr(colon + 1), ',', absl::SkipWhitespace())) {
-      std::pair<absl::string_view, absl::string_view> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+    for (absl::string_view kv :
+         absl::StrSplit(entry.substr(colon + 1), ',', absl::SkipWhitespace())) {
+      std::pair<absl::string_view, absl::string_view> p =
+          absl::StrSplit(kv, absl::MaxSplits('=', 1));
       if (p.first == "rows") {
         if (!absl::SimpleAtoi(p.second, &limits.max_rows) || limits.max_rows == 0) {
           return Bad("table-limits", kv, "needs rows > 0");
@@ -135,7 +138,8 @@ const std::vector<Option>& Options() {
       {"allow-remote-api", "false",
        "allow --listen on a non-loopback address (exposes the API to the network)",
        Bool("allow-remote-api", &Config::allow_remote_api)},
-      {"health-listen", "0.0.0.0:50052", "grpc.health.v1 address for kubelet probes (\"\" = API listener)",
+      {"health-listen", "0.0.0.0:50052",
+       "grpc.health.v1 address for kubelet probes (\"\" = API listener)",
        String(&Config::health_listen)},
       {"metrics-listen", "0.0.0.0:9464", "Prometheus /metrics address (\"\" = off)",
        String(&Config::metrics_listen)},
@@ -149,7 +153,8 @@ const std::vector<Option>& Options() {
       {"user", "default", "ClickHouse user", String(&Config::user)},
       {"password-file", "", "file holding the ClickHouse password (trailing newline ignored)",
        String(&Config::password_file)},
-      {"database", "default", "database of table names given without one", String(&Config::database)},
+      {"database", "default", "database of table names given without one",
+       String(&Config::database)},
       {"compression", "lz4", "block compression on the wire: none, lz4 or zstd",
        OneOf("compression", &Config::compression, {"none", "lz4", "zstd"})},
       {"connect-timeout", "5s", "timeout for connecting and the handshake",
@@ -179,7 +184,8 @@ const std::vector<Option>& Options() {
       {"ready-high-water", "0.9", "readiness turns NOT_SERVING above this share of the budget",
        [](absl::string_view v, Config* c) {
          double d = 0;
-         if (!absl::SimpleAtod(v, &d) || d <= 0 || d > 1) return Bad("ready-high-water", v, "is not in (0, 1]");
+         if (!absl::SimpleAtod(v, &d) || d <= 0 || d > 1)
+           return Bad("ready-high-water", v, "is not in (0, 1]");
          c->ready_high_water = d;
          return absl::OkStatus();
        }},
@@ -224,8 +230,12 @@ absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {
     const char* suffix;
     uint64_t factor;
   };
-  static const Unit units[] = {{"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
-                               {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull},
+  static const Unit units[] = {{"KiB", 1ull << 10},
+                               {"MiB", 1ull << 20},
+                               {"GiB", 1ull << 30},
+                               {"KB", 1000ull},
+                               {"MB", 1000000ull},
+                               {"GB", 1000000000ull},
                                {"B", 1}};
   uint64_t factor = 1;
   for (const Unit& u : units) {
@@ -268,7 +278,8 @@ absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text) {
     if (absl::StartsWith(ep.host, "[") && absl::EndsWith(ep.host, "]")) {
       ep.host = ep.host.substr(1, ep.host.size() - 2);
     }
-    if (ep.host.empty()) return absl::InvalidArgumentError(absl::StrCat("empty host in '", part, "'"));
+    if (ep.host.empty())
+      return absl::InvalidArgumentError(absl::StrCat("empty host in '", part, "'"));
     result.push_back(std::move(ep));
   }
   if (result.empty()) return absl::InvalidArgumentError("no ClickHouse endpoint given");
@@ -286,7 +297,8 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
     for (const Option& o : Options()) {
       if (EnvName(o.name) == entry.substr(0, eq)) {
         absl::Status s = o.set(entry.substr(eq + 1), &config);
-        if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(EnvName(o.name), ": ", s.message()));
+        if (!s.ok())
+          return absl::InvalidArgumentError(absl::StrCat(EnvName(o.name), ": ", s.message()));
       }
     }
   }
@@ -311,7 +323,8 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
       return absl::InvalidArgumentError(absl::StrCat("unknown option --", name, " (see --help)"));
     }
     if (!has_value) {
-      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+      if (i + 1 >= argc)
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
       value = argv[++i];
     }
     if (absl::Status s = option->set(value, &config); !s.ok()) return s;

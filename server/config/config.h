@@ -20,17 +20,17 @@ struct Endpoint {
 };
 
 struct TableLimits {
-  uint64_t max_rows = 0;   // 0: the global default
-  uint64_t max_bytes = 0;  // 0: the global default
+  uint64_t max_rows = 0;                            // 0: the global default
+  uint64_t max_bytes = 0;                           // 0: the global default
   absl::Duration max_delay = absl::ZeroDuration();  // 0: the global default
 };
 
 struct Config {
   // Listeners.
-  std::string listen = "127.0.0.1:50051";      // Insert/InsertStream/Query
+  std::string listen = "127.0.0.1:50051";       // Insert/InsertStream/Query
   std::string health_listen = "0.0.0.0:50052";  // grpc.health.v1 for kubelet probes
   std::string metrics_listen = "0.0.0.0:9464";  // Prometheus /metrics
-  bool allow_remote_api = false;  // required to put the API on a non-loopback address
+  bool allow_remote_api = false;                // required to put the API on a non-loopback address
   // ClickHouse.
   std::vector<Endpoint> endpoints = {{"127.0.0.1", 9000}};
   std::string user = "default";

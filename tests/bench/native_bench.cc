@@ -107,9 +107,7 @@ uint64_t ReadStatusKb(const char* key) {
   return 0;
 }
 
-void ResetPeakRss() {
-  std::ofstream("/proc/self/clear_refs") << "5";
-}
+void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 Measure Run(const std::function<absl::Status()>& op) {
   Measure m;
@@ -165,8 +163,11 @@ Measure RunCommand(const std::vector<std::string>& argv, const std::string& stdi
   rusage after{};
   getrusage(RUSAGE_CHILDREN, &after);
   m.wall = std::chrono::duration<double>(t1 - t0).count();
-  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
-  m.cpu = secs(after.ru_utime) + secs(after.ru_stime) - secs(before.ru_utime) - secs(before.ru_stime);
+  auto secs = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
+  m.cpu =
+      secs(after.ru_utime) + secs(after.ru_stime) - secs(before.ru_utime) - secs(before.ru_stime);
   m.peak_rss = static_cast<uint64_t>(after.ru_maxrss) * 1024;  // max over children so far
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     m.ok = false;
@@ -201,18 +202,25 @@ enum class Shape { kUInt64, kSmallStr, kBigStr, kMixed };
 
 const char* ShapeName(Shape s) {
   switch (s) {
-    case Shape::kUInt64: return "UInt64";
-    case Shape::kSmallStr: return "SmallColStr";
-    case Shape::kBigStr: return "BigColStr";
-    case Shape::kMixed: return "Mixed";
+    case Shape::kUInt64:
+      return "UInt64";
+    case Shape::kSmallStr:
+      return "SmallColStr";
+    case Shape::kBigStr:
+      return "BigColStr";
+    case Shape::kMixed:
+      return "Mixed";
   }
   return "?";
 }
 
 const char* ShapeSchema(Shape s) {
   switch (s) {
-    case Shape::kUInt64: return "(v UInt64)";
-    case Shape::kSmallStr: case Shape::kBigStr: return "(s String)";
+    case Shape::kUInt64:
+      return "(v UInt64)";
+    case Shape::kSmallStr:
+    case Shape::kBigStr:
+      return "(s String)";
     case Shape::kMixed:
       return "(ts DateTime, id UInt64, kind LowCardinality(String), msg String, value Float64, "
              "tags Array(String))";
@@ -259,7 +267,8 @@ std::vector<Block> MakeBlocks(Shape shape, uint64_t rows, uint64_t block_rows) {
         auto& tag_values = static_cast<ColumnString&>(*tags_col.nested());
         for (uint64_t i = 0; i < n; ++i) {
           uint64_t r = done + i;
-          static_cast<ColumnFixed&>(*ts).Append<uint32_t>(static_cast<uint32_t>(1700000000 + r / 1000));
+          static_cast<ColumnFixed&>(*ts).Append<uint32_t>(
+              static_cast<uint32_t>(1700000000 + r / 1000));
           static_cast<ColumnFixed&>(*id).Append<uint64_t>(r * 7919);
           (void)static_cast<ColumnLowCardinality&>(*kind).AppendString(kinds[r % 5]);
           static_cast<ColumnString&>(*msg).Append(
@@ -320,10 +329,11 @@ void Print() {
       continue;
     }
     double mb = static_cast<double>(r.bytes) / 1e6;
-    std::printf("%-12s %-40s %12lu %10.1f %9.4f %10.0f %9.2f %10s %9.4f %12lu %8lu   peakRSS %.0f MiB\n",
-                r.group.c_str(), r.name.c_str(), r.rows, mb, r.m.wall, mb / r.m.wall, r.ratio,
-                r.ratio_of.c_str(), r.m.cpu, r.m.alloc_bytes, r.m.alloc_count,
-                static_cast<double>(r.m.peak_rss) / (1 << 20));
+    std::printf(
+        "%-12s %-40s %12lu %10.1f %9.4f %10.0f %9.2f %10s %9.4f %12lu %8lu   peakRSS %.0f MiB\n",
+        r.group.c_str(), r.name.c_str(), r.rows, mb, r.m.wall, mb / r.m.wall, r.ratio,
+        r.ratio_of.c_str(), r.m.cpu, r.m.alloc_bytes, r.m.alloc_count,
+        static_cast<double>(r.m.peak_rss) / (1 << 20));
   }
   std::fflush(stdout);
 }
@@ -366,7 +376,8 @@ double RawLoopback(uint64_t total) {
   reader.join();
   ::close(fd);
   ::close(listen_fd);
-  g_rows.push_back({"physical", "raw loopback TCP, 1 MiB send()s", "", total / 8, total, m, 1.0, "itself"});
+  g_rows.push_back(
+      {"physical", "raw loopback TCP, 1 MiB send()s", "", total / 8, total, m, 1.0, "itself"});
   return static_cast<double>(total) / m.wall;
 }
 
@@ -406,9 +417,12 @@ void StopChild(const Child& c) {
 
 const char* MethodName(CompressionMethod m) {
   switch (m) {
-    case CompressionMethod::kNone: return "none";
-    case CompressionMethod::kLz4: return "lz4";
-    case CompressionMethod::kZstd: return "zstd";
+    case CompressionMethod::kNone:
+      return "none";
+    case CompressionMethod::kLz4:
+      return "lz4";
+    case CompressionMethod::kZstd:
+      return "zstd";
   }
   return "?";
 }
@@ -522,8 +536,13 @@ void InsertToClickHouse(const Options& o, Shape shape, uint64_t rows, Compressio
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     }
   }
-  std::vector<std::string> argv = {o.client, "--host", o.host, "--port", std::to_string(o.port),
-                                   "--compression", method == CompressionMethod::kNone ? "0" : "1"};
+  std::vector<std::string> argv = {o.client,
+                                   "--host",
+                                   o.host,
+                                   "--port",
+                                   std::to_string(o.port),
+                                   "--compression",
+                                   method == CompressionMethod::kNone ? "0" : "1"};
   if (method == CompressionMethod::kZstd) argv.push_back("--network_compression_method=zstd");
   if (!merging) {
     argv.push_back("--min_insert_block_size_rows=0");
@@ -568,9 +587,15 @@ void SelectFromClickHouse(const Options& o, uint64_t rows, CompressionMethod met
     row.m.ok = false;
     row.m.error = absl::StrCat("saw ", seen, " rows");
   }
-  std::vector<std::string> argv = {o.client, "--host", o.host, "--port", std::to_string(o.port),
-                                   "--compression", method == CompressionMethod::kNone ? "0" : "1",
-                                   "--query", sql + " FORMAT Null"};
+  std::vector<std::string> argv = {o.client,
+                                   "--host",
+                                   o.host,
+                                   "--port",
+                                   std::to_string(o.port),
+                                   "--compression",
+                                   method == CompressionMethod::kNone ? "0" : "1",
+                                   "--query",
+                                   sql + " FORMAT Null"};
   Row peer{"clickhouse", absl::StrCat("  clickhouse-client ", name), "", rows, rows * 8};
   peer.m = BestCommand(1, argv, "");
   if (row.m.ok && peer.m.ok) {
@@ -596,10 +621,14 @@ Options ParseArgs(int argc, char** argv) {
   }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--scale=smoke") o.smoke = true;
-    else if (a == "--scale=full") o.smoke = false;
-    else if (a.rfind("--only=", 0) == 0) o.only = a.substr(7);
-    else if (a.rfind("--client=", 0) == 0) o.client = a.substr(9);
+    if (a == "--scale=smoke")
+      o.smoke = true;
+    else if (a == "--scale=full")
+      o.smoke = false;
+    else if (a.rfind("--only=", 0) == 0)
+      o.only = a.substr(7);
+    else if (a.rfind("--client=", 0) == 0)
+      o.client = a.substr(9);
     else if (a.rfind("--clickhouse=", 0) == 0) {
       std::string text = a.substr(13);
       size_t colon = text.rfind(':');
@@ -627,7 +656,8 @@ int Main(int argc, char** argv) {
                          : std::vector<uint64_t>{10000, 100000, 1000000, 10000000, 100000000}) {
     InsertToNullServer(o, Shape::kUInt64, rows, M::kNone, raw);
   }
-  for (uint64_t rows : s ? std::vector<uint64_t>{10000} : std::vector<uint64_t>{10000, 100000, 1000000}) {
+  for (uint64_t rows :
+       s ? std::vector<uint64_t>{10000} : std::vector<uint64_t>{10000, 100000, 1000000}) {
     InsertToNullServer(o, Shape::kSmallStr, rows, M::kNone, raw);
   }
   for (uint64_t rows : s ? std::vector<uint64_t>{1000} : std::vector<uint64_t>{10000, 100000}) {

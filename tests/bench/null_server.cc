@@ -8,8 +8,8 @@
 #include <cstring>
 #include <span>
 
-#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "server/clickhouse/protocol/client_reader.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/protocol/revision.h"
@@ -29,9 +29,9 @@ void WriteServerHello(uint64_t revision, GatherWriter& out) {
   out.WriteVarUInt(24);
   out.WriteVarUInt(3);
   out.WriteVarUInt(revision);
-  out.WriteString("UTC");     // timezone (54058)
-  out.WriteString("null");    // display name (54372)
-  out.WriteVarUInt(0);        // patch (54401)
+  out.WriteString("UTC");   // timezone (54058)
+  out.WriteString("null");  // display name (54372)
+  out.WriteVarUInt(0);      // patch (54401)
 }
 
 // Appends a Data packet with `body` (an encoded block), compressed with `compressor` if given.
@@ -47,7 +47,8 @@ absl::Status AppendData(std::string_view body, FrameCompressor* compressor,
   size_t off = 0;
   do {
     std::span<const char> piece(body.data() + off, std::min(kMaxFrameInput, body.size() - off));
-    RETURN_IF_ERROR(compressor->Compress(std::span<const std::span<const char>>(&piece, 1), frames));
+    RETURN_IF_ERROR(
+        compressor->Compress(std::span<const std::span<const char>>(&piece, 1), frames));
     off += piece.size();
   } while (off < body.size());
   out.Write(frames->data(), frames->size());
@@ -143,7 +144,8 @@ void NullServer::Serve(int fd) {
         if (p.query.compression) {
           CompressionMethod method = CompressionMethod::kLz4;
           for (const Setting& s : p.query.settings) {
-            if (s.name == "network_compression_method" && absl::AsciiStrToLower(s.value) == "zstd") {
+            if (s.name == "network_compression_method" &&
+                absl::AsciiStrToLower(s.value) == "zstd") {
               method = CompressionMethod::kZstd;
             }
           }
@@ -153,7 +155,8 @@ void NullServer::Serve(int fd) {
         while (!text.empty() && absl::ascii_isspace(static_cast<unsigned char>(text.front()))) {
           text.remove_prefix(1);
         }
-        inserting = text.size() >= 6 && absl::EqualsIgnoreCase(std::string(text.substr(0, 6)), "INSERT");
+        inserting =
+            text.size() >= 6 && absl::EqualsIgnoreCase(std::string(text.substr(0, 6)), "INSERT");
         // The external-tables terminator follows every query.
         packet = reader.Next();
         if (!packet.ok() || (*packet)->type != ClientPacketType::kData) return;

@@ -64,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (compressed && (mode & 4) != 0) {
     if (rest.size() > chgate::clickhouse::kMaxFrameInput) return 0;
     stream = {'\x01', '\x00'};  // Data, table ""
-    FrameCompressor compressor((mode & 8) != 0 ? CompressionMethod::kLz4 : CompressionMethod::kNone);
+    FrameCompressor compressor((mode & 8) != 0 ? CompressionMethod::kLz4
+                                               : CompressionMethod::kNone);
     const size_t split = rest.size() * (mode >> 4) / 16;
     AppendFrame(compressor, rest.substr(0, split), &stream);
     AppendFrame(compressor, rest.substr(split), &stream);

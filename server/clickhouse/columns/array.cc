@@ -33,8 +33,8 @@ absl::Status ColumnArray::LoadBody(ReadBuffer& in, size_t rows) {
   for (size_t i = first; i < first + rows; ++i) {
     uint64_t v = Offset(i);
     if (v < prev || v > kMaxElements) {
-      return absl::DataLossError(absl::StrCat("corrupt array offsets: row ", i - first, " ends at ",
-                                              v, " after ", prev));
+      return absl::DataLossError(
+          absl::StrCat("corrupt array offsets: row ", i - first, " ends at ", v, " after ", prev));
     }
     prev = v;
     uint64_t shifted = v + base;

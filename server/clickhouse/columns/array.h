@@ -34,7 +34,8 @@ class ColumnArray final : public Column {
     const uint64_t from = s.RowBegin(begin);
     const uint64_t base = nested_->Size();
     for (size_t i = begin; i < end; ++i) offsets_.AppendFixed<uint64_t>(s.Offset(i) - from + base);
-    nested_->AppendRange(*s.nested_, static_cast<size_t>(from), static_cast<size_t>(s.Offset(end - 1)));
+    nested_->AppendRange(*s.nested_, static_cast<size_t>(from),
+                         static_cast<size_t>(s.Offset(end - 1)));
   }
   void Truncate(size_t rows) override {
     nested_->Truncate(static_cast<size_t>(RowBegin(rows)));

@@ -37,7 +37,8 @@ const absl::flat_hash_map<std::string_view, SimpleFixed>& SimpleFixedTypes() {
 }
 
 absl::Status Bad(const TypeAst& type, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("bad type ", FormatTypeName(type), ": ", std::string(why)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("bad type ", FormatTypeName(type), ": ", std::string(why)));
 }
 
 absl::StatusOr<absl::TimeZone> TimeZoneArg(const TypeAst& type, size_t index) {
@@ -45,7 +46,8 @@ absl::StatusOr<absl::TimeZone> TimeZoneArg(const TypeAst& type, size_t index) {
   const TypeAst& arg = type.args[index];
   if (arg.kind != TypeAst::Kind::kString) return Bad(type, "time zone must be a string");
   absl::TimeZone tz;
-  if (!absl::LoadTimeZone(arg.name, &tz)) return Bad(type, absl::StrCat("unknown time zone '", arg.name, "'"));
+  if (!absl::LoadTimeZone(arg.name, &tz))
+    return Bad(type, absl::StrCat("unknown time zone '", arg.name, "'"));
   return tz;
 }
 
@@ -56,8 +58,8 @@ absl::StatusOr<int64_t> NumberArg(const TypeAst& type, size_t index) {
   return type.args[index].number;
 }
 
-absl::StatusOr<ColumnPtr> MakeDecimal(const TypeAst& type, const std::string& name, int64_t precision,
-                                      int64_t scale) {
+absl::StatusOr<ColumnPtr> MakeDecimal(const TypeAst& type, const std::string& name,
+                                      int64_t precision, int64_t scale) {
   if (precision < 1 || precision > 76) return Bad(type, "precision must be in [1, 76]");
   if (scale < 0 || scale > precision) return Bad(type, "scale must be in [0, precision]");
   size_t width = precision <= 9 ? 4 : precision <= 18 ? 8 : precision <= 38 ? 16 : 32;
@@ -109,8 +111,7 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
     FixedParams params;
     params.scale = static_cast<int>(precision);
     ASSIGN_OR_RETURN(params.time_zone, TimeZoneArg(type, 1));
-    return std::make_shared<ColumnFixed>(name, type, FixedKind::kDateTime64, 8,
-                                         std::move(params));
+    return std::make_shared<ColumnFixed>(name, type, FixedKind::kDateTime64, 8, std::move(params));
   }
   if (family == "Decimal") {
     if (type.args.size() != 2) return Bad(type, "needs precision and scale");
@@ -122,8 +123,10 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
       family == "Decimal256") {
     if (type.args.size() != 1) return Bad(type, "needs a scale");
     ASSIGN_OR_RETURN(int64_t scale, NumberArg(type, 0));
-    int64_t precision = family == "Decimal32" ? 9 : family == "Decimal64" ? 18
-                        : family == "Decimal128" ? 38 : 76;
+    int64_t precision = family == "Decimal32"    ? 9
+                        : family == "Decimal64"  ? 18
+                        : family == "Decimal128" ? 38
+                                                 : 76;
     return MakeDecimal(type, name, precision, scale);
   }
   if (family == "Enum8" || family == "Enum16") {

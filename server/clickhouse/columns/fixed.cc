@@ -83,10 +83,26 @@ void AppendDateTime(int64_t seconds, const absl::TimeZone& tz, std::string* out)
 
 int64_t LoadSigned(const char* p, size_t width) {
   switch (width) {
-    case 1: { int8_t v; std::memcpy(&v, p, 1); return v; }
-    case 2: { int16_t v; std::memcpy(&v, p, 2); return v; }
-    case 4: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    default: { int64_t v; std::memcpy(&v, p, 8); return v; }
+    case 1: {
+      int8_t v;
+      std::memcpy(&v, p, 1);
+      return v;
+    }
+    case 2: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case 4: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
   }
 }
 
@@ -261,9 +277,9 @@ void ColumnFixed::FormatValue(size_t row, bool nested, std::string* out) const {
     case FixedKind::kDate:
     case FixedKind::kDate32: {
       if (nested) out->push_back('\'');
-      AppendDate(kind_ == FixedKind::kDate ? static_cast<int64_t>(LoadUnsigned(p, 2))
-                                           : LoadSigned(p, 4),
-                 out);
+      AppendDate(
+          kind_ == FixedKind::kDate ? static_cast<int64_t>(LoadUnsigned(p, 2)) : LoadSigned(p, 4),
+          out);
       if (nested) out->push_back('\'');
       return;
     }

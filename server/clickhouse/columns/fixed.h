@@ -35,9 +35,9 @@ enum class FixedKind {
 
 // Type parameters that only some kinds use.
 struct FixedParams {
-  int scale = 0;                                       // Decimal scale, DateTime64 precision
-  int precision = 0;                                   // Decimal precision
-  absl::TimeZone time_zone = absl::UTCTimeZone();      // DateTime, DateTime64
+  int scale = 0;                                             // Decimal scale, DateTime64 precision
+  int precision = 0;                                         // Decimal precision
+  absl::TimeZone time_zone = absl::UTCTimeZone();            // DateTime, DateTime64
   std::vector<std::pair<std::string, int64_t>> enum_values;  // Enum8/16, in type order
 };
 

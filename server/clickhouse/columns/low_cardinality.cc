@@ -99,8 +99,8 @@ absl::Status ColumnLowCardinality::AppendString(std::string_view value) {
   } else if (auto* f = dynamic_cast<ColumnFixed*>(dictionary_.get());
              f != nullptr && f->kind() == FixedKind::kFixedString) {
     if (value.size() > f->width()) {
-      return absl::InvalidArgumentError(absl::StrCat("value of ", value.size(),
-                                                     " bytes does not fit ", f->type_name()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("value of ", value.size(), " bytes does not fit ", f->type_name()));
     }
     char* p = f->values().Prepare(f->width());
     std::memcpy(p, value.data(), value.size());
@@ -118,10 +118,10 @@ absl::Status ColumnLowCardinality::AppendString(std::string_view value) {
 
 void ColumnLowCardinality::AppendRange(const Column& src, size_t begin, size_t end) {
   const auto& s = static_cast<const ColumnLowCardinality&>(src);
-  const bool string_like = dynamic_cast<const ColumnString*>(dictionary_.get()) != nullptr ||
-                           (dynamic_cast<const ColumnFixed*>(dictionary_.get()) != nullptr &&
-                            static_cast<const ColumnFixed&>(*dictionary_).kind() ==
-                                FixedKind::kFixedString);
+  const bool string_like =
+      dynamic_cast<const ColumnString*>(dictionary_.get()) != nullptr ||
+      (dynamic_cast<const ColumnFixed*>(dictionary_.get()) != nullptr &&
+       static_cast<const ColumnFixed&>(*dictionary_).kind() == FixedKind::kFixedString);
   for (size_t row = begin; row < end; ++row) {
     if (s.IsNull(row)) {
       AppendNull();

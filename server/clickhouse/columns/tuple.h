@@ -19,7 +19,8 @@ class ColumnTuple final : public Column {
   void AppendDefault() override;
   void AppendRange(const Column& src, size_t begin, size_t end) override {
     const auto& s = static_cast<const ColumnTuple&>(src);
-    for (size_t i = 0; i < elements_.size(); ++i) elements_[i]->AppendRange(*s.elements_[i], begin, end);
+    for (size_t i = 0; i < elements_.size(); ++i)
+      elements_[i]->AppendRange(*s.elements_[i], begin, end);
   }
   void Truncate(size_t rows) override {
     for (auto& e : elements_) e->Truncate(rows);

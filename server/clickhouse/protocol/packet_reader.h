@@ -32,10 +32,10 @@ enum class PacketType {
 
 struct Packet {
   PacketType type = PacketType::kEndOfStream;
-  Block block;            // kData, kTotals, kExtremes, kLog, kProfileEvents
-  Progress progress;      // kProgress
-  ProfileInfo profile;    // kProfileInfo
-  std::string text;       // kTableColumns: the column description
+  Block block;                // kData, kTotals, kExtremes, kLog, kProfileEvents
+  Progress progress;          // kProgress
+  ProfileInfo profile;        // kProfileInfo
+  std::string text;           // kTableColumns: the column description
   ServerException exception;  // kException
 };
 

@@ -199,9 +199,9 @@ void WriteAddendum(uint64_t revision, const std::string& quota_key, GatherWriter
 absl::Status WriteQuery(const QueryParams& query, const HelloParams& client, uint64_t revision,
                         GatherWriter& out) {
   if (!query.parameters.empty() && revision < revision::kParameters) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "query parameters need protocol revision ", revision::kParameters,
-        "; this server speaks ", revision));
+    return absl::InvalidArgumentError(absl::StrCat("query parameters need protocol revision ",
+                                                   revision::kParameters, "; this server speaks ",
+                                                   revision));
   }
   out.WriteVarUInt(static_cast<uint64_t>(ClientCode::kQuery));
   out.WriteString(query.query_id);
@@ -231,13 +231,26 @@ absl::Status WriteQuery(const QueryParams& query, const HelloParams& client, uin
       quoted.push_back('\'');
       for (char c : value) {
         switch (c) {
-          case '\\': quoted.append("\\\\"); break;
-          case '\'': quoted.append("\\'"); break;
-          case '\0': quoted.append("\\0"); break;
-          case '\b': quoted.append("\\b"); break;
-          case '\t': quoted.append("\\t"); break;
-          case '\n': quoted.append("\\n"); break;
-          default: quoted.push_back(c);
+          case '\\':
+            quoted.append("\\\\");
+            break;
+          case '\'':
+            quoted.append("\\'");
+            break;
+          case '\0':
+            quoted.append("\\0");
+            break;
+          case '\b':
+            quoted.append("\\b");
+            break;
+          case '\t':
+            quoted.append("\\t");
+            break;
+          case '\n':
+            quoted.append("\\n");
+            break;
+          default:
+            quoted.push_back(c);
         }
       }
       quoted.push_back('\'');
@@ -413,8 +426,20 @@ absl::Status ExceptionToStatus(const ServerException& e) {
     case 81:
       code = absl::StatusCode::kNotFound;
       break;
-    case 6: case 16: case 27: case 36: case 41: case 43: case 46: case 47: case 50: case 53:
-    case 62: case 73: case 115: case 117:
+    case 6:
+    case 16:
+    case 27:
+    case 36:
+    case 41:
+    case 43:
+    case 46:
+    case 47:
+    case 50:
+    case 53:
+    case 62:
+    case 73:
+    case 115:
+    case 117:
       code = absl::StatusCode::kInvalidArgument;
       break;
     case 57:
@@ -425,7 +450,11 @@ absl::Status ExceptionToStatus(const ServerException& e) {
     case 497:
       code = absl::StatusCode::kPermissionDenied;
       break;
-    case 192: case 193: case 194: case 195: case 516:
+    case 192:
+    case 193:
+    case 194:
+    case 195:
+    case 516:
       code = absl::StatusCode::kUnauthenticated;
       break;
     case 159:
@@ -436,7 +465,14 @@ absl::Status ExceptionToStatus(const ServerException& e) {
     case 241:
       code = absl::StatusCode::kResourceExhausted;
       break;
-    case 202: case 203: case 210: case 242: case 252: case 279: case 285: case 319:
+    case 202:
+    case 203:
+    case 210:
+    case 242:
+    case 252:
+    case 279:
+    case 285:
+    case 319:
       code = absl::StatusCode::kUnavailable;
       break;
     case 394:
@@ -449,9 +485,9 @@ absl::Status ExceptionToStatus(const ServerException& e) {
       code = absl::StatusCode::kUnknown;
   }
   std::string symbol(ClickHouseErrorName(e.code));
-  std::string message = absl::StrCat("ClickHouse error ", e.code, " (",
-                                     symbol.empty() ? "" : symbol, symbol.empty() ? "" : ", ",
-                                     e.name, "): ", e.message);
+  std::string message =
+      absl::StrCat("ClickHouse error ", e.code, " (", symbol.empty() ? "" : symbol,
+                   symbol.empty() ? "" : ", ", e.name, "): ", e.message);
   for (const ServerException& n : e.nested) {
     absl::StrAppend(&message, "; caused by ", n.code, " (", n.name, "): ", n.message);
   }

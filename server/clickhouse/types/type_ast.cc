@@ -23,9 +23,8 @@ class Parser {
 
  private:
   absl::Status Error(std::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot parse type name '", std::string(text_), "': ", std::string(what),
-                     " at offset ", pos_));
+    return absl::InvalidArgumentError(absl::StrCat("cannot parse type name '", std::string(text_),
+                                                   "': ", std::string(what), " at offset ", pos_));
   }
   void SkipSpaces() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
@@ -71,15 +70,33 @@ class Parser {
         if (pos_ >= text_.size()) break;
         char e = text_[pos_++];
         switch (e) {
-          case 'n': c = '\n'; break;
-          case 't': c = '\t'; break;
-          case 'r': c = '\r'; break;
-          case 'b': c = '\b'; break;
-          case 'f': c = '\f'; break;
-          case '0': c = '\0'; break;
-          case 'a': c = '\a'; break;
-          case 'v': c = '\v'; break;
-          default: c = e; break;
+          case 'n':
+            c = '\n';
+            break;
+          case 't':
+            c = '\t';
+            break;
+          case 'r':
+            c = '\r';
+            break;
+          case 'b':
+            c = '\b';
+            break;
+          case 'f':
+            c = '\f';
+            break;
+          case '0':
+            c = '\0';
+            break;
+          case 'a':
+            c = '\a';
+            break;
+          case 'v':
+            c = '\v';
+            break;
+          default:
+            c = e;
+            break;
         }
       }
       out->push_back(c);
@@ -245,15 +262,32 @@ void AppendQuoted(std::string_view s, std::string* out) {
   out->push_back('\'');
   for (char c : s) {
     switch (c) {
-      case '\'': out->append("\\'"); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\t': out->append("\\t"); break;
-      case '\r': out->append("\\r"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
-      case '\0': out->append("\\0"); break;
-      default: out->push_back(c);
+      case '\'':
+        out->append("\\'");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      case '\0':
+        out->append("\\0");
+        break;
+      default:
+        out->push_back(c);
     }
   }
   out->push_back('\'');

@@ -120,7 +120,7 @@ class ByteBuffer {
     ++size_;
   }
   template <typename T>
-    requires std::is_trivially_copyable_v<T>
+  requires std::is_trivially_copyable_v<T>
   void AppendFixed(T v) {
     std::memcpy(Prepare(sizeof(T)), &v, sizeof(T));
     size_ += sizeof(T);
@@ -181,8 +181,7 @@ class ReadBuffer {
   absl::Status Skip(size_t n);
 
   template <typename T>
-    requires std::is_trivially_copyable_v<T>
-  absl::Status ReadFixed(T* v) {
+  requires std::is_trivially_copyable_v<T> absl::Status ReadFixed(T* v) {
     return Read(v, sizeof(T));
   }
 

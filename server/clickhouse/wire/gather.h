@@ -42,10 +42,8 @@ class GatherWriter {
     Write(s);
   }
   template <typename T>
-    requires std::is_trivially_copyable_v<T>
-  void WriteFixed(T v) {
-    Write(&v, sizeof(T));
-  }
+  requires std::is_trivially_copyable_v<T>
+  void WriteFixed(T v) { Write(&v, sizeof(T)); }
   // Adds caller-owned bytes by reference (copied when shorter than kMinReference).
   void Reference(const void* p, size_t n);
 

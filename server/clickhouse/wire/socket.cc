@@ -67,14 +67,13 @@ absl::StatusOr<Socket> Socket::Connect(const std::string& host, uint16_t port,
   std::string port_text = std::to_string(port);
   int rc = ::getaddrinfo(host.c_str(), port_text.c_str(), &hints, &result);
   if (rc != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot resolve ", host, ": ", ::gai_strerror(rc)));
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ", ::gai_strerror(rc)));
   }
   absl::Time deadline = absl::Now() + timeout;
   absl::Status last = absl::UnavailableError(absl::StrCat("no address for ", host));
   for (addrinfo* ai = result; ai != nullptr; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                      ai->ai_protocol);
+    int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (fd < 0) {
       last = absl::UnavailableError(absl::StrCat("socket(): ", ErrnoText(errno)));
       continue;
@@ -124,7 +123,8 @@ absl::Status Socket::Wait(short events, absl::Duration timeout, const char* what
       return absl::DeadlineExceededError(
           absl::StrCat(what, ": timed out after ", absl::FormatDuration(timeout)));
     }
-    if (errno != EINTR) return absl::UnavailableError(absl::StrCat(what, ": poll: ", ErrnoText(errno)));
+    if (errno != EINTR)
+      return absl::UnavailableError(absl::StrCat(what, ": poll: ", ErrnoText(errno)));
   }
 }
 

@@ -56,7 +56,8 @@ class CompressedReadBuffer final : public ReadBuffer {
  public:
   // Reads frames from `source` (which must outlive this buffer). Frames that decompress to more
   // than `max_frame_size` bytes, or claim a larger compressed size, are refused.
-  explicit CompressedReadBuffer(ReadBuffer* source, uint32_t max_frame_size = kMaxFrameCompressedSize);
+  explicit CompressedReadBuffer(ReadBuffer* source,
+                                uint32_t max_frame_size = kMaxFrameCompressedSize);
 
   uint64_t decoded_bytes() const { return decoded_bytes_; }
   uint64_t frames() const { return frames_; }

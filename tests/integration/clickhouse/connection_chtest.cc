@@ -67,20 +67,20 @@ TEST_F(ConnectionLiveTest, BinarySettingsReachTheServer) {
   if (conn_ == nullptr) return;
   // Below revision 54429 settings travel typed: a UInt64, a bool, a float and a string.
   std::string out;
-  absl::Status st = conn_->Select(
-      {.query = "SELECT getSetting('max_block_size'), getSetting('extremes'), "
-                "getSetting('totals_auto_threshold'), getSetting('load_balancing')",
-       .settings = {{.name = "max_block_size", .value = "1234"},
-                    {.name = "extremes", .value = "0"},
-                    {.name = "totals_auto_threshold", .value = "0.25"},
-                    {.name = "load_balancing", .value = "in_order"}}},
-      [&](const Block& b) {
-        for (size_t c = 0; c < b.column_count(); ++c) {
-          if (c) out += "\t";
-          b.column(c).column->FormatValue(0, false, &out);
-        }
-        return absl::OkStatus();
-      });
+  absl::Status st =
+      conn_->Select({.query = "SELECT getSetting('max_block_size'), getSetting('extremes'), "
+                              "getSetting('totals_auto_threshold'), getSetting('load_balancing')",
+                     .settings = {{.name = "max_block_size", .value = "1234"},
+                                  {.name = "extremes", .value = "0"},
+                                  {.name = "totals_auto_threshold", .value = "0.25"},
+                                  {.name = "load_balancing", .value = "in_order"}}},
+                    [&](const Block& b) {
+                      for (size_t c = 0; c < b.column_count(); ++c) {
+                        if (c) out += "\t";
+                        b.column(c).column->FormatValue(0, false, &out);
+                      }
+                      return absl::OkStatus();
+                    });
   if (st.code() == absl::StatusCode::kInvalidArgument &&
       std::string(st.message()).find("getSetting") != std::string::npos) {
     // 18.16 has no getSetting(): check through system.settings instead.
@@ -112,9 +112,11 @@ TEST_F(ConnectionLiveTest, BinarySettingsReachTheServer) {
 
 TEST_F(ConnectionLiveTest, UnknownSettingTypeIsRefusedBeforeSending) {
   if (conn_ == nullptr) return;
-  if (conn_->revision() >= revision::kSettingsAsStrings) GTEST_SKIP() << "server takes text settings";
-  absl::Status st = conn_->Select({.query = "SELECT 1", .settings = {{.name = "no_such_setting_x", .value = "1"}}},
-                                  [](const Block&) { return absl::OkStatus(); });
+  if (conn_->revision() >= revision::kSettingsAsStrings)
+    GTEST_SKIP() << "server takes text settings";
+  absl::Status st = conn_->Select(
+      {.query = "SELECT 1", .settings = {{.name = "no_such_setting_x", .value = "1"}}},
+      [](const Block&) { return absl::OkStatus(); });
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_TRUE(conn_->usable());
   EXPECT_TRUE(conn_->Ping().ok());
@@ -129,7 +131,8 @@ TEST_P(MultiBlockSelectTest, ReadsEveryRowOfManyBlocksAndFrames) {
   uint64_t rows = 0, blocks = 0, sum = 0, string_bytes = 0;
   QueryResult result;
   absl::Status st = conn->Select(
-      {.query = absl::StrCat("SELECT number, toString(number) AS s FROM system.numbers LIMIT ", kRows),
+      {.query =
+           absl::StrCat("SELECT number, toString(number) AS s FROM system.numbers LIMIT ", kRows),
        .settings = {{.name = "max_block_size", .value = "65536"}}},
       [&](const Block& b) {
         ++blocks;
@@ -173,14 +176,14 @@ TEST_P(MultiBlockSelectTest, ReadsABlockSpanningSeveralFrames) {
   if (conn == nullptr) return;
   // One 200k-row block of ~2.6 MiB: more than one 1 MiB compression frame.
   uint64_t rows = 0, blocks = 0;
-  absl::Status st = conn->Select(
-      {.query = "SELECT number, toString(number) AS s FROM numbers(200000)",
-       .settings = {{.name = "max_block_size", .value = "200000"}}},
-      [&](const Block& b) {
-        ++blocks;
-        rows += b.rows();
-        return absl::OkStatus();
-      });
+  absl::Status st =
+      conn->Select({.query = "SELECT number, toString(number) AS s FROM numbers(200000)",
+                    .settings = {{.name = "max_block_size", .value = "200000"}}},
+                   [&](const Block& b) {
+                     ++blocks;
+                     rows += b.rows();
+                     return absl::OkStatus();
+                   });
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(rows, 200000u);
   EXPECT_EQ(blocks, 1u);
@@ -191,9 +194,12 @@ INSTANTIATE_TEST_SUITE_P(Compression, MultiBlockSelectTest,
                                            CompressionMethod::kZstd),
                          [](const auto& param_info) {
                            switch (param_info.param) {
-                             case CompressionMethod::kNone: return std::string("None");
-                             case CompressionMethod::kLz4: return std::string("Lz4");
-                             default: return std::string("Zstd");
+                             case CompressionMethod::kNone:
+                               return std::string("None");
+                             case CompressionMethod::kLz4:
+                               return std::string("Lz4");
+                             default:
+                               return std::string("Zstd");
                            }
                          });
 

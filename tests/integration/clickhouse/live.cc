@@ -65,8 +65,8 @@ std::string ClickHouseClient(const std::string& sql, const std::string& stdin_da
     ADD_FAILURE() << "mkstemp failed";
     return "";
   }
-  if (!stdin_data.empty() &&
-      ::write(in_fd, stdin_data.data(), stdin_data.size()) != static_cast<ssize_t>(stdin_data.size())) {
+  if (!stdin_data.empty() && ::write(in_fd, stdin_data.data(), stdin_data.size()) !=
+                                 static_cast<ssize_t>(stdin_data.size())) {
     ADD_FAILURE() << "write failed";
   }
   ::close(in_fd);

@@ -79,7 +79,8 @@ TEST_F(PoolLiveTest, NeverReusesABrokenConnection) {
     auto conn = pool.Acquire(absl::Now() + absl::Seconds(5));
     ASSERT_TRUE(conn.ok());
     // Leave a query unfinished: the connection is not reusable.
-    ASSERT_TRUE((*conn)->SendQuery({.query = "SELECT number FROM system.numbers LIMIT 100000"}).ok());
+    ASSERT_TRUE(
+        (*conn)->SendQuery({.query = "SELECT number FROM system.numbers LIMIT 100000"}).ok());
   }
   auto next = pool.Acquire(absl::Now() + absl::Seconds(5));
   ASSERT_TRUE(next.ok());

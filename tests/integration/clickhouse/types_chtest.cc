@@ -30,7 +30,8 @@ constexpr char kExpectedTsv[] =
     "7\t7\t7\t7\t7\t7\t7\t7\t1e-7\t2.2250738585072014e-308\tx\t\\0\\0\\0\\0\t2000-02-29\t"
     "2000-02-29 12:00:00\t2000-02-29 21:00:00\tnull?\t-5\t[0]\t[['tab\\there','q\\'s']]\t[]\n"
     "255\t65535\t4294967295\t18446744073709551615\t127\t32767\t2147483647\t9223372036854775807\t"
-    "3.4028235e38\t1e100\ttab\\there\\nnl\\\\ q\\'s \xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82\t"
+    "3.4028235e38\t1e100\ttab\\there\\nnl\\\\ q\\'s "
+    "\xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82\t"
     "abcd\t2105-12-31\t2099-12-31 23:59:59\t2038-01-19 12:14:07\t\t0\t[1,2,18446744073709551615]\t"
     "[['a','b'],[],['']]\t[1,NULL,-128]\n";
 
@@ -73,8 +74,12 @@ Block CoreTypesBlock() {
   b.AddColumn("i64", Fixed<int64_t>("Int64", {L64::min(), 7, L64::max()}));
   b.AddColumn("f32", Fixed<float>("Float32", {-0.5f, 1e-7f, 3.4028235e38f}));
   b.AddColumn("f64", Fixed<double>("Float64", {-2.25, 2.2250738585072014e-308, 1e100}));
-  b.AddColumn("s", Strings("String", {"", "x", "tab\there\nnl\\ q's \xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82"}));
-  b.AddColumn("fs", Strings("FixedString(4)", {std::string_view("ab", 2), std::string_view("\0\0\0\0", 4), "abcd"}));
+  b.AddColumn(
+      "s",
+      Strings("String",
+              {"", "x", "tab\there\nnl\\ q's \xd0\xbf\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82"}));
+  b.AddColumn("fs", Strings("FixedString(4)",
+                            {std::string_view("ab", 2), std::string_view("\0\0\0\0", 4), "abcd"}));
   b.AddColumn("d", Fixed<uint16_t>("Date", {1, 11016, 49672}));
   b.AddColumn("dt", Fixed<uint32_t>("DateTime", {1, 951825600u, 4102444799u}));
   b.AddColumn("dtz", Fixed<uint32_t>("DateTime('Asia/Tokyo')", {1, 951825600u, 2147483647u}));
@@ -162,12 +167,13 @@ TEST_P(CoreTypesTest, OurInsertPrintsExactlyInClickHouseClient) {
   Block block = CoreTypesBlock();
   const Block* blocks[] = {&block};
   QueryResult result;
-  absl::Status st = conn_->Insert({.query = absl::StrCat("INSERT INTO ", kTable, " VALUES")},
-                                  blocks, &result);
+  absl::Status st =
+      conn_->Insert({.query = absl::StrCat("INSERT INTO ", kTable, " VALUES")}, blocks, &result);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(result.rows, 3u);
-  EXPECT_EQ(ClickHouseClient(absl::StrCat("SELECT * FROM ", kTable, " ORDER BY u8 FORMAT TabSeparated")),
-            kExpectedTsv);
+  EXPECT_EQ(
+      ClickHouseClient(absl::StrCat("SELECT * FROM ", kTable, " ORDER BY u8 FORMAT TabSeparated")),
+      kExpectedTsv);
   // And our own SELECT decodes the same text.
   auto ours = SelectTsv(*conn_, absl::StrCat("SELECT * FROM ", kTable, " ORDER BY u8"));
   ASSERT_TRUE(ours.ok()) << ours.status();
@@ -221,9 +227,12 @@ INSTANTIATE_TEST_SUITE_P(Compression, CoreTypesTest,
                                            CompressionMethod::kZstd),
                          [](const auto& param_info) {
                            switch (param_info.param) {
-                             case CompressionMethod::kNone: return std::string("None");
-                             case CompressionMethod::kLz4: return std::string("Lz4");
-                             default: return std::string("Zstd");
+                             case CompressionMethod::kNone:
+                               return std::string("None");
+                             case CompressionMethod::kLz4:
+                               return std::string("Lz4");
+                             default:
+                               return std::string("Zstd");
                            }
                          });
 
@@ -248,8 +257,9 @@ TEST(LargeInsertTest, MillionRowsInManyFramesArriveIntact) {
     const Block* blocks[] = {&block};
     absl::Status st = conn->Insert({.query = "INSERT INTO chgate_chtest.large VALUES"}, blocks);
     ASSERT_TRUE(st.ok()) << st;
-    EXPECT_EQ(ClickHouseClient("SELECT count(), sum(n), sum(toUInt64(s)) FROM chgate_chtest.large"),
-              absl::StrCat(kRows, "\t", 3 * kRows * (kRows - 1) / 2, "\t", kRows * (kRows - 1) / 2, "\n"))
+    EXPECT_EQ(
+        ClickHouseClient("SELECT count(), sum(n), sum(toUInt64(s)) FROM chgate_chtest.large"),
+        absl::StrCat(kRows, "\t", 3 * kRows * (kRows - 1) / 2, "\t", kRows * (kRows - 1) / 2, "\n"))
         << "compression method " << static_cast<int>(method);
   }
 }

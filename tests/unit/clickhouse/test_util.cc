@@ -64,7 +64,8 @@ std::vector<std::string> ListFiles(const std::string& dir, std::string_view suff
   if (dir.empty()) return out;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     std::string name = entry.path().filename().string();
-    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    if (name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
       out.push_back(entry.path().string());
     }
   }

@@ -34,8 +34,7 @@ TEST(ConfigTest, RejectsUnknownOptionsAndBadValues) {
   const char* bad_port[] = {"chgate", "--endpoints=h:99999"};
   EXPECT_EQ(Parse(2, bad_port, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   const char* bad_compression[] = {"chgate", "--compression=gzip"};
-  EXPECT_EQ(Parse(2, bad_compression, nullptr).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Parse(2, bad_compression, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   const char* bad_duration[] = {"chgate", "--read-timeout=soon"};
   EXPECT_EQ(Parse(2, bad_duration, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   const char* missing_file[] = {"chgate", "--password-file=/nonexistent/secret"};

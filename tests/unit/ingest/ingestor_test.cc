@@ -414,12 +414,16 @@ TEST_F(IngestorTest, RepeatedIdempotencyKeysInsertOnce) {
   auto submit = [&](const std::string& key) {
     outcomes_.push_back(std::make_unique<Outcome>());
     Outcome* o = outcomes_.back().get();
-    Request r{.table = "events", .block = &a, .deadline = clock_.Now() + absl::Seconds(30),
+    Request r{.table = "events",
+              .block = &a,
+              .deadline = clock_.Now() + absl::Seconds(30),
               .idempotency_key = key};
-    ingestor_->Submit(std::move(r), [o] { o->admitted = true; }, [o](Result res) {
-      o->done = true;
-      o->result = std::move(res);
-    });
+    ingestor_->Submit(
+        std::move(r), [o] { o->admitted = true; },
+        [o](Result res) {
+          o->done = true;
+          o->result = std::move(res);
+        });
     ingestor_->RunPending();
     return o;
   };
@@ -438,7 +442,9 @@ TEST_F(IngestorTest, RepeatedIdempotencyKeysInsertOnce) {
   ASSERT_TRUE(after->done);
   EXPECT_TRUE(after->result.deduplicated);
   EXPECT_EQ(inserter_.calls.size(), 1u);
-  ASSERT_EQ(std::count(inserter_.calls[0].rows_text.begin(), inserter_.calls[0].rows_text.end(), '\n'), 2);
+  ASSERT_EQ(
+      std::count(inserter_.calls[0].rows_text.begin(), inserter_.calls[0].rows_text.end(), '\n'),
+      2);
   // A failed request's key is forgotten, so a retry inserts.
   inserter_.script = {ClickHouseError(53, "Type mismatch")};
   Outcome* failing = submit("k2");
