@@ -90,37 +90,6 @@ void ColumnString::FormatValue(size_t row, bool nested, std::string* out) const 
   }
 }
 
-void AppendTsvEscaped(std::string_view s, std::string* out) {
-  for (char c : s) {
-    switch (c) {
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      case '\0':
-        out->append("\\0");
-        break;
-      case '\'':
-        out->append("\\'");
-        break;
-      default:
-        out->push_back(c);
-    }
-  }
-}
+void AppendTsvEscaped(std::string_view s, std::string* out) { AppendEscaped(s, out); }
 
 }  // namespace chgate::clickhouse

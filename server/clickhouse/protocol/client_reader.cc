@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/protocol/revision.h"
+#include "server/clickhouse/types/type_ast.h"
 #include "server/common/status_macros.h"
 
 namespace chgate::clickhouse {
@@ -108,35 +109,7 @@ absl::StatusOr<std::string> UnquoteParameter(const std::string& name, std::strin
         return absl::DataLossError(
             absl::StrCat("query parameter '", name, "' ends inside an escape"));
       }
-      switch (body[i]) {
-        case '0':
-          c = '\0';
-          break;
-        case 'a':
-          c = '\a';
-          break;
-        case 'b':
-          c = '\b';
-          break;
-        case 'f':
-          c = '\f';
-          break;
-        case 'n':
-          c = '\n';
-          break;
-        case 'r':
-          c = '\r';
-          break;
-        case 't':
-          c = '\t';
-          break;
-        case 'v':
-          c = '\v';
-          break;
-        default:
-          c = body[i];
-          break;
-      }
+      c = UnescapeChar(body[i]);
     }
     out.push_back(c);
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/clickhouse/protocol/revision.h"
+#include "server/clickhouse/types/type_ast.h"
 #include "server/common/status_macros.h"
 
 namespace chgate::clickhouse {
@@ -228,32 +229,7 @@ absl::Status WriteQuery(const QueryParams& query, const HelloParams& client, uin
       out.WriteString(name);
       out.WriteVarUInt(2);  // CUSTOM
       std::string quoted;
-      quoted.push_back('\'');
-      for (char c : value) {
-        switch (c) {
-          case '\\':
-            quoted.append("\\\\");
-            break;
-          case '\'':
-            quoted.append("\\'");
-            break;
-          case '\0':
-            quoted.append("\\0");
-            break;
-          case '\b':
-            quoted.append("\\b");
-            break;
-          case '\t':
-            quoted.append("\\t");
-            break;
-          case '\n':
-            quoted.append("\\n");
-            break;
-          default:
-            quoted.push_back(c);
-        }
-      }
-      quoted.push_back('\'');
+      AppendQuoted(value, &quoted);
       out.WriteString(quoted);
     }
     out.WriteString("");

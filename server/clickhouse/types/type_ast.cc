@@ -68,36 +68,7 @@ class Parser {
       char c = text_[pos_++];
       if (c == '\\') {
         if (pos_ >= text_.size()) break;
-        char e = text_[pos_++];
-        switch (e) {
-          case 'n':
-            c = '\n';
-            break;
-          case 't':
-            c = '\t';
-            break;
-          case 'r':
-            c = '\r';
-            break;
-          case 'b':
-            c = '\b';
-            break;
-          case 'f':
-            c = '\f';
-            break;
-          case '0':
-            c = '\0';
-            break;
-          case 'a':
-            c = '\a';
-            break;
-          case 'v':
-            c = '\v';
-            break;
-          default:
-            c = e;
-            break;
-        }
+        c = UnescapeChar(text_[pos_++]);
       }
       out->push_back(c);
     }
@@ -258,8 +229,7 @@ std::string FormatTypeName(const TypeAst& type) {
   return out;
 }
 
-void AppendQuoted(std::string_view s, std::string* out) {
-  out->push_back('\'');
+void AppendEscaped(std::string_view s, std::string* out) {
   for (char c : s) {
     switch (c) {
       case '\'':
@@ -290,7 +260,35 @@ void AppendQuoted(std::string_view s, std::string* out) {
         out->push_back(c);
     }
   }
+}
+
+void AppendQuoted(std::string_view s, std::string* out) {
   out->push_back('\'');
+  AppendEscaped(s, out);
+  out->push_back('\'');
+}
+
+char UnescapeChar(char e) {
+  switch (e) {
+    case 'n':
+      return '\n';
+    case 't':
+      return '\t';
+    case 'r':
+      return '\r';
+    case 'b':
+      return '\b';
+    case 'f':
+      return '\f';
+    case '0':
+      return '\0';
+    case 'a':
+      return '\a';
+    case 'v':
+      return '\v';
+    default:
+      return e;
+  }
 }
 
 }  // namespace chgate::clickhouse

@@ -92,6 +92,18 @@ std::string ClickHouseClient(const std::string& sql, const std::string& stdin_da
   return result;
 }
 
+std::string CompressionName(CompressionMethod method) {
+  switch (method) {
+    case CompressionMethod::kNone:
+      return "None";
+    case CompressionMethod::kLz4:
+      return "Lz4";
+    case CompressionMethod::kZstd:
+      return "Zstd";
+  }
+  return "Unknown";
+}
+
 void Exec(Connection& conn, const std::string& sql) {
   absl::Status st = conn.Select({.query = sql}, [](const Block&) { return absl::OkStatus(); });
   ASSERT_TRUE(st.ok()) << sql << ": " << st;

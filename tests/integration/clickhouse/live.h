@@ -28,6 +28,16 @@ std::unique_ptr<Connection> ConnectOrSkip(CompressionMethod compression = Compre
 // the test when the client exits non-zero. `stdin_data` is piped to the client when non-empty.
 std::string ClickHouseClient(const std::string& sql, const std::string& stdin_data = "");
 
+// A test-name suffix for a compression method ("None", "Lz4", "Zstd").
+std::string CompressionName(CompressionMethod method);
+// Parameter name generator for suites parameterized on the compression method.
+struct CompressionParamName {
+  template <typename Info>
+  std::string operator()(const Info& info) const {
+    return CompressionName(info.param);
+  }
+};
+
 // Runs a statement with our connection; fails the test on error.
 void Exec(Connection& conn, const std::string& sql);
 

@@ -225,16 +225,7 @@ TEST_P(CoreTypesTest, MismatchedColumnsAreRefusedBeforeAnyRowIsSent) {
 INSTANTIATE_TEST_SUITE_P(Compression, CoreTypesTest,
                          ::testing::Values(CompressionMethod::kNone, CompressionMethod::kLz4,
                                            CompressionMethod::kZstd),
-                         [](const auto& param_info) {
-                           switch (param_info.param) {
-                             case CompressionMethod::kNone:
-                               return std::string("None");
-                             case CompressionMethod::kLz4:
-                               return std::string("Lz4");
-                             default:
-                               return std::string("Zstd");
-                           }
-                         });
+                         CompressionParamName());
 
 TEST(LargeInsertTest, MillionRowsInManyFramesArriveIntact) {
   for (CompressionMethod method :
