@@ -1,10 +1,31 @@
 #include "server/ingest/inserter.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/common/status_macros.h"
 
 namespace chgate::ingest {
+namespace {
+
+// Bounds every wait of this use of the connection by `deadline` (never longer than the
+// configured read timeout), so one attempt cannot outlive the callers' deadlines.
+class DeadlineScope {
+ public:
+  DeadlineScope(clickhouse::Connection* conn, absl::Duration configured, absl::Time deadline)
+      : conn_(conn), configured_(configured) {
+    absl::Duration left = deadline - absl::Now();
+    conn_->set_read_timeout(std::clamp(left, absl::Milliseconds(1), configured));
+  }
+  ~DeadlineScope() { conn_->set_read_timeout(configured_); }
+
+ private:
+  clickhouse::Connection* conn_;
+  absl::Duration configured_;
+};
+
+}  // namespace
 
 std::string QuoteIdentifier(std::string_view name) {
   std::string out = "`";
@@ -36,6 +57,7 @@ absl::StatusOr<TableSchema> ClickHouseInserter::Describe(const TableId& table,
                                                          const std::vector<std::string>& columns,
                                                          absl::Time deadline) {
   ASSIGN_OR_RETURN(clickhouse::PooledConnection conn, pool_->Acquire(deadline));
+  DeadlineScope scope(conn.get(), pool_->options().connection.read_timeout, deadline);
   ASSIGN_OR_RETURN(clickhouse::Block header,
                    conn->DescribeInsert({.query = InsertQuery(table, columns)}));
   TableSchema schema;
@@ -62,6 +84,7 @@ absl::Status ClickHouseInserter::Insert(const TableId& table, const clickhouse::
         {.name = "insert_deduplication_token", .value = attempt.deduplication_key});
   }
   const clickhouse::Block* blocks[] = {&block};
+  DeadlineScope scope(conn.get(), pool_->options().connection.read_timeout, deadline);
   return conn->Insert(std::move(query), blocks);
 }
 

@@ -60,6 +60,10 @@ class ServerImpl final : public Server {
       builder.RegisterService(&service_);
       builder.SetMaxReceiveMessageSize(
           static_cast<int>(std::min<size_t>(options_.max_message_bytes, INT_MAX)));
+      // A stream that chgate stops reading (its buffer is full) must not keep flowing into
+      // gRPC's own buffers: without BDP probing, each stream's receive window stays at its
+      // initial 64 KiB instead of growing to megabytes, so flow control reaches the producer.
+      builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
       api_ = builder.BuildAndStart();
       if (api_ == nullptr || api_port_ == 0) return CannotListen(options_.api_address, "API");
     }
