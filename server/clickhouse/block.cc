@@ -40,6 +40,8 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block) {
   // the same position (the common case for a query's blocks), so steady-state reads allocate
   // nothing and skip parsing the type name.
   std::vector<NamedColumn> previous = std::move(block->columns_);
+  if (previous.empty()) previous = std::move(block->spare_);
+  block->spare_.clear();
   block->Clear();
   if (revision >= revision::kBlockInfo) {
     while (true) {
@@ -99,6 +101,13 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block) {
       }
     }
     block->AddColumn(name, *std::move(column));
+  }
+  // Keep what this block did not take, emptied (no views left), for the next read.
+  for (NamedColumn& c : previous) {
+    if (c.column != nullptr && c.column.use_count() == 1) {
+      c.column->Clear();
+      block->spare_.push_back(std::move(c));
+    }
   }
   return absl::OkStatus();
 }

@@ -55,6 +55,9 @@ class Block {
  private:
   friend absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block);
   std::vector<NamedColumn> columns_;
+  // Emptied columns of earlier reads that the last block did not use (e.g. while an INSERT's
+  // terminating empty block passes), kept for ReadBlock to reuse.
+  std::vector<NamedColumn> spare_;
   size_t rows_ = 0;  // only for blocks without columns
   BlockInfo info_;
 };
