@@ -1,7 +1,17 @@
-# chgate container image: build and unit-test on Debian 12, run on debian slim as UID 10001.
-# First draft; the run command, ports and probes follow once the gRPC service lands.
+# chgate container image.
+#
+#   docker build -t chgate:dev .
+#
+# Stage "build": Debian 12 with the same -dev packages as deploy/install-deps.sh; builds chgate and
+# chgate-cli and runs the unit tests (no ClickHouse here: integration and end-to-end tests are
+# excluded; CI runs them). Stage "runtime": Debian 12 slim with only the shared libraries the
+# binaries link, running as UID/GID 10001.
+#
+# The runtime package list below is what tests/ops/runtime_rootfs.sh installs into a minimal
+# bookworm root filesystem to prove, without a Docker engine, that the binary starts, serves and
+# drains with exactly these packages. Keep the `apt-get install` of the runtime stage on one list.
 
-FROM debian:12.8 AS build
+FROM debian:12.11 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
@@ -10,14 +20,18 @@ RUN apt-get update \
       libgtest-dev libgmock-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY . .
-# No ClickHouse in this stage: integration tests skip, unit tests must pass.
-RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHGATE_BENCH=OFF \
+COPY CMakeLists.txt ./
+COPY proto/ proto/
+COPY server/ server/
+COPY client/ client/
+COPY tests/ tests/
+RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHGATE_BENCH=OFF \
  && cmake --build /build --parallel \
- && ctest --test-dir /build --output-on-failure \
- && install -D -m 0755 -s /build/server/chgate /out/chgate
+ && ctest --test-dir /build --output-on-failure -E 'integration|e2e' \
+ && install -D -m 0755 -s /build/server/chgate /out/chgate \
+ && install -D -m 0755 -s /build/client/chgate-cli /out/chgate-cli
 
-FROM debian:12.8-slim
+FROM debian:12.11-slim AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libgrpc++1.51 libprometheus-cpp-pull1.0 liblz4-1 libzstd1 ca-certificates \
@@ -25,6 +39,16 @@ RUN apt-get update \
  && groupadd --gid 10001 chgate \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin chgate
-COPY --from=build /out/chgate /usr/local/bin/chgate
+COPY --from=build /out/chgate /out/chgate-cli /usr/local/bin/
+COPY deploy/docker/healthcheck.sh /usr/local/bin/chgate-healthcheck
+LABEL org.opencontainers.image.title="chgate" \
+      org.opencontainers.image.description="gRPC sidecar that batches rows into ClickHouse" \
+      org.opencontainers.image.licenses="NOASSERTION"
+# The API stays on 127.0.0.1:50051 (the application in the same pod reaches it); health
+# (grpc.health.v1) and Prometheus metrics listen on all addresses.
+EXPOSE 50052 9464
 USER 10001:10001
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["/usr/local/bin/chgate-healthcheck"]
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/chgate"]
