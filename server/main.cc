@@ -151,9 +151,19 @@ int Serve(const config::Config& config) {
   ingest::ClickHouseInserter inserter(&pool);
   ingest::Ingestor ingestor(ingest_options, &inserter, ingest::RealClock(), &metrics.ingest());
 
+  service::QueryExecutor queries(
+      &pool,
+      {.max_concurrent_queries = config.query_max_concurrent,
+       .response_bytes = static_cast<uint32_t>(config.query_response_bytes),
+       .max_buffered_bytes = config.query_buffer_bytes,
+       .allow_writes = config.query_allow_writes,
+       .default_timeout = config.query_default_timeout,
+       .cancel_drain_timeout = config.query_cancel_drain},
+      &metrics.query());
   auto server = service::StartServer({.api_address = config.listen,
                                       .health_address = config.health_listen,
-                                      .default_deadline = config.default_deadline},
+                                      .default_deadline = config.default_deadline,
+                                      .queries = &queries},
                                      &ingestor);
   if (!server.ok()) {
     std::cerr << "chgate: " << server.status().message() << "\n";

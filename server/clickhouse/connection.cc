@@ -115,6 +115,7 @@ absl::Status Connection::SendQuery(QueryParams query) {
   }
   query_compressed_ = query.compression;
   reader_.set_compressed(query_compressed_);
+  in_.set_plain(!query_compressed_);
   in_query_ = true;
   // The end of external tables: an empty block, in the same write.
   WriteDataHeader(revision_, out_);
@@ -194,6 +195,14 @@ absl::Status Connection::SendCancel() {
 }
 
 void Connection::Cancel() { socket_.Shutdown(); }
+
+absl::StatusOr<bool> Connection::WaitForInput(absl::Duration timeout) {
+  if (broken_) return absl::FailedPreconditionError("connection is broken");
+  if (in_.available() > 0) return true;
+  absl::StatusOr<bool> ready = socket_.WaitReadable(timeout);
+  if (!ready.ok()) return Fail(ready.status());
+  return *ready;
+}
 
 absl::StatusOr<Packet*> Connection::ReceivePacket() {
   if (broken_) return absl::FailedPreconditionError("connection is broken");

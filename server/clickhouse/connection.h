@@ -70,11 +70,12 @@ class Connection {
   static absl::StatusOr<std::unique_ptr<Connection>> Connect(const ConnectionOptions& options);
 
   const ServerInfo& server_info() const { return server_; }
+  const ConnectionOptions& options() const { return options_; }
   // The negotiated revision, min(client, server).
   uint64_t revision() const { return revision_; }
   bool usable() const { return !broken_ && !in_query_; }
   uint64_t received_bytes() const { return in_.received_bytes(); }
-  uint64_t decoded_bytes() const { return reader_.decoded_bytes(); }
+  uint64_t decoded_bytes() const { return reader_.decoded_bytes() + in_.plain_bytes(); }
   uint64_t sent_bytes() const { return socket_.bytes_written(); }
 
   // Sends Ping and waits for Pong.
@@ -109,6 +110,10 @@ class Connection {
 
   // Interrupts a blocked operation from another thread; the connection becomes unusable.
   void Cancel();
+
+  // Waits at most `timeout` until a packet can be read without blocking for its first byte
+  // (bytes already buffered count). Returns false on timeout. Errors as ReceivePacket().
+  absl::StatusOr<bool> WaitForInput(absl::Duration timeout);
 
  private:
   Connection(const ConnectionOptions& options, Socket socket);

@@ -1,9 +1,14 @@
 #include "server/clickhouse/cursor.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
 namespace chgate::clickhouse {
 
-Cursor::Cursor(Connection* conn, QueryParams query)
+Cursor::Cursor(Connection* conn, QueryParams query, CursorOptions options)
     : conn_(conn),
+      options_(std::move(options)),
       received_at_start_(conn->received_bytes()),
       decoded_at_start_(conn->decoded_bytes()) {
   absl::Status sent = conn_->SendQuery(std::move(query));
@@ -19,8 +24,22 @@ void Cursor::Finish(absl::Status status) {
   status_ = std::move(status);
 }
 
+bool Cursor::WaitUnlessInterrupted() {
+  while (true) {
+    if (options_.interrupted()) return false;
+    absl::StatusOr<bool> ready = conn_->WaitForInput(options_.poll_interval);
+    // An error is left for ReceivePacket to report.
+    if (!ready.ok() || *ready) return true;
+  }
+}
+
 const Block* Cursor::Next() {
+  if (interrupted()) return nullptr;
   while (!done_) {
+    if (options_.interrupted && !WaitUnlessInterrupted()) {
+      status_ = absl::CancelledError("query interrupted by the caller");
+      return nullptr;
+    }
     absl::StatusOr<Packet*> packet = conn_->ReceivePacket();
     if (!packet.ok()) {
       Finish(packet.status());
@@ -50,6 +69,7 @@ const Block* Cursor::Next() {
         break;
       case PacketType::kProgress:
         progress_.Add(p.progress);
+        if (options_.on_progress) options_.on_progress(p.progress);
         break;
       case PacketType::kProfileInfo:
         profile_ = p.profile;
@@ -64,26 +84,40 @@ const Block* Cursor::Next() {
   return nullptr;
 }
 
-absl::Status Cursor::Cancel() {
+absl::Status Cursor::Cancel(absl::Duration drain_timeout) {
   if (done_) return absl::OkStatus();
+  const absl::Status cancelled = absl::CancelledError("query cancelled");
   absl::Status sent = conn_->SendCancel();
   if (!sent.ok()) {
-    Finish(absl::CancelledError("query cancelled"));
+    Finish(cancelled);
     return sent;
   }
   // Drain: the server answers Cancel with EndOfStream (or an Exception) after what it had sent.
+  const absl::Time deadline = absl::Now() + drain_timeout;
+  absl::Status drained;
   while (true) {
+    const absl::Duration left = deadline - absl::Now();
+    absl::StatusOr<bool> ready = conn_->WaitForInput(std::max(left, absl::ZeroDuration()));
+    if (ready.ok() && !*ready) {
+      drained = absl::DeadlineExceededError(
+          absl::StrCat("the server did not end the cancelled query within ",
+                       absl::FormatDuration(drain_timeout)));
+      conn_->Cancel();
+      break;
+    }
+    // Each read of a packet's remaining bytes is bounded by what is left of the drain time.
+    conn_->set_read_timeout(std::max(left, absl::Milliseconds(1)));
     absl::StatusOr<Packet*> packet = conn_->ReceivePacket();
     if (!packet.ok()) {
       // A server exception (e.g. QUERY_WAS_CANCELLED) leaves the connection usable.
-      Finish(absl::CancelledError("query cancelled"));
-      return conn_->usable() ? absl::OkStatus() : packet.status();
+      if (!conn_->usable()) drained = packet.status();
+      break;
     }
-    if ((*packet)->type == PacketType::kEndOfStream) {
-      Finish(absl::CancelledError("query cancelled"));
-      return absl::OkStatus();
-    }
+    if ((*packet)->type == PacketType::kEndOfStream) break;
   }
+  conn_->set_read_timeout(conn_->options().read_timeout);
+  Finish(cancelled);
+  return drained;
 }
 
 }  // namespace chgate::clickhouse

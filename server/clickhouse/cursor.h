@@ -13,17 +13,29 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "server/clickhouse/connection.h"
 
 namespace chgate::clickhouse {
 
+struct CursorOptions {
+  // Called from Next() with each Progress increment as it arrives (progress() has the sum).
+  std::function<void(const Progress&)> on_progress;
+  // When set, Next() waits for the server in steps of `poll_interval` and asks this between
+  // packets and between steps; once it returns true, Next() returns nullptr with status
+  // Cancelled while the query still runs in the server: the caller then calls Cancel().
+  std::function<bool()> interrupted;
+  absl::Duration poll_interval = absl::Milliseconds(50);
+};
+
 class Cursor {
  public:
   // Sends the query; errors surface through Next()/status().
-  Cursor(Connection* conn, QueryParams query);
+  Cursor(Connection* conn, QueryParams query, CursorOptions options = {});
   ~Cursor();
   Cursor(const Cursor&) = delete;
   Cursor& operator=(const Cursor&) = delete;
@@ -46,15 +58,23 @@ class Cursor {
   uint64_t received_bytes() const { return conn_->received_bytes() - received_at_start_; }
   uint64_t decoded_bytes() const { return conn_->decoded_bytes() - decoded_at_start_; }
 
-  // Asks the server to stop the query and reads what remains in flight until EndOfStream (or
-  // `drain_timeout`): the connection is then reusable. If draining fails, the connection is
-  // marked broken. Returns the status of the drain.
-  absl::Status Cancel();
+  // Asks the server to stop the query and reads what remains in flight until EndOfStream or an
+  // Exception, for at most `drain_timeout`: the connection is then reusable. If draining fails
+  // or takes longer, the connection is shut down (usable() is false, the pool discards it).
+  // Returns the status of the drain (OK when the connection is reusable). status() becomes
+  // Cancelled unless the query had already ended.
+  absl::Status Cancel(absl::Duration drain_timeout = absl::Seconds(5));
+  // Whether the query still runs in the server (Next() returned nullptr after an interrupt).
+  bool interrupted() const { return !done_ && absl::IsCancelled(status_); }
 
  private:
   void Finish(absl::Status status);
 
+  // Waits until a packet can be read or the caller interrupts; false when interrupted.
+  bool WaitUnlessInterrupted();
+
   Connection* conn_;
+  CursorOptions options_;
   absl::Status status_;
   bool done_ = false;
   bool header_seen_ = false;

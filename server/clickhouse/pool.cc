@@ -37,7 +37,7 @@ void PooledConnection::Release() {
 }
 
 void PooledConnection::Discard() {
-  if (conn_ != nullptr) conn_->Cancel();  // marks it unusable; Return() then closes it
+  conn_.reset();  // Return() counts a null connection as closed
   Release();
 }
 

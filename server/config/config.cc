@@ -205,6 +205,24 @@ const std::vector<Option>& Options() {
        Duration("default-deadline", &Config::default_deadline)},
       {"drain-timeout", "20s", "on SIGTERM, how long buffered rows may take to flush",
        Duration("drain-timeout", &Config::drain_timeout)},
+      {"query-max-concurrent", "4",
+       "most Query calls running at once (others wait, then get RESOURCE_EXHAUSTED); each "
+       "holds a pooled connection while it runs",
+       Count("query-max-concurrent", &Config::query_max_concurrent, 1)},
+      {"query-response-bytes", "1MiB",
+       "target size of one Query response message (a request's max_response_bytes may lower it)",
+       Bytes("query-response-bytes", &Config::query_response_bytes, false)},
+      {"query-buffer-bytes", "4MiB",
+       "response bytes per query waiting for a slow caller before chgate stops reading ClickHouse",
+       Bytes("query-buffer-bytes", &Config::query_buffer_bytes, false)},
+      {"query-allow-writes", "false",
+       "run queries without ClickHouse's readonly = 2 (lets callers write and run DDL)",
+       Bool("query-allow-writes", &Config::query_allow_writes)},
+      {"query-default-timeout", "5m", "deadline of Query calls that set none",
+       Duration("query-default-timeout", &Config::query_default_timeout)},
+      {"query-cancel-drain", "2s",
+       "after cancelling a query, how long to drain its connection before closing it",
+       Duration("query-cancel-drain", &Config::query_cancel_drain)},
       {"query", "", "one-shot mode: run this SQL, print the result as TSV and exit",
        String(&Config::query)},
   };
@@ -349,6 +367,11 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
         "--listen=", config.listen,
         " is not a loopback address: the API has no authentication, so exposing it needs "
         "--allow-remote-api=true"));
+  }
+  if (config.query_response_bytes < 1024 || config.query_response_bytes > (3u << 20)) {
+    return absl::InvalidArgumentError(
+        "--query-response-bytes must be between 1KiB and 3MiB (gRPC's default receive limit is 4 "
+        "MiB)");
   }
   if (config.pool_min_connections > config.pool_max_connections) {
     return absl::InvalidArgumentError("--pool-min-connections exceeds --pool-max-connections");

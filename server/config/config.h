@@ -60,6 +60,13 @@ struct Config {
   absl::Duration retry_max_elapsed = absl::Seconds(60);
   absl::Duration default_deadline = absl::Seconds(30);
   absl::Duration drain_timeout = absl::Seconds(20);
+  // Query RPC.
+  uint64_t query_max_concurrent = 4;
+  uint64_t query_response_bytes = 1 << 20;
+  uint64_t query_buffer_bytes = 4 << 20;
+  bool query_allow_writes = false;
+  absl::Duration query_default_timeout = absl::Minutes(5);
+  absl::Duration query_cancel_drain = absl::Seconds(2);
   // One-shot mode: run this query, print the result as TSV and exit.
   std::string query;
   bool help = false;

@@ -105,6 +105,10 @@ std::string_view ResultLabel(absl::StatusCode code) {
       return kResultDeadlineExceeded;
     case absl::StatusCode::kCancelled:
       return kResultCancelled;
+    case absl::StatusCode::kPermissionDenied:
+      return kResultPermissionDenied;
+    case absl::StatusCode::kUnimplemented:
+      return kResultUnimplemented;
     default:
       return kResultError;
   }

@@ -36,6 +36,8 @@ inline constexpr std::string_view kResultResourceExhausted = "resource_exhausted
 inline constexpr std::string_view kResultUnavailable = "unavailable";
 inline constexpr std::string_view kResultDeadlineExceeded = "deadline_exceeded";
 inline constexpr std::string_view kResultCancelled = "cancelled";
+inline constexpr std::string_view kResultPermissionDenied = "permission_denied";
+inline constexpr std::string_view kResultUnimplemented = "unimplemented";
 inline constexpr std::string_view kResultError = "error";
 inline constexpr std::string_view kResultAccepted = "accepted";
 

@@ -499,7 +499,14 @@ grpc::ServerBidiReactor<v1::InsertRequest, v1::InsertAck>* IngestService::Insert
   return call;
 }
 
+grpc::ServerWriteReactor<v1::QueryResponse>* IngestService::Query(
+    grpc::CallbackServerContext* context, const v1::QueryRequest* request) {
+  if (options_.queries != nullptr) return options_.queries->Start(context, request);
+  return v1::Ingest::CallbackService::Query(context, request);
+}
+
 void IngestService::BeginShutdown() {
+  if (options_.queries != nullptr) options_.queries->BeginShutdown();
   std::vector<StreamCall*> streams;
   {
     absl::MutexLock lock(&streams_mu_);

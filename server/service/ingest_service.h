@@ -10,7 +10,7 @@
 //                 is full chgate stops reading and gRPC flow control pushes back on the writer.
 //                 Exactly one InsertAck per request, in completion order, one write in flight.
 //                 The stream ends OK after the client half-closed and every ack was written.
-//   Query         UNIMPLEMENTED for now.
+//   Query         run by a QueryExecutor (query_service.h); UNIMPLEMENTED when none is given.
 //
 // Columnar inserts (InsertRequest.block) need `type` set on every top-level Column (see
 // proto_values.h); a missing type is INVALID_ARGUMENT.
@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/ingest/ingestor.h"
+#include "server/service/query_service.h"
 
 namespace chgate::service {
 
@@ -40,6 +41,8 @@ struct IngestServiceOptions {
   // Deadline of requests whose call has none (a stream's requests: counted from when each one
   // is read). Bounds how long a request waits for room in the buffer.
   absl::Duration default_deadline = absl::Seconds(30);
+  // Runs Query calls; must outlive the service. Null: Query is UNIMPLEMENTED.
+  QueryExecutor* queries = nullptr;
 };
 
 class IngestService final : public v1::Ingest::CallbackService {
@@ -55,10 +58,13 @@ class IngestService final : public v1::Ingest::CallbackService {
                                    v1::InsertResponse* response) override;
   grpc::ServerBidiReactor<v1::InsertRequest, v1::InsertAck>* InsertStream(
       grpc::CallbackServerContext* context) override;
+  grpc::ServerWriteReactor<v1::QueryResponse>* Query(grpc::CallbackServerContext* context,
+                                                     const v1::QueryRequest* request) override;
 
   // From now on Insert and InsertStream calls are refused with UNAVAILABLE (kShuttingDownMessage);
   // open streams stop reading, send the acks of the requests they hold as those complete, then
-  // end with UNAVAILABLE. In-flight Inserts finish normally. Idempotent; does not wait.
+  // end with UNAVAILABLE. In-flight Inserts finish normally. Queries are refused, waiting and
+  // running ones end with UNAVAILABLE (QueryExecutor::BeginShutdown). Idempotent; does not wait.
   void BeginShutdown();
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 

@@ -37,7 +37,8 @@ class ServerImpl final : public Server {
   ServerImpl(const ServerOptions& options, ingest::Ingestor* ingestor)
       : options_(options),
         ingestor_(ingestor),
-        service_(ingestor, {.default_deadline = options.default_deadline}) {}
+        service_(ingestor,
+                 {.default_deadline = options.default_deadline, .queries = options.queries}) {}
 
   // Not shut down (e.g. a failed Start): stop the listeners at once but leave the ingestor,
   // which the caller owns, alone.

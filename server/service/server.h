@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/ingest/ingestor.h"
+#include "server/service/query_service.h"
 
 namespace chgate::service {
 
@@ -21,6 +22,8 @@ struct ServerOptions {
   size_t max_message_bytes = 64 << 20;
   // Requests without a deadline get this one (InsertStream: each request, from when it is read).
   absl::Duration default_deadline = absl::Seconds(30);
+  // Runs Query calls (must outlive the Server); null: Query is UNIMPLEMENTED.
+  QueryExecutor* queries = nullptr;
 };
 
 class Server {

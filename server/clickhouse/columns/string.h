@@ -21,6 +21,13 @@ class ColumnString final : public Column {
     ends_.push_back(wire_.size());
   }
   std::string_view At(size_t row) const;
+  // Wire bytes (length prefixes included) of rows [begin, end).
+  uint64_t WireBytes(size_t begin, size_t end) const {
+    if (begin >= end) return 0;
+    return ends_[end - 1] - (begin == 0 ? 0 : ends_[begin - 1]);
+  }
+  // Start of row `row`'s length prefix in wire().
+  uint64_t WireBegin(size_t row) const { return row == 0 ? 0 : ends_[row - 1]; }
   // The wire bytes of every row (length prefixes included).
   const ByteBuffer& wire() const { return wire_; }
 

@@ -128,6 +128,14 @@ absl::Status Socket::Wait(short events, absl::Duration timeout, const char* what
   }
 }
 
+absl::StatusOr<bool> Socket::WaitReadable(absl::Duration timeout) {
+  if (fd_ < 0) return absl::FailedPreconditionError("wait on a closed socket");
+  absl::Status waited = Wait(POLLIN, timeout, "read");
+  if (absl::IsDeadlineExceeded(waited)) return false;
+  if (!waited.ok()) return waited;
+  return true;
+}
+
 absl::StatusOr<size_t> Socket::ReadSome(char* buf, size_t n, absl::Duration timeout) {
   if (fd_ < 0) return absl::FailedPreconditionError("read on a closed socket");
   while (true) {

@@ -36,6 +36,9 @@ class Socket {
   // Reads at most `n` bytes, waiting at most `timeout` for the first one. Returns the count
   // (never 0). Errors: Unavailable (peer closed or reset), DeadlineExceeded, Cancelled.
   absl::StatusOr<size_t> ReadSome(char* buf, size_t n, absl::Duration timeout);
+  // Waits at most `timeout` for the socket to become readable (data, end of stream or an error
+  // to report). Returns false on timeout. Errors: Cancelled after Shutdown(), Unavailable.
+  absl::StatusOr<bool> WaitReadable(absl::Duration timeout);
   // Writes every byte of `spans` with writev, in groups of at most IOV_MAX, resuming after
   // partial writes; each wait for the socket to accept more is bounded by `timeout`.
   absl::Status WriteAll(std::span<const iovec> spans, absl::Duration timeout);

@@ -39,7 +39,11 @@ SocketReadBuffer::SocketReadBuffer(Socket* socket, size_t capacity, absl::Durati
 absl::Status SocketReadBuffer::Refill() {
   ASSIGN_OR_RETURN(size_t got, socket_->ReadSome(buffer_.data(), buffer_.size(), read_timeout_));
   received_bytes_ += got;
-  if (counters_ != nullptr) counters_->received.fetch_add(got, std::memory_order_relaxed);
+  if (plain_) plain_bytes_ += got;
+  if (counters_ != nullptr) {
+    counters_->received.fetch_add(got, std::memory_order_relaxed);
+    if (plain_) counters_->decoded.fetch_add(got, std::memory_order_relaxed);
+  }
   SetWindow(buffer_.data(), buffer_.data() + got);
   return absl::OkStatus();
 }

@@ -4,9 +4,11 @@
 // Counters, for metrics and the query summary:
 //   received_bytes: bytes read from the socket (exactly what the kernel handed us, packet
 //                   headers and compressed frames included);
-//   decoded_bytes:  bytes produced by decompressing frames (the native block bytes). For a query
-//                   without compression no frames exist and decoded_bytes stays 0; callers that
-//                   report "decoded" then use the block bytes they parsed.
+//   decoded_bytes:  the server's data after decompression: the decompressed size of every
+//                   compression frame, plus every byte read while no compression is expected
+//                   (SocketReadBuffer::set_plain). Without compression it equals received_bytes;
+//                   with compression, only the few uncompressed packet headers around the frames
+//                   are left out.
 // Both grow as data arrives, not when a query ends. Not thread-safe.
 #pragma once
 
@@ -40,6 +42,10 @@ class SocketReadBuffer final : public ReadBuffer {
   void set_read_timeout(absl::Duration timeout) { read_timeout_ = timeout; }
   void set_counters(IoCounters* counters) { counters_ = counters; }
   uint64_t received_bytes() const { return received_bytes_; }
+  // While `plain` is set (no compression expected), bytes read also count as decoded bytes: they
+  // need no decompression. Compressed frames count as decoded in CompressedReadBuffer instead.
+  void set_plain(bool plain) { plain_ = plain; }
+  uint64_t plain_bytes() const { return plain_bytes_; }
 
  protected:
   absl::Status Refill() override;
@@ -49,6 +55,8 @@ class SocketReadBuffer final : public ReadBuffer {
   ByteBuffer buffer_;
   absl::Duration read_timeout_;
   uint64_t received_bytes_ = 0;
+  uint64_t plain_bytes_ = 0;
+  bool plain_ = true;
   IoCounters* counters_ = nullptr;
 };
 

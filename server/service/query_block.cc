@@ -1,0 +1,270 @@
+#include "server/service/query_block.h"
+
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/array.h"
+#include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/low_cardinality.h"
+#include "server/clickhouse/columns/nullable.h"
+#include "server/clickhouse/columns/string.h"
+#include "server/clickhouse/columns/tuple.h"
+#include "server/common/status_macros.h"
+
+namespace chgate::service {
+namespace {
+
+using clickhouse::Column;
+using clickhouse::ColumnArray;
+using clickhouse::ColumnFixed;
+using clickhouse::ColumnLowCardinality;
+using clickhouse::ColumnNullable;
+using clickhouse::ColumnString;
+using clickhouse::ColumnTuple;
+using clickhouse::FixedKind;
+
+// Reads the VarUInt length prefix at `p`; returns the first byte after it.
+const char* SkipLength(const char* p, uint64_t* len) {
+  uint64_t v = 0;
+  int shift = 0;
+  while (true) {
+    const auto byte = static_cast<uint8_t>(*p++);
+    v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+    shift += 7;
+  }
+  *len = v;
+  return p;
+}
+
+// Appends `n` values of `width` bytes at `p` in the API's layout for `kind`.
+void AppendFixedData(FixedKind kind, size_t width, const char* p, size_t n, std::string* data) {
+  if (kind == FixedKind::kNothing) return;
+  const size_t at = data->size();
+  data->append(p, n * width);
+  if (kind == FixedKind::kUuid) {
+    // Native: two little-endian UInt64 halves, high half first -> RFC 4122 text order.
+    char* out = data->data() + at;
+    for (size_t r = 0; r < n; ++r) {
+      const char* in = p + r * 16;
+      char* o = out + r * 16;
+      for (int b = 0; b < 8; ++b) {
+        o[b] = in[7 - b];
+        o[8 + b] = in[15 - b];
+      }
+    }
+  }
+}
+
+void AppendStrings(const ColumnString& src, size_t begin, size_t end, v1::Column* dst) {
+  if (begin >= end) return;
+  std::string* data = dst->mutable_data();
+  const uint64_t base = data->size();
+  const uint64_t wire = src.WireBytes(begin, end);
+  data->reserve(base + wire);
+  auto* offsets = dst->mutable_offsets();
+  offsets->Reserve(offsets->size() + static_cast<int>(end - begin));
+  const char* p = src.wire().data() + src.WireBegin(begin);
+  for (size_t r = begin; r < end; ++r) {
+    uint64_t len;
+    p = SkipLength(p, &len);
+    data->append(p, len);
+    p += len;
+    offsets->AddAlreadyReserved(data->size());
+  }
+}
+
+// `with_nulls`: also append the rows' null flags (LowCardinality(Nullable)).
+void AppendLowCardinality(const ColumnLowCardinality& src, size_t begin, size_t end,
+                          bool with_nulls, v1::Column* dst) {
+  const Column& dict = *src.dictionary();
+  if (with_nulls) {
+    std::string* nulls = dst->mutable_nulls();
+    for (size_t r = begin; r < end; ++r) nulls->push_back(src.IsNull(r) ? 1 : 0);
+  }
+  if (const auto* strings = dynamic_cast<const ColumnString*>(&dict)) {
+    std::string* data = dst->mutable_data();
+    auto* offsets = dst->mutable_offsets();
+    offsets->Reserve(offsets->size() + static_cast<int>(end - begin));
+    for (size_t r = begin; r < end; ++r) {
+      const std::string_view v = strings->At(src.Index(r));
+      data->append(v.data(), v.size());
+      offsets->AddAlreadyReserved(data->size());
+    }
+    return;
+  }
+  const auto& fixed = static_cast<const ColumnFixed&>(dict);
+  for (size_t r = begin; r < end; ++r) {
+    AppendFixedData(fixed.kind(), fixed.width(), fixed.RawAt(src.Index(r)), 1, dst->mutable_data());
+  }
+}
+
+// Whether any of rows [begin, end) is NULL.
+bool AnyNull(const ColumnNullable& src, size_t begin, size_t end) {
+  const char* nulls = src.nulls().data();
+  return std::memchr(nulls + begin, 1, end - begin) != nullptr;
+}
+
+absl::Status CheckColumn(const Column& col, std::string_view path) {
+  if (const auto* fixed = dynamic_cast<const ColumnFixed*>(&col)) {
+    (void)fixed;
+    return absl::OkStatus();
+  }
+  if (dynamic_cast<const ColumnString*>(&col) != nullptr) return absl::OkStatus();
+  if (const auto* nullable = dynamic_cast<const ColumnNullable*>(&col)) {
+    return CheckColumn(*nullable->nested(), path);
+  }
+  if (const auto* array = dynamic_cast<const ColumnArray*>(&col)) {
+    return CheckColumn(*array->nested(), path);
+  }
+  if (const auto* tuple = dynamic_cast<const ColumnTuple*>(&col)) {
+    for (size_t i = 0; i < tuple->element_count(); ++i) {
+      RETURN_IF_ERROR(CheckColumn(*tuple->element(i), path));
+    }
+    return absl::OkStatus();
+  }
+  if (const auto* lc = dynamic_cast<const ColumnLowCardinality*>(&col)) {
+    const Column& dict = *lc->dictionary();
+    if (dynamic_cast<const ColumnString*>(&dict) != nullptr ||
+        dynamic_cast<const ColumnFixed*>(&dict) != nullptr) {
+      return absl::OkStatus();
+    }
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("result column ", std::string(path), " has type ", col.type_name(),
+                   ", which the Query API cannot carry; cast it in SQL (e.g. with toString)"));
+}
+
+// Names of a tuple's elements ("" for unnamed tuples).
+std::string_view ElementName(const Column& tuple, size_t i) {
+  const auto& args = tuple.type().args;
+  return i < args.size() ? std::string_view(args[i].element_name) : std::string_view();
+}
+
+}  // namespace
+
+absl::Status CheckResultColumns(const clickhouse::Block& header) {
+  for (const clickhouse::NamedColumn& c : header.columns()) {
+    RETURN_IF_ERROR(CheckColumn(*c.column, c.name));
+  }
+  return absl::OkStatus();
+}
+
+void InitResultColumn(const Column& src, std::string_view name, v1::Column* dst) {
+  dst->set_name(std::string(name));
+  dst->set_type(src.type_name());
+  const Column* inner = &src;
+  if (const auto* nullable = dynamic_cast<const ColumnNullable*>(inner)) {
+    inner = nullable->nested().get();
+  }
+  if (const auto* array = dynamic_cast<const ColumnArray*>(inner)) {
+    if (array->is_map()) {
+      const auto& kv = static_cast<const ColumnTuple&>(*array->nested());
+      InitResultColumn(*kv.element(0), "keys", dst->add_children());
+      InitResultColumn(*kv.element(1), "values", dst->add_children());
+    } else {
+      InitResultColumn(*array->nested(), "", dst->add_children());
+    }
+  } else if (const auto* tuple = dynamic_cast<const ColumnTuple*>(inner)) {
+    for (size_t i = 0; i < tuple->element_count(); ++i) {
+      InitResultColumn(*tuple->element(i), ElementName(*tuple, i), dst->add_children());
+    }
+  }
+}
+
+void AppendResultRows(const Column& src, size_t begin, size_t end, size_t dst_rows,
+                      v1::Column* dst) {
+  if (begin >= end) return;
+  if (const auto* fixed = dynamic_cast<const ColumnFixed*>(&src)) {
+    AppendFixedData(fixed->kind(), fixed->width(), fixed->RawAt(begin), end - begin,
+                    dst->mutable_data());
+  } else if (const auto* string = dynamic_cast<const ColumnString*>(&src)) {
+    AppendStrings(*string, begin, end, dst);
+  } else if (const auto* nullable = dynamic_cast<const ColumnNullable*>(&src)) {
+    // Results leave `nulls` empty while no row is NULL; the first NULL back-fills zeros.
+    std::string* nulls = dst->mutable_nulls();
+    if (!nulls->empty() || AnyNull(*nullable, begin, end)) {
+      if (nulls->size() < dst_rows) nulls->append(dst_rows - nulls->size(), '\0');
+      nulls->append(nullable->nulls().data() + begin, end - begin);
+    }
+    AppendResultRows(*nullable->nested(), begin, end, dst_rows, dst);
+  } else if (const auto* array = dynamic_cast<const ColumnArray*>(&src)) {
+    auto* offsets = dst->mutable_offsets();
+    const uint64_t dst_elements = offsets->empty() ? 0 : offsets->Get(offsets->size() - 1);
+    const uint64_t first = array->RowBegin(begin);
+    const uint64_t last = array->Offset(end - 1);
+    offsets->Reserve(offsets->size() + static_cast<int>(end - begin));
+    for (size_t r = begin; r < end; ++r) {
+      offsets->AddAlreadyReserved(dst_elements + (array->Offset(r) - first));
+    }
+    if (array->is_map()) {
+      const auto& kv = static_cast<const ColumnTuple&>(*array->nested());
+      AppendResultRows(*kv.element(0), first, last, dst_elements, dst->mutable_children(0));
+      AppendResultRows(*kv.element(1), first, last, dst_elements, dst->mutable_children(1));
+    } else {
+      AppendResultRows(*array->nested(), first, last, dst_elements, dst->mutable_children(0));
+    }
+  } else if (const auto* tuple = dynamic_cast<const ColumnTuple*>(&src)) {
+    for (size_t i = 0; i < tuple->element_count(); ++i) {
+      AppendResultRows(*tuple->element(i), begin, end, dst_rows,
+                       dst->mutable_children(static_cast<int>(i)));
+    }
+  } else if (const auto* lc = dynamic_cast<const ColumnLowCardinality*>(&src)) {
+    // A LowCardinality(Nullable) column's null map follows the same back-fill rule.
+    bool with_nulls = false;
+    if (lc->nullable()) {
+      with_nulls = !dst->nulls().empty();
+      for (size_t r = begin; r < end && !with_nulls; ++r) with_nulls = lc->IsNull(r);
+      std::string* nulls = dst->mutable_nulls();
+      if (with_nulls && nulls->size() < dst_rows) nulls->append(dst_rows - nulls->size(), '\0');
+    }
+    AppendLowCardinality(*lc, begin, end, with_nulls, dst);
+  }
+}
+
+size_t EstimateResultBytes(const Column& src, size_t begin, size_t end) {
+  if (begin >= end) return 0;
+  const size_t rows = end - begin;
+  if (const auto* fixed = dynamic_cast<const ColumnFixed*>(&src)) return rows * fixed->width();
+  if (const auto* string = dynamic_cast<const ColumnString*>(&src)) {
+    return string->WireBytes(begin, end) + rows * 8;
+  }
+  if (const auto* nullable = dynamic_cast<const ColumnNullable*>(&src)) {
+    return rows + EstimateResultBytes(*nullable->nested(), begin, end);
+  }
+  if (const auto* array = dynamic_cast<const ColumnArray*>(&src)) {
+    return rows * 8 +
+           EstimateResultBytes(*array->nested(), array->RowBegin(begin), array->Offset(end - 1));
+  }
+  if (const auto* tuple = dynamic_cast<const ColumnTuple*>(&src)) {
+    size_t total = 0;
+    for (size_t i = 0; i < tuple->element_count(); ++i) {
+      total += EstimateResultBytes(*tuple->element(i), begin, end);
+    }
+    return total;
+  }
+  if (const auto* lc = dynamic_cast<const ColumnLowCardinality*>(&src)) {
+    const Column& dict = *lc->dictionary();
+    const size_t keys = dict.Size();
+    const size_t per_value = keys == 0 ? 0 : dict.ByteSize() / keys;
+    return rows * (per_value + 1);
+  }
+  return rows * 8;
+}
+
+void AppendResultBlock(const clickhouse::Block& src, size_t begin, size_t end, v1::Block* dst) {
+  if (dst->columns_size() == 0) {
+    for (const clickhouse::NamedColumn& c : src.columns()) {
+      InitResultColumn(*c.column, c.name, dst->add_columns());
+    }
+  }
+  const size_t dst_rows = dst->rows();
+  for (size_t i = 0; i < src.column_count(); ++i) {
+    AppendResultRows(*src.column(i).column, begin, end, dst_rows,
+                     dst->mutable_columns(static_cast<int>(i)));
+  }
+  dst->set_rows(dst_rows + (end - begin));
+}
+
+}  // namespace chgate::service

@@ -1,0 +1,644 @@
+#include "server/service/query_service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/clickhouse/cursor.h"
+#include "server/clickhouse/protocol/revision.h"
+#include "server/common/status_macros.h"
+#include "server/service/query_block.h"
+#include "server/service/status.h"
+
+namespace chgate::service {
+namespace {
+
+// Settings chgate sets itself; a request may not.
+constexpr const char* kReservedSettings[] = {
+    "readonly",
+    "allow_ddl",
+    "network_compression_method",
+    "network_zstd_compression_level",
+    "max_execution_time_leaf",
+};
+
+std::string GenerateQueryId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t hi = rng();
+  const uint64_t lo = rng();
+  return absl::StrFormat("%08x-%04x-4%03x-%04x-%012x", hi >> 32, (hi >> 16) & 0xffff, hi & 0xfff,
+                         ((lo >> 48) & 0x3fff) | 0x8000, lo & 0xffffffffffffULL);
+}
+
+// Skips whitespace and SQL comments at the start of `sql`.
+absl::string_view StripLeading(absl::string_view sql) {
+  while (true) {
+    sql = absl::StripLeadingAsciiWhitespace(sql);
+    if (absl::StartsWith(sql, "--")) {
+      const size_t nl = sql.find('\n');
+      sql = nl == absl::string_view::npos ? absl::string_view() : sql.substr(nl + 1);
+    } else if (absl::StartsWith(sql, "/*")) {
+      const size_t end = sql.find("*/");
+      sql = end == absl::string_view::npos ? absl::string_view() : sql.substr(end + 2);
+    } else {
+      return sql;
+    }
+  }
+}
+
+// An INSERT whose rows the server would ask the client for (VALUES or FORMAT data rather than
+// INSERT ... SELECT): the native protocol has no way to send them through Query.
+bool IsInsertWithData(absl::string_view sql) {
+  absl::string_view s = StripLeading(sql);
+  if (s.size() < 6 || !absl::EqualsIgnoreCase(s.substr(0, 6), "INSERT")) return false;
+  return !absl::StrContains(absl::AsciiStrToUpper(s), "SELECT");
+}
+
+void ToProto(const clickhouse::Progress& p, v1::Progress* out) {
+  out->set_read_rows(p.rows);
+  out->set_read_bytes(p.bytes);
+  out->set_total_rows_to_read(p.total_rows);
+  out->set_total_bytes_to_read(p.total_bytes);
+  out->set_written_rows(p.written_rows);
+  out->set_written_bytes(p.written_bytes);
+  out->set_elapsed_ns(p.elapsed_ns);
+}
+
+std::string QuoteIdentifier(std::string_view name) {
+  std::string out = "`";
+  for (char c : name) {
+    if (c == '`' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('`');
+  return out;
+}
+
+}  // namespace
+
+// One Query call. The worker thread builds and queues responses (Send), the gRPC thread writes
+// them one at a time (OnWriteDone); Finish waits until the queue is empty.
+class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryResponse> {
+ public:
+  Call(QueryExecutor* executor, grpc::CallbackServerContext* context,
+       const v1::QueryRequest* request)
+      : executor_(executor), context_(context), request_(request) {
+    const auto deadline = context->deadline();
+    deadline_ = deadline == std::chrono::system_clock::time_point::max()
+                    ? absl::Now() + executor->options_.default_timeout
+                    : absl::FromChrono(deadline);
+  }
+
+  grpc::CallbackServerContext* context() const { return context_; }
+  const v1::QueryRequest& request() const { return *request_; }
+  absl::Time deadline() const { return deadline_; }
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  bool shutting_down() const { return shutdown_.load(std::memory_order_acquire); }
+
+  // Stops the query from chgate's side (server shutdown).
+  void Interrupt() {
+    shutdown_.store(true, std::memory_order_release);
+    cancelled_.store(true, std::memory_order_release);
+    absl::MutexLock lock(&mu_);
+    cv_.SignalAll();
+  }
+
+  // Queues `response` for writing, waiting while the query's buffered bytes are at the limit.
+  // False when the call was cancelled or a write failed (nothing more will be written).
+  bool Send(v1::QueryResponse response, size_t* bytes) {
+    const size_t size = response.ByteSizeLong();
+    *bytes = size;
+    const v1::QueryResponse* start = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      while (queued_bytes_ >= executor_->options_.max_buffered_bytes && !cancelled() &&
+             !write_failed_) {
+        cv_.Wait(&mu_);
+      }
+      if (cancelled() || write_failed_) return false;
+      queue_.push_back(std::move(response));
+      queued_bytes_ += size;
+      if (!writing_) {
+        writing_ = true;
+        start = &queue_.front();
+      }
+    }
+    if (start != nullptr) StartWrite(start);
+    return true;
+  }
+
+  // Ends the call with `status` once every queued response is written.
+  void FinishWhenDrained(grpc::Status status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (writing_) {
+        finish_ = std::move(status);
+        return;
+      }
+    }
+    Finish(status);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::QueryResponse* next = nullptr;
+    std::optional<grpc::Status> finish;
+    {
+      absl::MutexLock lock(&mu_);
+      queued_bytes_ -= queue_.front().ByteSizeLong();
+      queue_.pop_front();
+      if (!ok) {
+        write_failed_ = true;
+        queue_.clear();
+        queued_bytes_ = 0;
+      }
+      if (!queue_.empty()) {
+        next = &queue_.front();
+      } else {
+        writing_ = false;
+        finish = std::move(finish_);
+        finish_.reset();
+      }
+      cv_.SignalAll();
+    }
+    if (next != nullptr) {
+      StartWrite(next);
+    } else if (finish.has_value()) {
+      Finish(*finish);
+    }
+  }
+
+  void OnCancel() override {
+    cancelled_.store(true, std::memory_order_release);
+    {
+      absl::MutexLock lock(&mu_);
+      cv_.SignalAll();
+    }
+    if (executor_->Withdraw(this)) {
+      if (executor_->metrics_ != nullptr) {
+        executor_->metrics_->QueryRefused(metrics::kResultCancelled);
+      }
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "query cancelled while waiting to start"));
+    }
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  QueryExecutor* const executor_;
+  grpc::CallbackServerContext* const context_;
+  const v1::QueryRequest* const request_;
+  absl::Time deadline_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> shutdown_{false};
+
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  // Responses not yet written; while writing_, the front one is being written.
+  std::deque<v1::QueryResponse> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> finish_ ABSL_GUARDED_BY(mu_);
+};
+
+namespace {
+
+// Builds one query's responses: merges and splits blocks into messages of about `target` bytes.
+class ResponseBuilder {
+ public:
+  ResponseBuilder(size_t target, std::function<bool(v1::QueryResponse)> send)
+      : target_(target), send_(std::move(send)) {}
+
+  // Adds every row of `block`; sends full messages. False once sending failed.
+  bool Add(const clickhouse::Block& block) {
+    const size_t rows = block.rows();
+    size_t begin = 0;
+    while (begin < rows) {
+      const size_t room = target_ > pending_bytes_ ? target_ - pending_bytes_ : 0;
+      size_t end = rows;
+      size_t bytes = Estimate(block, begin, end);
+      if (bytes > room) {
+        // The largest end whose rows fit the room (estimates grow with the row range).
+        size_t lo = begin, hi = rows;
+        while (lo < hi) {
+          const size_t mid = lo + (hi - lo + 1) / 2;
+          if (Estimate(block, begin, mid) <= room) {
+            lo = mid;
+          } else {
+            hi = mid - 1;
+          }
+        }
+        end = lo;
+        if (end == begin) {
+          if (pending_rows() > 0) {
+            if (!Flush()) return false;
+            continue;
+          }
+          end = begin + 1;  // one row larger than the target still goes, alone
+        }
+        bytes = Estimate(block, begin, end);
+      }
+      AppendResultBlock(block, begin, end, pending_.mutable_block());
+      pending_bytes_ += bytes;
+      begin = end;
+      if (pending_bytes_ >= target_ - target_ / 8 && !Flush()) return false;
+    }
+    return true;
+  }
+
+  // Sends the rows gathered so far, if any.
+  bool Flush() {
+    if (pending_rows() == 0) return true;
+    const uint64_t rows = pending_.block().rows();
+    v1::QueryResponse out = std::move(pending_);
+    pending_.Clear();
+    pending_bytes_ = 0;
+    ++blocks_;
+    rows_ += rows;
+    return send_(std::move(out));
+  }
+
+  uint64_t pending_rows() const { return pending_.has_block() ? pending_.block().rows() : 0; }
+  uint64_t rows() const { return rows_; }
+  uint64_t blocks() const { return blocks_; }
+
+ private:
+  static size_t Estimate(const clickhouse::Block& block, size_t begin, size_t end) {
+    size_t total = 0;
+    for (const clickhouse::NamedColumn& c : block.columns()) {
+      total += EstimateResultBytes(*c.column, begin, end);
+    }
+    return total;
+  }
+
+  const size_t target_;
+  const std::function<bool(v1::QueryResponse)> send_;
+  v1::QueryResponse pending_;
+  size_t pending_bytes_ = 0;
+  uint64_t rows_ = 0;
+  uint64_t blocks_ = 0;
+};
+
+// The message of a ClickHouse refusal caused by read-only mode, with what to do about it.
+absl::Status ExplainReadOnly(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kPermissionDenied ||
+      clickhouse::ClickHouseCode(status) != 164) {
+    return status;
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat(status.message(),
+                   " (chgate runs queries read-only; an operator can allow writes with "
+                   "--query-allow-writes)"));
+}
+
+}  // namespace
+
+QueryExecutor::QueryExecutor(clickhouse::Pool* pool, QueryServiceOptions options,
+                             const metrics::QueryMetrics* metrics)
+    : pool_(pool), options_(std::move(options)), metrics_(metrics) {
+  const size_t n = std::max<size_t>(1, options_.max_concurrent_queries);
+  workers_.reserve(n);
+  for (size_t i = 0; i < n; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  expiry_ = std::thread([this] { ExpiryLoop(); });
+}
+
+QueryExecutor::~QueryExecutor() {
+  BeginShutdown();
+  for (std::thread& t : workers_) t.join();
+  expiry_.join();
+}
+
+size_t QueryExecutor::running() const {
+  absl::MutexLock lock(&mu_);
+  return running_.size();
+}
+
+size_t QueryExecutor::waiting() const {
+  absl::MutexLock lock(&mu_);
+  return waiting_.size();
+}
+
+grpc::ServerWriteReactor<v1::QueryResponse>* QueryExecutor::Start(
+    grpc::CallbackServerContext* context, const v1::QueryRequest* request) {
+  auto* call = new Call(this, context, request);
+  auto refuse = [&](const absl::Status& status) {
+    if (metrics_ != nullptr) metrics_->QueryRefused(metrics::ResultLabel(status.code()));
+    call->Finish(ToGrpcStatus(status, context));
+    return call;
+  };
+  if (StripLeading(request->sql()).empty()) {
+    return refuse(absl::InvalidArgumentError("QueryRequest.sql is empty"));
+  }
+  for (const auto& [name, value] : request->settings()) {
+    for (const char* reserved : kReservedSettings) {
+      if (absl::EqualsIgnoreCase(name, reserved)) {
+        return refuse(absl::InvalidArgumentError(absl::StrCat(
+            "setting ", name, " is controlled by chgate and cannot be set per query")));
+      }
+    }
+  }
+  if (options_.allow_writes && IsInsertWithData(request->sql())) {
+    return refuse(absl::InvalidArgumentError(
+        "an INSERT with VALUES or FORMAT data cannot run through Query; send rows with Insert or "
+        "InsertStream (Query runs INSERT ... SELECT)"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) {
+      waiting_.push_back(call);
+      return call;
+    }
+  }
+  return refuse(absl::UnavailableError("chgate is shutting down"));
+}
+
+bool QueryExecutor::Withdraw(Call* call) {
+  absl::MutexLock lock(&mu_);
+  auto it = std::find(waiting_.begin(), waiting_.end(), call);
+  if (it == waiting_.end()) return false;
+  waiting_.erase(it);
+  return true;
+}
+
+void QueryExecutor::BeginShutdown() {
+  std::deque<Call*> refused;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    refused.swap(waiting_);
+    for (Call* call : running_) call->Interrupt();
+  }
+  for (Call* call : refused) {
+    if (metrics_ != nullptr) metrics_->QueryRefused(metrics::kResultUnavailable);
+    call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "chgate is shutting down"));
+  }
+}
+
+void QueryExecutor::WorkerLoop() {
+  while (true) {
+    Call* call = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](QueryExecutor* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+            return self->stopping_ || !self->waiting_.empty();
+          },
+          this));
+      if (waiting_.empty()) return;  // stopping
+      call = waiting_.front();
+      waiting_.pop_front();
+      running_.push_back(call);
+    }
+    Run(call);
+    absl::MutexLock lock(&mu_);
+    running_.erase(std::find(running_.begin(), running_.end(), call));
+  }
+}
+
+void QueryExecutor::ExpiryLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    absl::Time next = absl::InfiniteFuture();
+    const absl::Time now = absl::Now();
+    std::vector<Call*> expired;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      const absl::Time limit = (*it)->deadline() - options_.deadline_margin;
+      if (limit <= now) {
+        expired.push_back(*it);
+        it = waiting_.erase(it);
+      } else {
+        next = std::min(next, limit);
+        ++it;
+      }
+    }
+    if (!expired.empty()) {
+      mu_.Unlock();
+      for (Call* call : expired) {
+        if (metrics_ != nullptr) metrics_->QueryRefused(metrics::kResultResourceExhausted);
+        call->Finish(
+            ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
+                             "too many concurrent queries: all ", options_.max_concurrent_queries,
+                             " query slots stayed busy until the call's deadline")),
+                         call->context()));
+      }
+      mu_.Lock();
+      continue;
+    }
+    // Wakes for a new waiting call, for shutdown, or at the earliest deadline.
+    const size_t count = waiting_.size();
+    struct Args {
+      QueryExecutor* self;
+      size_t count;
+    } args{this, count};
+    mu_.AwaitWithDeadline(absl::Condition(
+                              +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                return a->self->stopping_ || a->self->waiting_.size() > a->count;
+                              },
+                              &args),
+                          next);
+  }
+}
+
+void QueryExecutor::Run(Call* call) {
+  const absl::Time started = absl::Now();
+  if (metrics_ != nullptr) metrics_->QueryStarted();
+  const v1::QueryRequest& request = call->request();
+
+  auto send = [&](v1::QueryResponse response) {
+    const uint64_t rows = response.has_block() ? response.block().rows() : 0;
+    size_t bytes = 0;
+    if (!call->Send(std::move(response), &bytes)) return false;
+    if (metrics_ != nullptr) metrics_->Streamed(rows, bytes);
+    return true;
+  };
+
+  absl::Status status = [&]() -> absl::Status {
+    if (call->cancelled()) return absl::CancelledError("query cancelled before it started");
+    absl::StatusOr<clickhouse::PooledConnection> acquired =
+        pool_->Acquire(call->deadline() - options_.deadline_margin);
+    if (!acquired.ok()) {
+      if (absl::IsDeadlineExceeded(acquired.status())) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("no ClickHouse connection became free before the deadline: ",
+                         acquired.status().message()));
+      }
+      return acquired.status();
+    }
+    clickhouse::PooledConnection conn = *std::move(acquired);
+    if (!request.parameters().empty() && conn->revision() < clickhouse::revision::kParameters) {
+      return absl::UnimplementedError(absl::StrCat(
+          "query parameters need a ClickHouse server with native protocol revision ",
+          clickhouse::revision::kParameters, " or newer; this one speaks ", conn->revision()));
+    }
+    bool discard = false;
+    if (!request.database().empty()) {
+      // The native protocol names the database only at the handshake: switch this connection
+      // and close it afterwards rather than hand a changed session back to the pool.
+      discard = true;
+      absl::Status used =
+          conn->Select({.query = absl::StrCat("USE ", QuoteIdentifier(request.database()))},
+                       [](const clickhouse::Block&) { return absl::OkStatus(); });
+      if (!used.ok()) {
+        conn.Discard();
+        return used;
+      }
+    }
+
+    clickhouse::QueryParams params;
+    params.query_id = request.query_id().empty() ? GenerateQueryId() : request.query_id();
+    params.query = request.sql();
+    uint64_t max_execution_time = 0;
+    for (const auto& [name, value] : request.settings()) {
+      if (name == "max_execution_time") {
+        if (!absl::SimpleAtoi(value, &max_execution_time)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("setting max_execution_time needs whole seconds, got '", value, "'"));
+        }
+        continue;
+      }
+      params.settings.push_back({.name = name, .value = value, .important = true});
+    }
+    for (const auto& [name, value] : request.parameters()) {
+      params.parameters.emplace_back(name, value);
+    }
+    // The call's deadline bounds the query in ClickHouse too (whole seconds, rounded up).
+    const double left = absl::ToDoubleSeconds(call->deadline() - absl::Now());
+    const uint64_t deadline_seconds = static_cast<uint64_t>(std::max(1.0, std::ceil(left)));
+    if (max_execution_time == 0 || deadline_seconds < max_execution_time) {
+      max_execution_time = deadline_seconds;
+    }
+    params.settings.push_back(
+        {.name = "max_execution_time", .value = absl::StrCat(max_execution_time)});
+    if (!options_.allow_writes) {
+      // Last: from readonly = 2 on, other settings may still change but data may not.
+      params.settings.push_back({.name = "readonly", .value = "2"});
+    }
+
+    const bool send_progress = request.send_progress();
+    bool send_failed = false;
+    clickhouse::CursorOptions cursor_options{
+        // A call without a deadline of its own ends at options_.default_timeout.
+        .interrupted = [call] { return call->cancelled() || absl::Now() >= call->deadline(); },
+    };
+    if (send_progress) {
+      cursor_options.on_progress = [&](const clickhouse::Progress& p) {
+        if (send_failed) return;
+        v1::QueryResponse response;
+        ToProto(p, response.mutable_progress());
+        send_failed = !send(std::move(response));
+      };
+    }
+    const std::string query_id = params.query_id;
+    const absl::Time sent_at = absl::Now();
+    clickhouse::Cursor cursor(conn.get(), std::move(params), std::move(cursor_options));
+
+    uint32_t target = request.max_response_bytes();
+    if (target == 0) target = options_.response_bytes;
+    target = std::min(target, options_.max_response_bytes);
+    ResponseBuilder builder(target, send);
+
+    auto cancel = [&]() -> absl::Status {
+      absl::Status drained = cursor.Cancel(options_.cancel_drain_timeout);
+      if (!drained.ok()) discard = true;
+      if (discard) conn.Discard();
+      if (call->shutting_down()) return absl::UnavailableError("chgate is shutting down");
+      if (absl::Now() >= call->deadline()) {
+        return absl::DeadlineExceededError(
+            "the call's deadline passed; the query was cancelled in ClickHouse");
+      }
+      return absl::CancelledError("the caller cancelled; the query was cancelled in ClickHouse");
+    };
+
+    const clickhouse::Block* block = cursor.Next();
+    if (cursor.interrupted()) return cancel();
+    if (!cursor.status().ok()) {
+      if (discard) conn.Discard();
+      return ExplainReadOnly(cursor.status());
+    }
+    {
+      absl::Status carried = CheckResultColumns(cursor.header());
+      if (!carried.ok()) {
+        (void)cancel();
+        return carried;
+      }
+      v1::QueryResponse header;
+      for (const clickhouse::NamedColumn& c : cursor.header().columns()) {
+        auto* col = header.mutable_header()->add_columns();
+        col->set_name(c.name);
+        col->set_type(c.column->type_name());
+      }
+      header.mutable_header()->set_query_id(query_id);
+      header.mutable_header()->set_timezone(conn->server_info().timezone);
+      if (!send(std::move(header))) return cancel();
+    }
+    while (block != nullptr) {
+      if (!builder.Add(*block) || send_failed) return cancel();
+      // Rows gathered so far go out before waiting for the server.
+      if (builder.pending_rows() > 0) {
+        absl::StatusOr<bool> ready = conn->WaitForInput(absl::ZeroDuration());
+        if (ready.ok() && !*ready && !builder.Flush()) return cancel();
+      }
+      block = cursor.Next();
+    }
+    if (cursor.interrupted() || send_failed) return cancel();
+    if (!builder.Flush()) return cancel();
+    if (!cursor.status().ok()) {
+      if (discard) conn.Discard();
+      return ExplainReadOnly(cursor.status());
+    }
+    const absl::Duration elapsed = absl::Now() - sent_at;
+    if (discard) conn.Discard();
+
+    if (cursor.totals().has_value() && cursor.totals()->rows() > 0) {
+      v1::QueryResponse totals;
+      AppendResultBlock(*cursor.totals(), 0, cursor.totals()->rows(), totals.mutable_totals());
+      if (!send(std::move(totals))) return absl::CancelledError("the caller cancelled");
+    }
+    if (cursor.extremes().has_value() && cursor.extremes()->rows() > 0) {
+      v1::QueryResponse extremes;
+      AppendResultBlock(*cursor.extremes(), 0, cursor.extremes()->rows(),
+                        extremes.mutable_extremes());
+      if (!send(std::move(extremes))) return absl::CancelledError("the caller cancelled");
+    }
+    v1::QueryResponse summary;
+    v1::QuerySummary* s = summary.mutable_summary();
+    s->set_rows(builder.rows());
+    s->set_blocks(builder.blocks());
+    s->set_received_bytes(cursor.received_bytes());
+    s->set_decoded_bytes(cursor.decoded_bytes());
+    const int64_t elapsed_ns = absl::ToInt64Nanoseconds(elapsed);
+    s->mutable_elapsed()->set_seconds(elapsed_ns / 1000000000);
+    s->mutable_elapsed()->set_nanos(static_cast<int32_t>(elapsed_ns % 1000000000));
+    s->set_query_id(query_id);
+    ToProto(cursor.progress(), s->mutable_progress());
+    if (cursor.profile().has_value()) {
+      const clickhouse::ProfileInfo& p = *cursor.profile();
+      v1::ProfileInfo* out = s->mutable_profile_info();
+      out->set_rows(p.rows);
+      out->set_blocks(p.blocks);
+      out->set_bytes(p.bytes);
+      out->set_applied_limit(p.applied_limit);
+      out->set_rows_before_limit(p.rows_before_limit);
+      out->set_calculated_rows_before_limit(p.calculated_rows_before_limit);
+    }
+    if (!send(std::move(summary))) return absl::CancelledError("the caller cancelled");
+    return absl::OkStatus();
+  }();
+
+  if (metrics_ != nullptr) {
+    metrics_->QueryFinished(metrics::ResultLabel(status.code()),
+                            absl::ToDoubleSeconds(absl::Now() - started));
+  }
+  call->FinishWhenDrained(ToGrpcStatus(status, call->context()));
+}
+
+}  // namespace chgate::service

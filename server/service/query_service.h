@@ -1,0 +1,98 @@
+// QueryExecutor: runs the Query RPC. Each admitted call gets one of `max_concurrent_queries`
+// worker threads and a pooled ClickHouse connection; the worker reads the result through a
+// clickhouse::Cursor and turns blocks into QueryResponse messages of about `response_bytes`
+// (small blocks are merged, large ones split), which a ServerWriteReactor writes one at a time.
+//
+//   Flow control   at most `max_buffered_bytes` of responses wait for gRPC per query (plus the
+//                  message being built); past that the worker stops reading from ClickHouse, so a
+//                  slow caller slows the query instead of growing chgate's memory.
+//   Admission      calls beyond `max_concurrent_queries` wait in FIFO order; one still waiting
+//                  shortly before its deadline ends with RESOURCE_EXHAUSTED.
+//   Cancellation   a cancelled call (client cancel, deadline, server shutdown) sends Cancel to
+//                  ClickHouse; the connection is drained within `cancel_drain_timeout` and goes
+//                  back to the pool, or is closed. The call's deadline also becomes the query's
+//                  `max_execution_time` (rounded up to whole seconds).
+//   Read-only      unless `allow_writes`, queries run with ClickHouse's `readonly = 2`.
+//
+// Thread-safe. Must outlive the grpc::Server the calls run on (its destructor cancels running
+// queries and joins the workers); `pool` and `metrics` must outlive it.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "chgate/v1/chgate.grpc.pb.h"
+#include "server/clickhouse/pool.h"
+#include "server/metrics/metrics.h"
+
+namespace chgate::service {
+
+struct QueryServiceOptions {
+  size_t max_concurrent_queries = 4;
+  // Target size of one response message when the request names none (and the upper bound of a
+  // request's max_response_bytes hint), in bytes.
+  uint32_t response_bytes = 1 << 20;
+  uint32_t max_response_bytes = 3 << 20;
+  // Response bytes per query waiting for gRPC before the worker stops reading ClickHouse.
+  size_t max_buffered_bytes = 4 << 20;
+  bool allow_writes = false;
+  // Deadline of calls that carry none.
+  absl::Duration default_timeout = absl::Minutes(5);
+  absl::Duration cancel_drain_timeout = absl::Seconds(2);
+  // A call still waiting for a worker this long before its deadline gets RESOURCE_EXHAUSTED (so
+  // the caller sees that code rather than its own DEADLINE_EXCEEDED).
+  absl::Duration deadline_margin = absl::Milliseconds(100);
+};
+
+class QueryExecutor {
+ public:
+  // `metrics` may be null (tests).
+  QueryExecutor(clickhouse::Pool* pool, QueryServiceOptions options,
+                const metrics::QueryMetrics* metrics);
+  ~QueryExecutor();
+  QueryExecutor(const QueryExecutor&) = delete;
+  QueryExecutor& operator=(const QueryExecutor&) = delete;
+
+  // The reactor for one Query call (what Ingest::CallbackService::Query returns).
+  grpc::ServerWriteReactor<v1::QueryResponse>* Start(grpc::CallbackServerContext* context,
+                                                     const v1::QueryRequest* request);
+
+  // New calls end with UNAVAILABLE, waiting ones too; running queries are cancelled. Idempotent.
+  void BeginShutdown();
+
+  // Calls running and waiting now (for tests and metrics).
+  size_t running() const;
+  size_t waiting() const;
+
+ private:
+  class Call;
+  friend class Call;
+
+  void WorkerLoop();
+  void ExpiryLoop();
+  void Run(Call* call);
+  // A waiting call was cancelled by its client: dropped from the queue (true) or already taken.
+  bool Withdraw(Call* call);
+
+  clickhouse::Pool* const pool_;
+  const QueryServiceOptions options_;
+  const metrics::QueryMetrics* const metrics_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Call*> waiting_ ABSL_GUARDED_BY(mu_);
+  std::vector<Call*> running_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;
+  std::thread expiry_;
+};
+
+}  // namespace chgate::service
