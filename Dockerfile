@@ -48,7 +48,7 @@ LABEL org.opencontainers.image.title="chgate" \
 # (grpc.health.v1) and Prometheus metrics listen on all addresses.
 EXPOSE 50052 9464
 USER 10001:10001
-HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
   CMD ["/usr/local/bin/chgate-healthcheck"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/chgate"]

@@ -1,0 +1,234 @@
+// Offline checks of the Kubernetes manifests in deploy/kubernetes/:
+//
+//   1. every kustomization (base, overlays/*, monitoring) renders (`kubectl kustomize`);
+//   2. every rendered object validates against the Kubernetes (and prometheus-operator) JSON
+//      schemas of kubernetes-models (types, enums, required fields);
+//   3. every object type-checks as its TypeScript interface, so unknown or misspelled fields fail
+//      (the schemas alone accept them);
+//   4. the sidecar contract: native sidecar (or the legacy variant's ordinary container), gRPC
+//      probes on the health port and the service names chgate registers, restricted security
+//      context, settings only from real CHGATE_* variables, API on loopback, the password from a
+//      Secret file, a grace period covering preStop + drain, a memory limit above the budget, and a
+//      PodMonitor that selects the pod's metrics port.
+//
+//   node tests/ops/check_k8s.mjs [--chgate build/server/chgate]
+import { readdirSync, existsSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import YAML from "yaml";
+import {
+  Reporter, repoPath, run, have, typeCheck, parseDuration, parseSize, parseQuantity,
+  chgateEnvVars,
+} from "./lib/common.mjs";
+
+const args = process.argv.slice(2);
+const chgateBin = args.includes("--chgate") ? args[args.indexOf("--chgate") + 1] : repoPath("build/server/chgate");
+const r = new Reporter("check-k8s");
+const K8S = process.env.CHGATE_OPS_K8S_DIR || repoPath("deploy/kubernetes");
+
+// The health service names chgate registers (server/service/health; checked live by
+// tests/ops/live_check.py and tests/e2e HealthTest).
+const HEALTH_NAMES = new Set(["", "liveness", "readiness"]);
+// Volume types the restricted Pod Security Standard allows.
+const RESTRICTED_VOLUMES = new Set(["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+  "persistentVolumeClaim", "projected", "secret"]);
+
+// --- 1. render ---------------------------------------------------------------------------------
+const dirs = ["base", ...readdirSync(join(K8S, "overlays")).map((d) => `overlays/${d}`), "monitoring"]
+  .filter((d) => existsSync(join(K8S, d, "kustomization.yaml")));
+const rendered = {};
+if (!have("kubectl")) {
+  r.fail("kubectl (with its built-in kustomize) is needed to render the kustomizations",
+    "it ships with the machine image; install kubectl 1.27 or newer");
+  r.finish();
+}
+for (const d of dirs) {
+  const out = run("kubectl", ["kustomize", join(K8S, d)]);
+  if (!r.check(out.status === 0, `${d}: kustomize renders`, out.stderr.trim())) continue;
+  rendered[d] = YAML.parseAllDocuments(out.stdout).map((doc) => doc.toJSON()).filter(Boolean);
+}
+
+// --- 2. schemas --------------------------------------------------------------------------------
+function modelModule(apiVersion, kind) {
+  const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
+  if (group === "monitoring.coreos.com") return `@kubernetes-models/prometheus-operator/${group}/${version}/${kind}`;
+  return group ? `kubernetes-models/${group}/${version}/${kind}` : `kubernetes-models/${version}/${kind}`;
+}
+const tsSources = {};
+for (const [d, docs] of Object.entries(rendered)) {
+  const lines = [];
+  for (const [i, doc] of docs.entries()) {
+    const id = `${d}: ${doc.kind}/${doc.metadata?.name}`;
+    const mod = modelModule(doc.apiVersion, doc.kind);
+    let Model;
+    try {
+      Model = (await import(mod))[doc.kind];
+    } catch (e) {
+      r.fail(`${id}: no schema for ${doc.apiVersion} ${doc.kind}`, e.message);
+      continue;
+    }
+    try {
+      new Model(doc).validate();
+      r.pass(`${id}: valid against the ${doc.apiVersion} ${doc.kind} schema`);
+    } catch (e) {
+      r.fail(`${id}: schema validation`, e.message);
+    }
+    lines.push(`import type { I${doc.kind} as T${i} } from "${mod}";`);
+    lines.push(`export const doc${i}: T${i} = ${JSON.stringify(doc, null, 2)};`);
+  }
+  tsSources[`${d.replace(/\//g, "_")}.ts`] = lines.join("\n") + "\n";
+}
+
+// --- 3. unknown fields (TypeScript excess property checks) -------------------------------------
+const diags = typeCheck(tsSources);
+for (const f of Object.keys(tsSources)) {
+  const mine = diags.filter((x) => x.file === f);
+  const d = f.replace(/\.ts$/, "").replace(/_/g, "/");
+  r.check(mine.length === 0, `${d}: no unknown or mistyped fields (TypeScript types of kubernetes-models)`,
+    () => mine.map((x) => `line ${x.line}: ${x.message}\n      ${(x.text ?? "").split("\n")[x.line - 1]?.trim()}`).join("\n"));
+}
+const stray = diags.filter((x) => !tsSources[x.file]);
+r.check(stray.length === 0, "type-check setup has no errors", () => stray.map((x) => x.message).join("\n"));
+
+// --- 4. the sidecar contract -------------------------------------------------------------------
+let envVars = null;
+try {
+  envVars = chgateEnvVars(chgateBin);
+} catch (e) {
+  r.fail(`CHGATE_* variables from ${chgateBin} --help`, e.message);
+}
+
+function envOf(container, docs) {
+  const env = {};
+  for (const src of container.envFrom ?? []) {
+    const cm = docs.find((o) => o.kind === "ConfigMap" && o.metadata.name === src.configMapRef?.name);
+    if (!cm) throw new Error(`envFrom names ConfigMap ${src.configMapRef?.name}, which the render lacks`);
+    Object.assign(env, cm.data);
+  }
+  for (const e of container.env ?? []) env[e.name] = e.value;
+  return env;
+}
+const portOf = (addr) => Number(String(addr).split(":").pop());
+const isLoopback = (addr) => /^(127\.\d+\.\d+\.\d+|localhost|\[::1\]):\d+$/.test(addr);
+const sleepSeconds = (hook) => hook?.sleep ? hook.sleep.seconds
+  : hook?.exec?.command?.[0] === "sleep" ? Number(hook.exec.command[1]) : 0;
+
+for (const [d, docs] of Object.entries(rendered)) {
+  for (const dep of docs.filter((o) => o.kind === "Deployment")) {
+    const id = `${d}: Deployment/${dep.metadata.name}`;
+    const pod = dep.spec.template.spec;
+    const legacy = d.includes("legacy");
+    const init = pod.initContainers ?? [];
+    let chgate = init.find((c) => c.name === "chgate");
+    if (legacy) {
+      r.check(!chgate, `${id}: chgate is not an init container (legacy variant)`);
+      chgate = pod.containers.find((c) => c.name === "chgate");
+      r.check(chgate && chgate.restartPolicy === undefined, `${id}: chgate is an ordinary container`);
+      const json = JSON.stringify(dep);
+      r.check(!/"sleep":\{/.test(json), `${id}: no lifecycle sleep action (needs 1.30)`);
+      r.check(!init.some((c) => c.restartPolicy), `${id}: no native sidecar left`);
+    } else {
+      r.check(chgate?.restartPolicy === "Always", `${id}: chgate is a native sidecar (init container, restartPolicy Always)`);
+    }
+    if (!chgate) continue;
+    const apps = pod.containers.filter((c) => c !== chgate);
+
+    let env = {};
+    try {
+      env = envOf(chgate, docs);
+      r.pass(`${id}: chgate's settings resolve (${Object.keys(env).length} variables)`);
+    } catch (e) {
+      r.fail(`${id}: chgate's settings resolve`, e.message);
+    }
+    if (envVars) {
+      const unknown = Object.keys(env).filter((k) => !envVars.has(k));
+      r.check(unknown.length === 0, `${id}: every setting is a CHGATE_* variable chgate reads`, `unknown: ${unknown.join(", ")}`);
+    }
+    const listen = env.CHGATE_LISTEN ?? "127.0.0.1:50051";
+    r.check(isLoopback(listen) && env.CHGATE_ALLOW_REMOTE_API === undefined,
+      `${id}: the API listens on loopback only (${listen})`);
+    const healthPort = portOf(env.CHGATE_HEALTH_LISTEN ?? "0.0.0.0:50052");
+    const metricsPort = portOf(env.CHGATE_METRICS_LISTEN ?? "0.0.0.0:9464");
+    r.check(!isLoopback(env.CHGATE_HEALTH_LISTEN ?? "0.0.0.0:50052") && !isLoopback(env.CHGATE_METRICS_LISTEN ?? "0.0.0.0:9464"),
+      `${id}: health and metrics listen on the pod address`);
+    const ports = Object.fromEntries((chgate.ports ?? []).map((p) => [p.name, p.containerPort]));
+    r.check(ports["grpc-health"] === healthPort, `${id}: port grpc-health = CHGATE_HEALTH_LISTEN's port (${healthPort})`);
+    r.check(ports.metrics === metricsPort, `${id}: port metrics = CHGATE_METRICS_LISTEN's port (${metricsPort})`);
+
+    const probes = { startupProbe: "liveness", livenessProbe: "liveness", readinessProbe: "readiness" };
+    for (const [p, want] of Object.entries(probes)) {
+      const g = chgate[p]?.grpc;
+      r.check(g && g.port === healthPort && g.service === want && HEALTH_NAMES.has(g.service),
+        `${id}: ${p} is gRPC on port ${healthPort}, service "${want}"`, JSON.stringify(chgate[p]));
+    }
+    const sp = chgate.startupProbe ?? {};
+    r.check((sp.periodSeconds ?? 10) * (sp.failureThreshold ?? 3) >= 20,
+      `${id}: the startupProbe allows at least 20 s to start`);
+
+    // Restricted Pod Security Standard.
+    const psc = pod.securityContext ?? {};
+    r.check(psc.seccompProfile?.type === "RuntimeDefault", `${id}: pod seccompProfile RuntimeDefault`);
+    r.check(pod.automountServiceAccountToken === false, `${id}: no service account token mounted`);
+    for (const c of [...init, ...pod.containers]) {
+      const sc = c.securityContext ?? {};
+      const nonRoot = (sc.runAsNonRoot ?? psc.runAsNonRoot) === true && (sc.runAsUser ?? psc.runAsUser) !== 0;
+      r.check(nonRoot && sc.allowPrivilegeEscalation === false &&
+        JSON.stringify(sc.capabilities?.drop) === '["ALL"]' && !sc.capabilities?.add && !sc.privileged,
+        `${id}: container ${c.name} meets the restricted Pod Security Standard`, JSON.stringify(sc));
+    }
+    r.check(chgate.securityContext?.readOnlyRootFilesystem === true && (chgate.securityContext?.runAsUser ?? psc.runAsUser) === 10001,
+      `${id}: chgate runs as 10001 on a read-only root filesystem`);
+    const badVolumes = (pod.volumes ?? []).filter((v) => !Object.keys(v).some((k) => RESTRICTED_VOLUMES.has(k)));
+    r.check(badVolumes.length === 0, `${id}: only volume types the restricted standard allows`, JSON.stringify(badVolumes));
+
+    // The password: a file from a Secret volume, never a variable.
+    const pwFile = env.CHGATE_PASSWORD_FILE;
+    const mount = (chgate.volumeMounts ?? []).find((m) => pwFile?.startsWith(m.mountPath + "/"));
+    const vol = mount && (pod.volumes ?? []).find((v) => v.name === mount.name);
+    const item = vol?.secret?.items?.find((it) => `${mount.mountPath}/${it.path}` === pwFile);
+    r.check(Boolean(vol?.secret && mount.readOnly && (item || !vol.secret.items)),
+      `${id}: CHGATE_PASSWORD_FILE (${pwFile}) is a file of Secret ${vol?.secret?.secretName}, mounted read-only`);
+    const envNames = [...init, ...pod.containers].flatMap((c) => (c.env ?? []).map((e) => e.name));
+    r.check(!envNames.some((n) => /PASSWORD(?!_FILE)/.test(n)), `${id}: no password in an environment variable`);
+
+    // Shutdown: the grace period covers what runs before and during the drain.
+    const grace = pod.terminationGracePeriodSeconds ?? 30;
+    const drain = parseDuration(env.CHGATE_DRAIN_TIMEOUT ?? "20s");
+    const appPreStop = Math.max(0, ...apps.map((c) => sleepSeconds(c.lifecycle?.preStop)));
+    const chgatePreStop = sleepSeconds(chgate.lifecycle?.preStop);
+    // Native: chgate is stopped after the app (preStop + its shutdown, allowed 15 s) has exited.
+    // Legacy: chgate's own preStop sleep outlasts the app, then it drains.
+    const need = legacy ? Math.max(chgatePreStop, appPreStop + 15) + drain + 10 : appPreStop + 15 + drain + 10;
+    r.check(grace >= need, `${id}: terminationGracePeriodSeconds ${grace} >= ${need} (preStop, app shutdown, ${drain} s drain, margin)`);
+    if (legacy) {
+      r.check(chgatePreStop >= appPreStop + 10, `${id}: chgate's preStop sleep (${chgatePreStop} s) outlasts the app's (${appPreStop} s)`);
+    }
+
+    // Memory: the limit holds the budget twice (buffer + a batch being encoded) plus gRPC's own.
+    const budget = parseSize(env.CHGATE_MEMORY_BUDGET ?? "256MiB");
+    const limit = chgate.resources?.limits?.memory;
+    r.check(limit && parseQuantity(limit) >= 2 * budget + 64 * 1024 ** 2,
+      `${id}: chgate memory limit ${limit} >= 2 x CHGATE_MEMORY_BUDGET (${env.CHGATE_MEMORY_BUDGET}) + 64Mi`);
+    r.check(chgate.resources?.requests?.cpu && chgate.resources?.requests?.memory,
+      `${id}: chgate has CPU and memory requests`);
+
+    // The PodMonitor selects this pod and scrapes the named metrics port.
+    const labels = dep.spec.template.metadata.labels ?? {};
+    const monitors = docs.filter((o) => o.kind === "PodMonitor" &&
+      Object.entries(o.spec.selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v));
+    r.check(monitors.length === 1 && monitors[0].spec.podMetricsEndpoints.some((e) => e.port === "metrics" && (e.path ?? "/metrics") === "/metrics"),
+      `${id}: a PodMonitor selects the pod and scrapes port "metrics" at /metrics`);
+  }
+}
+
+// The monitoring kustomization: rules and dashboard present.
+const mon = rendered.monitoring ?? [];
+r.check(mon.some((o) => o.kind === "PrometheusRule" && o.spec.groups?.length),
+  "monitoring: PrometheusRule with chgate's alert groups");
+const dashCm = mon.find((o) => o.kind === "ConfigMap" && o.metadata.labels?.grafana_dashboard === "1");
+let dashOk = false;
+try {
+  dashOk = Boolean(dashCm && JSON.parse(Object.values(dashCm.data)[0]).uid);
+} catch { /* reported below */ }
+r.check(dashOk, "monitoring: dashboard ConfigMap labelled grafana_dashboard: \"1\" holding the dashboard JSON");
+
+r.finish();

@@ -1,0 +1,52 @@
+// Keeps deploy/kubernetes/monitoring/ in step with its sources: the PrometheusRule wraps the
+// groups of deploy/prometheus/chgate-alerts.yml, and chgate-dashboard.json is a byte copy of
+// deploy/grafana/dashboards/chgate.json (kustomize cannot read files outside its folder).
+//
+//   node tests/ops/sync_monitoring.mjs --write   regenerate both
+//   node tests/ops/sync_monitoring.mjs --check   fail if either differs (CI)
+import { readFileSync, writeFileSync, existsSync } from "node:fs";
+import { isDeepStrictEqual } from "node:util";
+import YAML from "yaml";
+import { repoPath, Reporter } from "./lib/common.mjs";
+
+const mode = process.argv[2];
+if (mode !== "--write" && mode !== "--check") {
+  console.error("usage: sync_monitoring.mjs --write|--check");
+  process.exit(2);
+}
+
+const rulesSrc = repoPath("deploy/prometheus/chgate-alerts.yml");
+const dashSrc = repoPath("deploy/grafana/dashboards/chgate.json");
+const rulesDst = repoPath("deploy/kubernetes/monitoring/chgate-alerts.yaml");
+const dashDst = repoPath("deploy/kubernetes/monitoring/chgate-dashboard.json");
+
+const groups = YAML.parse(readFileSync(rulesSrc, "utf8")).groups;
+const rule = {
+  apiVersion: "monitoring.coreos.com/v1",
+  kind: "PrometheusRule",
+  metadata: { name: "chgate", labels: { "app.kubernetes.io/name": "chgate" } },
+  spec: { groups },
+};
+const header =
+  "# Generated from deploy/prometheus/chgate-alerts.yml by\n" +
+  "# `node tests/ops/sync_monitoring.mjs --write`: edit that file, not this one.\n" +
+  "# Your Prometheus may select rules by a label (e.g. release: <name>): add it with a patch.\n";
+const ruleText = header + YAML.stringify(rule, { lineWidth: 100, indentSeq: true });
+const dashText = readFileSync(dashSrc, "utf8");
+
+const r = new Reporter("sync-monitoring");
+if (mode === "--write") {
+  writeFileSync(rulesDst, ruleText);
+  writeFileSync(dashDst, dashText);
+  r.pass(`wrote ${rulesDst} and ${dashDst}`);
+} else {
+  const have = existsSync(rulesDst) ? YAML.parse(readFileSync(rulesDst, "utf8")) : null;
+  r.check(isDeepStrictEqual(have, rule),
+    "deploy/kubernetes/monitoring/chgate-alerts.yaml matches deploy/prometheus/chgate-alerts.yml",
+    "run `node tests/ops/sync_monitoring.mjs --write`");
+  const dash = existsSync(dashDst) ? readFileSync(dashDst, "utf8") : null;
+  r.check(dash === dashText,
+    "deploy/kubernetes/monitoring/chgate-dashboard.json is a copy of deploy/grafana/dashboards/chgate.json",
+    "run `node tests/ops/sync_monitoring.mjs --write`");
+}
+r.finish();
