@@ -44,7 +44,7 @@ endef
 # Steps run in the order written even under `make -j`.
 .NOTPARALLEL:
 .PHONY: help deps build run test test-asan clickhouse-start clickhouse-stop clickhouse-status \
-	format format-check clean
+	format format-check clean validate-deploy
 
 help:
 	@echo "make run                install deps, build, start the local ClickHouse, run chgate"
@@ -58,6 +58,8 @@ help:
 	@echo "make clickhouse-status  is it running?"
 	@echo "make format             clang-format every tracked .h/.cc file"
 	@echo "make format-check       fail if a tracked .h/.cc file is not formatted"
+	@echo "make validate-deploy    offline checks of the Dockerfile, compose, Kubernetes, dashboard and"
+	@echo "                        alerts, live against chgate and a real Prometheus (tests/ops/)"
 	@echo "make clean              remove $(BUILD_DIR)/ and $(ASAN_BUILD_DIR)/"
 
 deps:
@@ -98,6 +100,18 @@ format:
 
 format-check:
 	cd $(ROOT) && git ls-files -z -- '*.h' '*.cc' | xargs -0 -r $(CLANG_FORMAT) --dry-run --Werror
+
+# Deployment files (tests/ops/validate.sh): installs the ops tools, builds only the chgate binary,
+# starts the local ClickHouse. VALIDATE_ARGS=--skip-rootfs skips the debootstrap check.
+validate-deploy:
+	$(DEPS)
+	$(ROOT)/deploy/install-ops-deps.sh --rootfs
+	$(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,cmake -S $(ROOT) -B $(BUILD_DIR) -G Ninja \
+		-DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS))
+	cmake --build $(BUILD_DIR) --target chgate --parallel $(JOBS)
+	$(CTL) start
+	CHGATE_CLICKHOUSE=127.0.0.1:$(CHGATE_CH_TCP_PORT) CHGATE_CLICKHOUSE_CTL=$(CTL) \
+		$(ROOT)/tests/ops/validate.sh --chgate $(BUILD_DIR)/server/chgate $(VALIDATE_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR)

@@ -19,7 +19,7 @@ PACKAGES=(
   docker-compose      # v1: `docker-compose config` works without a Docker engine
   python3 python3-grpcio python3-grpc-tools grpc-proto protobuf-compiler protobuf-compiler-grpc
   clickhouse-client   # read-back in the live checks
-  curl ca-certificates
+  curl ca-certificates jq
 )
 if [[ ${1:-} == --rootfs ]]; then
   PACKAGES+=(debootstrap)

@@ -38,7 +38,7 @@ const r = new Reporter("sync-monitoring");
 if (mode === "--write") {
   writeFileSync(rulesDst, ruleText);
   writeFileSync(dashDst, dashText);
-  r.pass(`wrote ${rulesDst} and ${dashDst}`);
+  r.pass("wrote deploy/kubernetes/monitoring/chgate-alerts.yaml and chgate-dashboard.json");
 } else {
   const have = existsSync(rulesDst) ? YAML.parse(readFileSync(rulesDst, "utf8")) : null;
   r.check(isDeepStrictEqual(have, rule),

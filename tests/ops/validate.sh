@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Every offline check of the deployment files, in one run (`make validate-deploy` installs what
+# they need, builds chgate and starts the local ClickHouse first):
+#
+#   yamllint           every YAML file of the repository (.yamllint)
+#   alert rules        promtool check rules + test rules (deploy/prometheus/)
+#   monitoring copies  deploy/kubernetes/monitoring/ matches deploy/prometheus and deploy/grafana
+#   kubernetes         check_k8s.mjs: render, schemas, unknown fields, the sidecar contract
+#   containers         check_containers.mjs: Dockerfile lint, compose config + schema, Prometheus
+#                      config, Grafana provisioning
+#   dashboard          check_dashboard.mjs: schema, ids, datasource, PromQL, metric names
+#   negative controls  the checks above fail on copies with known mistakes
+#   live               live_check.py: exposure, live scrape, a real Prometheus scraping chgate
+#   runtime rootfs     runtime_rootfs.sh: the runtime image's packages run chgate as 10001 (root only)
+#
+#   tests/ops/validate.sh [--chgate build/server/chgate] [--skip-rootfs]
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+OPS=tests/ops
+CHGATE=$ROOT/build/server/chgate
+SKIP_ROOTFS=false
+while (($# > 0)); do
+  case $1 in
+    --chgate) CHGATE=$(realpath "$2"); shift ;;
+    --skip-rootfs) SKIP_ROOTFS=true ;;
+    *) echo "usage: $0 [--chgate PATH] [--skip-rootfs]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+passed=0
+failed=0
+skipped=0
+report=()
+step() {
+  local name=$1
+  shift
+  local t0=$SECONDS
+  printf '\n--- %s\n' "$name"
+  if "$@"; then
+    passed=$((passed + 1))
+    report+=("$(printf '%4ds  ok    %s' $((SECONDS - t0)) "$name")")
+  else
+    failed=$((failed + 1))
+    report+=("$(printf '%4ds  FAIL  %s' $((SECONDS - t0)) "$name")")
+  fi
+}
+skip() {
+  skipped=$((skipped + 1))
+  report+=("$(printf '%4ds  skip  %s (%s)' 0 "$1" "$2")")
+  printf '\n--- %s: skipped (%s)\n' "$1" "$2"
+}
+
+yaml_files() {
+  git ls-files -co --exclude-standard -- '*.yml' '*.yaml'
+}
+run_yamllint() {
+  local files
+  mapfile -t files < <(yaml_files)
+  echo "yamllint: ${#files[@]} files"
+  yamllint -s "${files[@]}"
+}
+run_rules() {
+  promtool check rules deploy/prometheus/chgate-alerts.yml &&
+    (cd deploy/prometheus && promtool test rules chgate-alerts.test.yml)
+}
+
+# The checks must fail on copies with known mistakes; otherwise a check that silently passes
+# everything would go unnoticed.
+expect_fail() {
+  local what=$1 pattern=$2
+  shift 2
+  local out
+  if out=$("$@" 2>&1); then
+    echo "negative control: $what: the check passed a broken copy"
+    return 1
+  fi
+  if ! grep -q -- "$pattern" <<<"$out"; then
+    echo "negative control: $what: failed, but without naming \"$pattern\":"
+    echo "$out" | grep -E 'FAIL|error' | head -n 10
+    return 1
+  fi
+  echo "negative control: $what: caught"
+}
+run_negative_controls() {
+  local tmp rc=0
+  mkdir -p "$ROOT/.local"
+  tmp=$(mktemp -d "$ROOT/.local/ops-neg.XXXXXX")
+  # Kubernetes: a misspelled field, a probe on an unregistered health name, an unknown variable.
+  cp -r deploy/kubernetes "$tmp/k8s"
+  sed -i 's/restartPolicy: Always/restartPolcy: Always/' "$tmp/k8s/base/deployment.yaml"
+  expect_fail "kubernetes unknown field" "restartPolcy" \
+    env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  cp deploy/kubernetes/base/deployment.yaml "$tmp/k8s/base/deployment.yaml"
+  sed -i 's/service: readiness/service: ready/' "$tmp/k8s/base/deployment.yaml"
+  expect_fail "kubernetes probe service name" 'readinessProbe is gRPC' \
+    env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  cp deploy/kubernetes/base/deployment.yaml "$tmp/k8s/base/deployment.yaml"
+  echo "CHGATE_BATCH_DELAY=1s" >>"$tmp/k8s/base/chgate.env"
+  expect_fail "kubernetes unknown setting" "CHGATE_BATCH_DELAY" \
+    env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  # Dashboard: a misspelled gridPos key, a metric chgate does not export, a hard-coded datasource.
+  jq '.panels[1].gridPos.width = 3' deploy/grafana/dashboards/chgate.json >"$tmp/d1.json"
+  expect_fail "dashboard unknown field" '"width"' env CHGATE_OPS_DASHBOARD="$tmp/d1.json" node $OPS/check_dashboard.mjs || rc=1
+  jq '.panels[2].targets[0].expr = "sum(rate(chgate_ingest_rowz_total[5m]))"' deploy/grafana/dashboards/chgate.json >"$tmp/d2.json"
+  expect_fail "dashboard unknown metric" "chgate_ingest_rowz_total" env CHGATE_OPS_DASHBOARD="$tmp/d2.json" node $OPS/check_dashboard.mjs || rc=1
+  jq '.panels[2].targets[0].expr = "sum(rate(chgate_ingest_rows_total[5m])"' deploy/grafana/dashboards/chgate.json >"$tmp/d3.json"
+  expect_fail "dashboard PromQL syntax" "parse error" env CHGATE_OPS_DASHBOARD="$tmp/d3.json" node $OPS/check_dashboard.mjs || rc=1
+  jq '.panels[4].datasource = {"type": "prometheus", "uid": "P1809F7CD0C75ACF3"}' deploy/grafana/dashboards/chgate.json >"$tmp/d4.json"
+  expect_fail "dashboard hard-coded datasource" "P1809F7CD0C75ACF3" env CHGATE_OPS_DASHBOARD="$tmp/d4.json" node $OPS/check_dashboard.mjs || rc=1
+  # Compose: an unknown key. Dockerfile: an unpinned base image.
+  sed 's/    read_only: true/    read_onlly: true/' docker-compose.yml >"$ROOT/.neg-compose.yml"
+  expect_fail "compose unknown key" "read_onlly" \
+    env CHGATE_OPS_COMPOSE="$ROOT/.neg-compose.yml" node $OPS/check_containers.mjs --chgate "$CHGATE" || rc=1
+  rm -f "$ROOT/.neg-compose.yml"
+  sed 's/^FROM debian:12.11-slim AS runtime/FROM debian:latest AS runtime/' Dockerfile >"$ROOT/.neg-Dockerfile"
+  expect_fail "Dockerfile latest tag" "latest" \
+    env CHGATE_OPS_DOCKERFILE="$ROOT/.neg-Dockerfile" node $OPS/check_containers.mjs --chgate "$CHGATE" || rc=1
+  rm -f "$ROOT/.neg-Dockerfile"
+  # Alert rules: the unit tests notice a changed threshold.
+  mkdir -p "$tmp/rules"
+  sed 's/> 0.8$/> 0.9/' deploy/prometheus/chgate-alerts.yml >"$tmp/rules/chgate-alerts.yml"
+  cp deploy/prometheus/chgate-alerts.test.yml "$tmp/rules/"
+  expect_fail "alert threshold changed" "ChgateBufferNearBudget" \
+    bash -c "cd '$tmp/rules' && promtool test rules chgate-alerts.test.yml" || rc=1
+  rm -rf "$tmp"
+  return $rc
+}
+
+live() {
+  /usr/bin/python3 $OPS/live_check.py --chgate "$CHGATE"
+}
+rootfs() {
+  $OPS/runtime_rootfs.sh --chgate "$CHGATE"
+}
+
+t_all=$SECONDS
+step "yamllint (every YAML file)" run_yamllint
+step "alert rules (promtool check rules, test rules)" run_rules
+step "monitoring copies in sync (sync_monitoring.mjs --check)" node $OPS/sync_monitoring.mjs --check
+step "kubernetes manifests (check_k8s.mjs)" node $OPS/check_k8s.mjs --chgate "$CHGATE"
+step "Dockerfile, compose, Prometheus config, Grafana provisioning (check_containers.mjs)" \
+  node $OPS/check_containers.mjs --chgate "$CHGATE"
+step "Grafana dashboard (check_dashboard.mjs)" node $OPS/check_dashboard.mjs
+step "negative controls (the checks catch known mistakes)" run_negative_controls
+step "live: exposure, /metrics, Prometheus scraping chgate (live_check.py)" live
+if $SKIP_ROOTFS; then
+  skip "runtime rootfs (runtime_rootfs.sh)" "--skip-rootfs"
+elif ((EUID != 0)); then
+  skip "runtime rootfs (runtime_rootfs.sh)" "needs root"
+else
+  step "runtime rootfs: the image's packages run chgate as 10001 (runtime_rootfs.sh)" rootfs
+fi
+
+printf '\n===== validate-deploy: %ds =====\n' $((SECONDS - t_all))
+printf '%s\n' "${report[@]}"
+echo "validate-deploy: $passed passed, $failed failed, $skipped skipped"
+((failed == 0))
