@@ -1,0 +1,896 @@
+#include "client/sdk/column_reader.h"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/civil_time.h"
+#include "client/sdk/internal/status_macros.h"
+#include "client/sdk/internal/strings.h"
+
+namespace chgate::client {
+namespace {
+
+// ---- raw access --------------------------------------------------------------------------
+
+// Unsigned little-endian load of up to 8 bytes (independent of the host's byte order).
+uint64_t LoadU(const char* p, size_t width) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < width && i < 8; ++i) {
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  }
+  return v;
+}
+
+// Signed little-endian load of 1, 2, 4 or 8 bytes.
+int64_t LoadS(const char* p, size_t width) {
+  uint64_t v = LoadU(p, width);
+  if (width < 8) {
+    const uint64_t sign = uint64_t{1} << (8 * width - 1);
+    if ((v & sign) != 0) v |= ~((sign << 1) - 1);
+  }
+  return static_cast<int64_t>(v);
+}
+
+const char* Slot(const v1::Column& column, const ColumnType& type, uint64_t row) {
+  return column.data().data() + row * type.width_bytes;
+}
+
+uint64_t Begin(const v1::Column& column, uint64_t row) {
+  return row == 0 ? 0 : column.offsets(static_cast<int>(row - 1));
+}
+
+uint64_t End(const v1::Column& column, uint64_t row) {
+  return column.offsets(static_cast<int>(row));
+}
+
+bool IsComposite(TypeKind kind) {
+  return kind == TypeKind::kArray || kind == TypeKind::kMap || kind == TypeKind::kTuple;
+}
+
+bool IsNumeric(TypeKind kind) {
+  switch (kind) {
+    case TypeKind::kInt:
+    case TypeKind::kUInt:
+    case TypeKind::kFloat:
+    case TypeKind::kBFloat16:
+    case TypeKind::kDecimal:
+    case TypeKind::kBool:
+    case TypeKind::kInterval:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t Pow10(int n) {
+  int64_t v = 1;
+  for (int i = 0; i < n; ++i) v *= 10;
+  return v;
+}
+
+// Whether a wide (or narrow) integer fits int64 / uint64; sets `*out` when it does.
+bool WideToInt64(const char* p, size_t width, bool is_signed, int64_t* out) {
+  if (width <= 8) {
+    if (is_signed) {
+      *out = LoadS(p, width);
+      return true;
+    }
+    uint64_t u = LoadU(p, width);
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+    *out = static_cast<int64_t>(u);
+    return true;
+  }
+  const int64_t low = static_cast<int64_t>(LoadU(p, 8));
+  const unsigned char fill = (is_signed && low < 0) ? 0xff : 0x00;
+  for (size_t i = 8; i < width; ++i) {
+    if (static_cast<unsigned char>(p[i]) != fill) return false;
+  }
+  *out = low;
+  return true;
+}
+
+bool WideToUInt64(const char* p, size_t width, bool is_signed, uint64_t* out) {
+  if (is_signed && (static_cast<unsigned char>(p[width - 1]) & 0x80) != 0) return false;
+  for (size_t i = 8; i < width; ++i) {
+    if (p[i] != 0) return false;
+  }
+  *out = LoadU(p, width);
+  return true;
+}
+
+float BFloat16ToFloat(const char* p) {
+  const uint32_t bits = static_cast<uint32_t>(LoadU(p, 2)) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+double LoadDouble(const char* p, size_t width) {
+  if (width == 4) {
+    const uint32_t bits = static_cast<uint32_t>(LoadU(p, 4));
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return f;
+  }
+  const uint64_t bits = LoadU(p, 8);
+  double d;
+  std::memcpy(&d, &bits, sizeof(d));
+  return d;
+}
+
+// ---- text of scalars -------------------------------------------------------------------
+
+void AppendDecimalText(const char* p, const ColumnType& type, std::string* out) {
+  std::string digits;
+  AppendWideInteger(p, type.width_bytes, true, &digits);
+  if (!digits.empty() && digits[0] == '-') {
+    out->push_back('-');
+    digits.erase(0, 1);
+  }
+  const size_t scale = static_cast<size_t>(type.scale);
+  if (scale == 0) {
+    out->append(digits);
+    return;
+  }
+  if (digits.size() <= scale) digits.insert(0, scale + 1 - digits.size(), '0');
+  out->append(digits, 0, digits.size() - scale);
+  out->push_back('.');
+  out->append(digits, digits.size() - scale, std::string::npos);
+}
+
+void AppendDay(int64_t days, std::string* out) {
+  const absl::CivilDay day = absl::CivilDay(1970, 1, 1) + days;
+  absl::StrAppendFormat(out, "%04d-%02d-%02d", day.year(), day.month(), day.day());
+}
+
+void AppendSecond(int64_t seconds, const absl::TimeZone& zone, std::string* out) {
+  const absl::CivilSecond cs = absl::ToCivilSecond(absl::FromUnixSeconds(seconds), zone);
+  absl::StrAppendFormat(out, "%04d-%02d-%02d %02d:%02d:%02d", cs.year(), cs.month(), cs.day(),
+                        cs.hour(), cs.minute(), cs.second());
+}
+
+// Splits DateTime64 ticks into whole seconds (floor) and the fraction in ticks.
+void SplitTicks(int64_t ticks, int scale, int64_t* seconds, int64_t* fraction) {
+  const int64_t unit = Pow10(scale);
+  *seconds = ticks / unit;
+  *fraction = ticks % unit;
+  if (*fraction < 0) {
+    *fraction += unit;
+    --*seconds;
+  }
+}
+
+void AppendUuid(const char* p, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out->push_back('-');
+    const unsigned char b = static_cast<unsigned char>(p[i]);
+    out->push_back(kHex[b >> 4]);
+    out->push_back(kHex[b & 0xf]);
+  }
+}
+
+// The value of a non-composite, non-NULL row as plain (unescaped) text.
+void AppendPlain(const v1::Column& column, const ColumnType& type, uint64_t row, std::string* out) {
+  switch (type.kind) {
+    case TypeKind::kInt:
+    case TypeKind::kUInt:
+      if (type.width_bytes <= 8) {
+        const char* p = Slot(column, type, row);
+        if (type.kind == TypeKind::kInt) {
+          absl::StrAppend(out, LoadS(p, type.width_bytes));
+        } else {
+          absl::StrAppend(out, LoadU(p, type.width_bytes));
+        }
+      } else {
+        AppendWideInteger(Slot(column, type, row), type.width_bytes, type.kind == TypeKind::kInt,
+                          out);
+      }
+      return;
+    case TypeKind::kInterval:
+      absl::StrAppend(out, LoadS(Slot(column, type, row), 8));
+      return;
+    case TypeKind::kFloat:
+      if (type.width_bytes == 4) {
+        AppendShortestFloat(static_cast<float>(LoadDouble(Slot(column, type, row), 4)), out);
+      } else {
+        AppendShortestDouble(LoadDouble(Slot(column, type, row), 8), out);
+      }
+      return;
+    case TypeKind::kBFloat16:
+      AppendShortestFloat(BFloat16ToFloat(Slot(column, type, row)), out);
+      return;
+    case TypeKind::kBool:
+      out->append(Slot(column, type, row)[0] != 0 ? "true" : "false");
+      return;
+    case TypeKind::kDecimal:
+      AppendDecimalText(Slot(column, type, row), type, out);
+      return;
+    case TypeKind::kDate:
+      AppendDay(static_cast<int64_t>(LoadU(Slot(column, type, row), 2)), out);
+      return;
+    case TypeKind::kDate32:
+      AppendDay(LoadS(Slot(column, type, row), 4), out);
+      return;
+    case TypeKind::kDateTime:
+      AppendSecond(static_cast<int64_t>(LoadU(Slot(column, type, row), 4)), type.zone, out);
+      return;
+    case TypeKind::kDateTime64: {
+      int64_t seconds = 0;
+      int64_t fraction = 0;
+      SplitTicks(LoadS(Slot(column, type, row), 8), type.scale, &seconds, &fraction);
+      AppendSecond(seconds, type.zone, out);
+      if (type.scale > 0) absl::StrAppendFormat(out, ".%0*d", type.scale, fraction);
+      return;
+    }
+    case TypeKind::kEnum: {
+      const int64_t v = LoadS(Slot(column, type, row), type.width_bytes);
+      const std::string* name = type.EnumName(v);
+      if (name != nullptr) {
+        out->append(*name);
+      } else {
+        absl::StrAppend(out, v);
+      }
+      return;
+    }
+    case TypeKind::kUuid:
+      AppendUuid(Slot(column, type, row), out);
+      return;
+    case TypeKind::kIpv4: {
+      const uint32_t v = static_cast<uint32_t>(LoadU(Slot(column, type, row), 4));
+      absl::StrAppend(out, v >> 24, ".", (v >> 16) & 0xff, ".", (v >> 8) & 0xff, ".", v & 0xff);
+      return;
+    }
+    case TypeKind::kIpv6: {
+      char text[INET6_ADDRSTRLEN];
+      if (::inet_ntop(AF_INET6, Slot(column, type, row), text, sizeof(text)) != nullptr) {
+        out->append(text);
+      }
+      return;
+    }
+    case TypeKind::kFixedString:
+      out->append(Slot(column, type, row), type.width_bytes);
+      return;
+    case TypeKind::kString: {
+      const uint64_t begin = Begin(column, row);
+      out->append(column.data(), begin, End(column, row) - begin);
+      return;
+    }
+    case TypeKind::kNothing:
+    case TypeKind::kNullable:
+    case TypeKind::kArray:
+    case TypeKind::kMap:
+    case TypeKind::kTuple:
+      return;
+  }
+}
+
+void AppendSingleQuoted(std::string_view bytes, std::string* out) {
+  out->push_back('\'');
+  AppendTsvEscaped(bytes, out);
+  out->push_back('\'');
+}
+
+void AppendCsvQuoted(std::string_view text, std::string* out) {
+  out->push_back('"');
+  for (char c : text) {
+    if (c == '"') out->push_back('"');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+// TabSeparated text of a value inside an Array, Map or Tuple (strings quoted, NULL as NULL).
+void AppendNested(const v1::Column& column, const ColumnType& type, uint64_t row, std::string* out);
+
+void AppendCompositeNested(const v1::Column& column, const ColumnType& type, uint64_t row,
+                           std::string* out) {
+  if (type.kind == TypeKind::kTuple) {
+    out->push_back('(');
+    for (size_t i = 0; i < type.elements.size(); ++i) {
+      if (i > 0) out->push_back(',');
+      AppendNested(column.children(static_cast<int>(i)), type.elements[i], row, out);
+    }
+    out->push_back(')');
+    return;
+  }
+  const bool is_map = type.kind == TypeKind::kMap;
+  out->push_back(is_map ? '{' : '[');
+  for (uint64_t i = Begin(column, row), end = End(column, row); i < end; ++i) {
+    if (i > Begin(column, row)) out->push_back(',');
+    AppendNested(column.children(0), type.elements[0], i, out);
+    if (is_map) {
+      out->push_back(':');
+      AppendNested(column.children(1), type.elements[1], i, out);
+    }
+  }
+  out->push_back(is_map ? '}' : ']');
+}
+
+void AppendNested(const v1::Column& column, const ColumnType& type, uint64_t row,
+                  std::string* out) {
+  if (IsNullAt(column, type, row)) {
+    out->append("NULL");
+  } else if (IsComposite(type.kind)) {
+    AppendCompositeNested(column, type, row, out);
+  } else if (IsNumeric(type.kind)) {
+    AppendPlain(column, type, row, out);
+  } else {
+    std::string plain;
+    AppendPlain(column, type, row, &plain);
+    AppendSingleQuoted(plain, out);
+  }
+}
+
+void AppendJson(const v1::Column& column, const ColumnType& type, uint64_t row, std::string* out) {
+  if (IsNullAt(column, type, row)) {
+    out->append("null");
+    return;
+  }
+  switch (type.kind) {
+    case TypeKind::kTuple: {
+      bool named = !type.element_names.empty();
+      for (const std::string& name : type.element_names) named = named && !name.empty();
+      out->push_back(named ? '{' : '[');
+      for (size_t i = 0; i < type.elements.size(); ++i) {
+        if (i > 0) out->push_back(',');
+        if (named) {
+          AppendJsonString(type.element_names[i], out);
+          out->push_back(':');
+        }
+        AppendJson(column.children(static_cast<int>(i)), type.elements[i], row, out);
+      }
+      out->push_back(named ? '}' : ']');
+      return;
+    }
+    case TypeKind::kArray:
+    case TypeKind::kMap: {
+      const bool is_map = type.kind == TypeKind::kMap;
+      out->push_back(is_map ? '{' : '[');
+      for (uint64_t i = Begin(column, row), end = End(column, row); i < end; ++i) {
+        if (i > Begin(column, row)) out->push_back(',');
+        if (is_map) {
+          std::string key;
+          if (!IsNullAt(column.children(0), type.elements[0], i)) {
+            AppendPlain(column.children(0), type.elements[0], i, &key);
+          }
+          AppendJsonString(key, out);
+          out->push_back(':');
+          AppendJson(column.children(1), type.elements[1], i, out);
+        } else {
+          AppendJson(column.children(0), type.elements[0], i, out);
+        }
+      }
+      out->push_back(is_map ? '}' : ']');
+      return;
+    }
+    case TypeKind::kFloat:
+    case TypeKind::kBFloat16: {
+      const double v = type.kind == TypeKind::kBFloat16
+                           ? BFloat16ToFloat(Slot(column, type, row))
+                           : LoadDouble(Slot(column, type, row), type.width_bytes);
+      if (!std::isfinite(v)) {
+        out->append("null");
+      } else {
+        AppendPlain(column, type, row, out);
+      }
+      return;
+    }
+    case TypeKind::kInt:
+    case TypeKind::kUInt:
+      if (type.width_bytes > 8) {
+        out->push_back('"');
+        AppendPlain(column, type, row, out);
+        out->push_back('"');
+      } else {
+        AppendPlain(column, type, row, out);
+      }
+      return;
+    default:
+      if (IsNumeric(type.kind)) {
+        AppendPlain(column, type, row, out);
+      } else {
+        std::string plain;
+        AppendPlain(column, type, row, &plain);
+        AppendJsonString(plain, out);
+      }
+      return;
+  }
+}
+
+absl::Status TypeError(const ColumnType& type, std::string_view as) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("a ", type.text, " value cannot be read as ", internal::Sv(as)));
+}
+
+absl::Status NullError(const ColumnType& type) {
+  return absl::FailedPreconditionError(absl::StrCat("the ", type.text, " value is NULL"));
+}
+
+absl::Status RangeError(const ColumnType& type, std::string_view as) {
+  return absl::OutOfRangeError(
+      absl::StrCat("the ", type.text, " value does not fit ", internal::Sv(as)));
+}
+
+// ---- validation ------------------------------------------------------------------------
+
+absl::Status Invalid(const ColumnType& type, std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("malformed ", type.text, " column: ", internal::Sv(what)));
+}
+
+absl::Status CheckOffsets(const v1::Column& column, const ColumnType& type, uint64_t rows,
+                          uint64_t limit, uint64_t* last) {
+  if (static_cast<uint64_t>(column.offsets_size()) != rows) {
+    return Invalid(type, absl::StrCat(column.offsets_size(), " offsets for ", rows, " rows"));
+  }
+  uint64_t previous = 0;
+  for (uint64_t offset : column.offsets()) {
+    if (offset < previous) return Invalid(type, "offsets decrease");
+    previous = offset;
+  }
+  if (previous > limit) {
+    return Invalid(type, absl::StrCat("offset ", previous, " beyond ", limit));
+  }
+  *last = previous;
+  return absl::OkStatus();
+}
+
+absl::Status Validate(const v1::Column& column, const ColumnType& type, uint64_t rows, int depth) {
+  if (depth > 64) return Invalid(type, "nested too deeply");
+  if (type.nullable) {
+    if (!column.nulls().empty() && column.nulls().size() != rows) {
+      return Invalid(type, absl::StrCat(column.nulls().size(), " null flags for ", rows, " rows"));
+    }
+  } else if (!column.nulls().empty()) {
+    return Invalid(type, "null flags on a type that is not Nullable");
+  }
+  if (type.is_fixed_width()) {
+    if (rows > column.data().size() / type.width_bytes ||
+        column.data().size() != rows * type.width_bytes) {
+      return Invalid(type, absl::StrCat(column.data().size(), " data bytes for ", rows, " rows of ",
+                                        type.width_bytes, " bytes"));
+    }
+    return absl::OkStatus();
+  }
+  uint64_t last = 0;
+  switch (type.kind) {
+    case TypeKind::kString:
+      return CheckOffsets(column, type, rows, column.data().size(), &last);
+    case TypeKind::kNothing:
+      return absl::OkStatus();
+    case TypeKind::kArray:
+    case TypeKind::kMap: {
+      const size_t children = type.kind == TypeKind::kArray ? 1 : 2;
+      if (static_cast<size_t>(column.children_size()) != children) {
+        return Invalid(type,
+                       absl::StrCat(column.children_size(), " children, expected ", children));
+      }
+      CLIENT_RETURN_IF_ERROR(
+          CheckOffsets(column, type, rows, std::numeric_limits<uint64_t>::max(), &last));
+      for (size_t i = 0; i < children; ++i) {
+        CLIENT_RETURN_IF_ERROR(
+            Validate(column.children(static_cast<int>(i)), type.elements[i], last, depth + 1));
+      }
+      return absl::OkStatus();
+    }
+    case TypeKind::kTuple:
+      if (static_cast<size_t>(column.children_size()) != type.elements.size()) {
+        return Invalid(type, absl::StrCat(column.children_size(), " children, expected ",
+                                          type.elements.size()));
+      }
+      for (size_t i = 0; i < type.elements.size(); ++i) {
+        CLIENT_RETURN_IF_ERROR(
+            Validate(column.children(static_cast<int>(i)), type.elements[i], rows, depth + 1));
+      }
+      return absl::OkStatus();
+    default:
+      return Invalid(type, "unexpected type");
+  }
+}
+
+}  // namespace
+
+// ---- public ----------------------------------------------------------------------------
+
+absl::Status ValidateColumn(const v1::Column& column, const ColumnType& type, uint64_t rows) {
+  return Validate(column, type, rows, 0);
+}
+
+bool IsNullAt(const v1::Column& column, const ColumnType& type, uint64_t row) {
+  if (type.kind == TypeKind::kNothing) return true;
+  return type.nullable && !column.nulls().empty() && column.nulls()[row] != 0;
+}
+
+void AppendValueText(const v1::Column& column, const ColumnType& type, uint64_t row,
+                     TextFormat format, std::string* out) {
+  switch (format) {
+    case TextFormat::kJson:
+      AppendJson(column, type, row, out);
+      return;
+    case TextFormat::kTsv:
+      if (IsNullAt(column, type, row)) {
+        out->append("\\N");
+      } else if (IsComposite(type.kind)) {
+        AppendCompositeNested(column, type, row, out);
+      } else if (IsNumeric(type.kind)) {
+        AppendPlain(column, type, row, out);
+      } else {
+        std::string plain;
+        AppendPlain(column, type, row, &plain);
+        AppendTsvEscaped(plain, out);
+      }
+      return;
+    case TextFormat::kCsv:
+      if (IsNullAt(column, type, row)) {
+        out->append("\\N");
+      } else if (IsComposite(type.kind)) {
+        std::string nested;
+        AppendCompositeNested(column, type, row, &nested);
+        AppendCsvQuoted(nested, out);
+      } else if (IsNumeric(type.kind)) {
+        AppendPlain(column, type, row, out);
+      } else {
+        std::string plain;
+        AppendPlain(column, type, row, &plain);
+        AppendCsvQuoted(plain, out);
+      }
+      return;
+  }
+}
+
+absl::StatusOr<uint64_t> ReadUInt64(const v1::Column& column, const ColumnType& type,
+                                    uint64_t row) {
+  if (IsNullAt(column, type, row)) return NullError(type);
+  switch (type.kind) {
+    case TypeKind::kUInt:
+    case TypeKind::kInt:
+    case TypeKind::kEnum:
+    case TypeKind::kInterval: {
+      uint64_t v = 0;
+      if (!WideToUInt64(Slot(column, type, row), type.width_bytes, type.kind != TypeKind::kUInt,
+                        &v)) {
+        return RangeError(type, "UInt64");
+      }
+      return v;
+    }
+    case TypeKind::kBool:
+    case TypeKind::kDate:
+    case TypeKind::kDateTime:
+    case TypeKind::kIpv4:
+      return LoadU(Slot(column, type, row), type.width_bytes);
+    default:
+      return TypeError(type, "UInt64");
+  }
+}
+
+absl::StatusOr<int64_t> ReadInt64(const v1::Column& column, const ColumnType& type, uint64_t row) {
+  if (IsNullAt(column, type, row)) return NullError(type);
+  switch (type.kind) {
+    case TypeKind::kUInt:
+    case TypeKind::kInt:
+    case TypeKind::kEnum:
+    case TypeKind::kInterval:
+    case TypeKind::kDate32:
+    case TypeKind::kDateTime64: {
+      int64_t v = 0;
+      if (!WideToInt64(Slot(column, type, row), type.width_bytes, type.kind != TypeKind::kUInt,
+                       &v)) {
+        return RangeError(type, "Int64");
+      }
+      return v;
+    }
+    case TypeKind::kBool:
+    case TypeKind::kDate:
+    case TypeKind::kDateTime:
+      return static_cast<int64_t>(LoadU(Slot(column, type, row), type.width_bytes));
+    default:
+      return TypeError(type, "Int64");
+  }
+}
+
+absl::StatusOr<double> ReadFloat64(const v1::Column& column, const ColumnType& type, uint64_t row) {
+  if (IsNullAt(column, type, row)) return NullError(type);
+  switch (type.kind) {
+    case TypeKind::kFloat:
+      return LoadDouble(Slot(column, type, row), type.width_bytes);
+    case TypeKind::kBFloat16:
+      return static_cast<double>(BFloat16ToFloat(Slot(column, type, row)));
+    case TypeKind::kBool:
+      return Slot(column, type, row)[0] != 0 ? 1.0 : 0.0;
+    case TypeKind::kInt:
+    case TypeKind::kUInt:
+    case TypeKind::kDecimal: {
+      if (type.kind != TypeKind::kDecimal && type.width_bytes <= 8) {
+        const char* p = Slot(column, type, row);
+        return type.kind == TypeKind::kInt ? static_cast<double>(LoadS(p, type.width_bytes))
+                                           : static_cast<double>(LoadU(p, type.width_bytes));
+      }
+      std::string text;
+      AppendPlain(column, type, row, &text);
+      double v = 0;
+      if (!absl::SimpleAtod(text, &v)) return RangeError(type, "Float64");
+      return v;
+    }
+    default:
+      return TypeError(type, "Float64");
+  }
+}
+
+absl::StatusOr<bool> ReadBool(const v1::Column& column, const ColumnType& type, uint64_t row) {
+  if (IsNullAt(column, type, row)) return NullError(type);
+  if (type.kind != TypeKind::kBool && type.kind != TypeKind::kInt && type.kind != TypeKind::kUInt) {
+    return TypeError(type, "Bool");
+  }
+  const char* p = Slot(column, type, row);
+  for (size_t i = 0; i < type.width_bytes; ++i) {
+    if (p[i] != 0) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::string_view> ReadString(const v1::Column& column, const ColumnType& type,
+                                            uint64_t row) {
+  if (IsNullAt(column, type, row)) return NullError(type);
+  switch (type.kind) {
+    case TypeKind::kString: {
+      const uint64_t begin = Begin(column, row);
+      return std::string_view(column.data()).substr(begin, End(column, row) - begin);
+    }
+    case TypeKind::kFixedString:
+      return std::string_view(Slot(column, type, row), type.width_bytes);
+    case TypeKind::kEnum: {
+      const std::string* name = type.EnumName(LoadS(Slot(column, type, row), type.width_bytes));
+      if (name == nullptr) return RangeError(type, "its enum names");
+      return std::string_view(*name);
+    }
+    default:
+      return TypeError(type, "String");
+  }
+}
+
+absl::StatusOr<absl::Time> ReadTime(const v1::Column& column, const ColumnType& type,
+                                    uint64_t row) {
+  if (IsNullAt(column, type, row)) return NullError(type);
+  const char* p = Slot(column, type, row);
+  switch (type.kind) {
+    case TypeKind::kDate:
+      return absl::FromUnixSeconds(static_cast<int64_t>(LoadU(p, 2)) * 86400);
+    case TypeKind::kDate32:
+      return absl::FromUnixSeconds(LoadS(p, 4) * 86400);
+    case TypeKind::kDateTime:
+      return absl::FromUnixSeconds(static_cast<int64_t>(LoadU(p, 4)));
+    case TypeKind::kDateTime64: {
+      int64_t seconds = 0;
+      int64_t fraction = 0;
+      SplitTicks(LoadS(p, 8), type.scale, &seconds, &fraction);
+      return absl::FromUnixSeconds(seconds) + absl::Nanoseconds(fraction * Pow10(9 - type.scale));
+    }
+    default:
+      return TypeError(type, "a time");
+  }
+}
+
+absl::StatusOr<std::pair<uint64_t, uint64_t>> ReadArrayBounds(const v1::Column& column,
+                                                              const ColumnType& type,
+                                                              uint64_t row) {
+  if (type.kind != TypeKind::kArray && type.kind != TypeKind::kMap) {
+    return TypeError(type, "an Array or Map");
+  }
+  return std::make_pair(Begin(column, row), End(column, row));
+}
+
+void AppendTsvEscaped(std::string_view bytes, std::string* out) {
+  for (char c : bytes) {
+    switch (c) {
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\'':
+        out->append("\\'");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      case '\0':
+        out->append("\\0");
+        break;
+      default:
+        out->push_back(c);
+    }
+  }
+}
+
+void AppendJsonString(std::string_view bytes, std::string* out) {
+  out->push_back('"');
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+          out->append("\\\"");
+          break;
+        case '\\':
+          out->append("\\\\");
+          break;
+        case '\n':
+          out->append("\\n");
+          break;
+        case '\r':
+          out->append("\\r");
+          break;
+        case '\t':
+          out->append("\\t");
+          break;
+        case '\b':
+          out->append("\\b");
+          break;
+        case '\f':
+          out->append("\\f");
+          break;
+        default:
+          if (c < 0x20) {
+            absl::StrAppendFormat(out, "\\u%04x", c);
+          } else {
+            out->push_back(static_cast<char>(c));
+          }
+      }
+      ++i;
+      continue;
+    }
+    // A multi-byte UTF-8 sequence: copy it when well-formed, else emit U+FFFD for one byte.
+    size_t length = 0;
+    uint32_t min = 0;
+    if ((c & 0xe0) == 0xc0) {
+      length = 2;
+      min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+      length = 3;
+      min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+      length = 4;
+      min = 0x10000;
+    }
+    bool valid = length > 0 && i + length <= bytes.size();
+    uint32_t code = valid ? (c & (0x7f >> length)) : 0;
+    for (size_t k = 1; valid && k < length; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(bytes[i + k]);
+      valid = (cc & 0xc0) == 0x80;
+      code = (code << 6) | (cc & 0x3f);
+    }
+    valid = valid && code >= min && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff);
+    if (valid) {
+      out->append(bytes.substr(i, length));
+      i += length;
+    } else {
+      out->append("\xef\xbf\xbd");
+      ++i;
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendWideInteger(const char* bytes, size_t width, bool is_signed, std::string* out) {
+  // Magnitude as little-endian 32-bit limbs, then repeated division by 10^9.
+  std::vector<uint32_t> limbs((width + 3) / 4, 0);
+  for (size_t i = 0; i < width; ++i) {
+    limbs[i / 4] |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << (8 * (i % 4));
+  }
+  const bool negative = is_signed && (static_cast<unsigned char>(bytes[width - 1]) & 0x80) != 0;
+  if (negative) {
+    if (width % 4 != 0) {
+      // Sign-extend the partial top limb before negating.
+      limbs.back() |= ~uint32_t{0} << (8 * (width % 4));
+    }
+    uint64_t carry = 1;
+    for (uint32_t& limb : limbs) {
+      const uint64_t v = static_cast<uint64_t>(static_cast<uint32_t>(~limb)) + carry;
+      limb = static_cast<uint32_t>(v);
+      carry = v >> 32;
+    }
+    if (width % 4 != 0) limbs.back() &= ~(~uint32_t{0} << (8 * (width % 4)));
+  }
+  std::vector<uint32_t> chunks;  // base 10^9 digits, least significant first
+  while (true) {
+    bool zero = true;
+    uint64_t remainder = 0;
+    for (size_t i = limbs.size(); i-- > 0;) {
+      const uint64_t cur = (remainder << 32) | limbs[i];
+      limbs[i] = static_cast<uint32_t>(cur / 1000000000u);
+      remainder = cur % 1000000000u;
+      zero = zero && limbs[i] == 0;
+    }
+    chunks.push_back(static_cast<uint32_t>(remainder));
+    if (zero) break;
+  }
+  if (negative) out->push_back('-');
+  absl::StrAppend(out, chunks.back());
+  for (size_t i = chunks.size() - 1; i-- > 0;) absl::StrAppendFormat(out, "%09u", chunks[i]);
+}
+
+namespace {
+
+template <typename F>
+void AppendShortest(F v, std::string* out) {
+  if (std::isnan(v)) {
+    out->append(std::signbit(v) ? "-nan" : "nan");
+    return;
+  }
+  if (std::isinf(v)) {
+    out->append(v < 0 ? "-inf" : "inf");
+    return;
+  }
+  if (v == 0) {
+    out->append(std::signbit(v) ? "-0" : "0");
+    return;
+  }
+  // Shortest round-trip significand and exponent, then ClickHouse's layout: positional for
+  // decimal exponents in [-6, 21), otherwise `<d>[.<ddd>]e<exp>`.
+  char buf[64];
+  const auto result = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  std::string_view text(buf, static_cast<size_t>(result.ptr - buf));
+  if (text.front() == '-') {
+    out->push_back('-');
+    text.remove_prefix(1);
+  }
+  const size_t e = text.find('e');
+  std::string digits;
+  for (char c : text.substr(0, e)) {
+    if (c != '.') digits.push_back(c);
+  }
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  int exponent = 0;
+  std::string_view exp_text = text.substr(e + 1);
+  if (!exp_text.empty() && exp_text.front() == '+') exp_text.remove_prefix(1);
+  std::from_chars(exp_text.data(), exp_text.data() + exp_text.size(), exponent);
+  const int n = static_cast<int>(digits.size());
+  if (exponent >= -6 && exponent < 21) {
+    if (exponent < 0) {
+      out->append("0.");
+      out->append(static_cast<size_t>(-exponent - 1), '0');
+      out->append(digits);
+    } else if (exponent + 1 >= n) {
+      out->append(digits);
+      out->append(static_cast<size_t>(exponent + 1 - n), '0');
+    } else {
+      out->append(digits, 0, static_cast<size_t>(exponent + 1));
+      out->push_back('.');
+      out->append(digits, static_cast<size_t>(exponent + 1), std::string::npos);
+    }
+    return;
+  }
+  out->push_back(digits[0]);
+  if (n > 1) {
+    out->push_back('.');
+    out->append(digits, 1, std::string::npos);
+  }
+  absl::StrAppend(out, "e", exponent);
+}
+
+}  // namespace
+
+void AppendShortestDouble(double v, std::string* out) { AppendShortest(v, out); }
+void AppendShortestFloat(float v, std::string* out) { AppendShortest(v, out); }
+
+}  // namespace chgate::client

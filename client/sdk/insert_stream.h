@@ -1,0 +1,94 @@
+// InsertStream: one Ingest.InsertStream call. Each Send() writes one InsertRequest and delivers
+// its InsertAck, matched by sequence, to a future or a callback. Created by
+// Client::OpenInsertStream.
+//
+//   std::unique_ptr<InsertStream> stream = client->OpenInsertStream();
+//   std::future<absl::StatusOr<InsertResult>> ack = stream->Send(std::move(request));
+//   ...
+//   absl::Status s = stream->Close();        // half-closes, waits for every pending ack
+//   absl::StatusOr<InsertResult> r = ack.get();
+//
+// The stream assigns each request's `sequence` itself (1, 2, 3, ...); a value set by the caller
+// is overwritten. Send() blocks while gRPC flow control holds the stream back (chgate stops
+// reading while its buffer is full), which is the backpressure a producer should feel.
+// Per-request failures arrive in that request's result; when the stream itself ends (server
+// shutdown, deadline, cancel, connection loss), every pending request fails with the stream's
+// status code and a message naming the sequence; such requests may or may not have been
+// committed: resend them with the same idempotency_key.
+//
+// Thread-safe: Send may be called from several threads. Callbacks run on the stream's reader
+// thread, one at a time; they must not block for long and must not call Close() or destroy the
+// stream.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "chgate/v1/chgate.grpc.pb.h"
+#include "client/sdk/options.h"
+
+namespace chgate::client {
+
+using AckCallback = std::function<void(absl::StatusOr<InsertResult>)>;
+
+class InsertStream {
+ public:
+  InsertStream(const InsertStream&) = delete;
+  InsertStream& operator=(const InsertStream&) = delete;
+  // Cancels the stream if Close() was not called; pending requests then fail with CANCELLED.
+  ~InsertStream();
+
+  // Sends `request`; the future resolves with its ack. After Close(), or once the stream ended,
+  // it resolves at once with FailedPrecondition (or the stream's error).
+  std::future<absl::StatusOr<InsertResult>> Send(v1::InsertRequest request);
+  // The same, delivering the result to `done` (on the reader thread, or on this thread when the
+  // request could not be sent).
+  void Send(v1::InsertRequest request, AckCallback done);
+
+  // Half-closes the stream, waits until every pending request got its ack and the server ended
+  // the stream, and returns the stream's status (OK, or e.g. UNAVAILABLE when chgate shut down).
+  // Idempotent.
+  absl::Status Close();
+
+  // Cancels the stream; pending requests fail with CANCELLED. Thread-safe; Close() still
+  // collects the status afterwards.
+  void Cancel();
+
+  // Requests sent and not yet answered.
+  size_t pending() const;
+
+ private:
+  friend class Client;
+  using Stream = grpc::ClientReaderWriter<v1::InsertRequest, v1::InsertAck>;
+  InsertStream(std::unique_ptr<grpc::ClientContext> context, std::unique_ptr<Stream> stream);
+
+  void ReadAcks();
+
+  std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<Stream> stream_;
+  std::thread reader_;
+
+  // Serializes Write/WritesDone/Finish on the gRPC stream.
+  absl::Mutex write_mu_;
+
+  mutable absl::Mutex mu_;
+  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, AckCallback> pending_ ABSL_GUARDED_BY(mu_);
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // no more acks; pending_ taken over
+  bool drained_ ABSL_GUARDED_BY(mu_) = false;   // ... and their callbacks ran
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status final_status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace chgate::client

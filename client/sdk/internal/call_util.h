@@ -1,0 +1,33 @@
+// Internal helpers of the SDK: deadlines on client contexts, retry delays, proto time
+// conversions. Not part of the public API.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/random/random.h"
+#include "absl/time/time.h"
+#include "chgate/v1/chgate.pb.h"
+#include "client/sdk/options.h"
+
+namespace chgate::client::internal {
+
+// The absolute deadline for a call starting now: now + `timeout`, or now + `fallback` when
+// `timeout` is zero; an infinite duration gives absl::InfiniteFuture().
+absl::Time DeadlineFor(absl::Duration timeout, absl::Duration fallback);
+
+// Sets `deadline` on `context` unless it is infinite.
+void SetDeadline(absl::Time deadline, grpc::ClientContext* context);
+
+// Waits before retry number `retry` (1 for the first retry) under `policy`, if another attempt
+// is allowed and the jittered delay ends before `deadline`; returns false (without waiting)
+// otherwise.
+bool WaitBeforeRetry(const RetryPolicy& policy, int retry, absl::Time deadline, absl::BitGen& gen);
+
+// google.protobuf.Timestamp -> absl::Time.
+absl::Time FromProtoTime(const google::protobuf::Timestamp& t);
+
+// The InsertResult an InsertResponse or an (OK) InsertAck stands for.
+InsertResult ToInsertResult(const v1::InsertResponse& response);
+InsertResult ToInsertResult(const v1::InsertAck& ack);
+
+}  // namespace chgate::client::internal
