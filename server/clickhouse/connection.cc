@@ -114,6 +114,7 @@ absl::Status Connection::SendQuery(QueryParams query) {
     return written;  // nothing was sent; the connection stays usable
   }
   query_compressed_ = query.compression;
+  data_received_ = false;
   reader_.set_compressed(query_compressed_);
   in_.set_plain(!query_compressed_);
   in_query_ = true;
@@ -204,6 +205,29 @@ absl::StatusOr<bool> Connection::WaitForInput(absl::Duration timeout) {
   return *ready;
 }
 
+absl::Status Connection::Resync() {
+  out_.Clear();
+  out_.WriteVarUInt(static_cast<uint64_t>(ClientCode::kPing));
+  RETURN_IF_ERROR(Flush());
+  while (true) {
+    absl::StatusOr<Packet*> packet = reader_.Next();
+    if (!packet.ok()) return Fail(packet.status());
+    switch ((*packet)->type) {
+      case PacketType::kPong:
+        return absl::OkStatus();
+      case PacketType::kException:
+        if ((*packet)->exception.code == 101) continue;  // UNEXPECTED_PACKET_FROM_CLIENT
+        return Fail(ExceptionToStatus((*packet)->exception));
+      case PacketType::kProgress:
+      case PacketType::kLog:
+      case PacketType::kProfileEvents:
+        continue;
+      default:
+        return Fail(absl::DataLossError("unexpected packet while waiting for Pong after an error"));
+    }
+  }
+}
+
 absl::StatusOr<Packet*> Connection::ReceivePacket() {
   if (broken_) return absl::FailedPreconditionError("connection is broken");
   absl::StatusOr<Packet*> packet = reader_.Next();
@@ -214,7 +238,22 @@ absl::StatusOr<Packet*> Connection::ReceivePacket() {
       break;
     case PacketType::kException:
       in_query_ = false;
+      if (!data_received_) {
+        // The server may have refused the query before reading the empty block that ends our
+        // external tables (18.16 does for a syntax error or an unknown setting): that block would
+        // then be taken as the start of the next query ("Unexpected packet Data received from
+        // client"). A Ping settles it: the server answers a stale block with that exception, then
+        // Pong. The connection is usable again only after the Pong.
+        absl::Status exception = ExceptionToStatus((*packet)->exception);
+        (void)Resync();
+        return exception;
+      }
       return ExceptionToStatus((*packet)->exception);
+    case PacketType::kData:
+    case PacketType::kTotals:
+    case PacketType::kExtremes:
+      data_received_ = true;
+      break;
     default:
       break;
   }

@@ -6,7 +6,9 @@
 // A Connection is used by one thread at a time. Cancel() may be called from any thread: it
 // interrupts a blocked read or write, after which the connection is no longer usable.
 // After any I/O or protocol error the connection is marked broken (usable() == false) and must
-// be discarded; a server Exception ends the query but leaves the connection usable.
+// be discarded. A server Exception ends the query and leaves the connection usable (after an
+// Exception that came before any Data packet, a Ping/Pong exchange first makes sure the server
+// holds no unread bytes of that query).
 #pragma once
 
 #include <cstdint>
@@ -120,6 +122,9 @@ class Connection {
   absl::Status Handshake();
   absl::Status Flush();                    // writes out_ to the socket
   absl::Status Fail(absl::Status status);  // marks broken, returns status
+  // Ping until Pong, skipping the server's complaint about a block it had not read; marks the
+  // connection broken on failure.
+  absl::Status Resync();
   absl::Status WriteCompressedBody();
   // After an INSERT query: reads packets up to the server's header block.
   absl::StatusOr<Block> ReadInsertHeader();
@@ -138,6 +143,7 @@ class Connection {
   ServerInfo server_;
   uint64_t revision_ = 0;
   bool broken_ = false;
+  bool data_received_ = false;  // a Data packet arrived since the last SendQuery
   bool in_query_ = false;
   bool query_compressed_ = false;
 };

@@ -669,6 +669,7 @@ class NullableNode final : public Node {
   NullableNode(const v1::Column& src, clickhouse::ColumnNullable* dst) : src_(src), dst_(*dst) {}
 
   absl::Status Append(uint64_t begin, uint64_t end) override {
+    if (begin == end) return absl::OkStatus();  // nested_ may be absent for zero rows
     const std::string& nulls = src_.nulls();
     if (nulls.empty()) {
       for (uint64_t i = begin; i < end; ++i) dst_.AppendNotNull();

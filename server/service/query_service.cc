@@ -246,6 +246,7 @@ class ResponseBuilder {
         }
         bytes = Estimate(block, begin, end);
       }
+      if (pending_rows() == 0) pending_since_ = absl::Now();
       AppendResultBlock(block, begin, end, pending_.mutable_block());
       pending_bytes_ += bytes;
       begin = end;
@@ -267,6 +268,8 @@ class ResponseBuilder {
   }
 
   uint64_t pending_rows() const { return pending_.has_block() ? pending_.block().rows() : 0; }
+  // When the oldest pending row was added.
+  absl::Time pending_since() const { return pending_since_; }
   uint64_t rows() const { return rows_; }
   uint64_t blocks() const { return blocks_; }
 
@@ -283,6 +286,7 @@ class ResponseBuilder {
   const std::function<bool(v1::QueryResponse)> send_;
   v1::QueryResponse pending_;
   size_t pending_bytes_ = 0;
+  absl::Time pending_since_;
   uint64_t rows_ = 0;
   uint64_t blocks_ = 0;
 };
@@ -582,9 +586,11 @@ void QueryExecutor::Run(Call* call) {
     }
     while (block != nullptr) {
       if (!builder.Add(*block) || send_failed) return cancel();
-      // Rows gathered so far go out before waiting for the server.
+      // Rows gathered so far wait at most coalesce_delay for more before they go out.
       if (builder.pending_rows() > 0) {
-        absl::StatusOr<bool> ready = conn->WaitForInput(absl::ZeroDuration());
+        const absl::Duration linger =
+            builder.pending_since() + options_.coalesce_delay - absl::Now();
+        absl::StatusOr<bool> ready = conn->WaitForInput(std::max(linger, absl::ZeroDuration()));
         if (ready.ok() && !*ready && !builder.Flush()) return cancel();
       }
       block = cursor.Next();

@@ -44,13 +44,15 @@ struct QueryServiceOptions {
   uint32_t max_response_bytes = 3 << 20;
   // Response bytes per query waiting for gRPC before the worker stops reading ClickHouse.
   size_t max_buffered_bytes = 4 << 20;
+  // How long rows may wait for more to fill a message while ClickHouse sends nothing new.
+  absl::Duration coalesce_delay = absl::Milliseconds(20);
   bool allow_writes = false;
   // Deadline of calls that carry none.
   absl::Duration default_timeout = absl::Minutes(5);
   absl::Duration cancel_drain_timeout = absl::Seconds(2);
   // A call still waiting for a worker this long before its deadline gets RESOURCE_EXHAUSTED (so
   // the caller sees that code rather than its own DEADLINE_EXCEEDED).
-  absl::Duration deadline_margin = absl::Milliseconds(100);
+  absl::Duration deadline_margin = absl::Milliseconds(200);
 };
 
 class QueryExecutor {

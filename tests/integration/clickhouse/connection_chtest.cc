@@ -160,9 +160,9 @@ TEST_P(MultiBlockSelectTest, ReadsEveryRowOfManyBlocksAndFrames) {
   EXPECT_GE(blocks, 4u);
   EXPECT_EQ(sum, kRows * (kRows - 1) / 2);
   if (GetParam() == CompressionMethod::kNone) {
-    // Raw blocks: every value byte crossed the socket; no frames were decoded.
+    // Raw blocks: every value byte crossed the socket and counts as decoded as it is.
     EXPECT_GT(conn->received_bytes(), kRows * 8 + string_bytes);
-    EXPECT_EQ(conn->decoded_bytes(), 0u);
+    EXPECT_EQ(conn->decoded_bytes(), conn->received_bytes());
   } else {
     // Frames: the decoded bytes hold every value, and compression made the socket bytes fewer.
     EXPECT_GT(conn->decoded_bytes(), kRows * 8 + string_bytes);

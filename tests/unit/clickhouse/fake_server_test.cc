@@ -498,8 +498,52 @@ TEST(FakeServerTest, NestedExceptionEndsTheQueryAndKeepsTheConnection) {
     EXPECT_TRUE(absl::StrContains(status.message(), part)) << part << " not in " << status;
   }
   EXPECT_EQ(ClickHouseCode(status), 60);
+  // No Data packet came first: the client pinged (the script's Ping/Pong) before reuse.
+  EXPECT_TRUE((*conn)->usable());
+  EXPECT_TRUE(server.Wait().ok()) << server.Wait();
+}
+
+// 18.16 refuses a query with a syntax error before reading the block that ends the external
+// tables; the stale block then draws an UNEXPECTED_PACKET_FROM_CLIENT exception, and the Pong.
+TEST(FakeServerTest, EarlyExceptionResynchronizesThroughPing) {
+  FakeServer server({.revision = 54412});
+  server.Handshake();
+  server.ExpectPacket(ClientPacket::kQuery);
+  server.ExpectPacket(ClientPacket::kData);
+  server.Send(ExceptionPacket({{.code = 62, .message = "Syntax error"}}));
+  server.ExpectPacket(ClientPacket::kPing);
+  server.Send(ExceptionPacket({{.code = 101, .message = "Unexpected packet Data"}}));
+  server.Send(PongPacket());
+  server.ExpectPacket(ClientPacket::kPing);
+  server.Send(PongPacket());
+  server.Start();
+
+  auto conn = Connection::Connect(OptionsFor(server));
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  absl::Status status =
+      (*conn)->Select({.query = "SELEC 1"}, [](const Block&) { return absl::OkStatus(); });
+  EXPECT_EQ(ClickHouseCode(status), 62) << status;
   EXPECT_TRUE((*conn)->usable());
   EXPECT_TRUE((*conn)->Ping().ok());
+  EXPECT_TRUE(server.Wait().ok()) << server.Wait();
+}
+
+TEST(FakeServerTest, EarlyExceptionWithoutPongBreaksTheConnection) {
+  FakeServer server({.revision = 54412});
+  server.Handshake();
+  server.ExpectPacket(ClientPacket::kQuery);
+  server.ExpectPacket(ClientPacket::kData);
+  server.Send(ExceptionPacket({{.code = 115, .message = "Unknown setting"}}));
+  server.ExpectPacket(ClientPacket::kPing);
+  server.Close();
+  server.Start();
+
+  auto conn = Connection::Connect(OptionsFor(server));
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  absl::Status status =
+      (*conn)->Select({.query = "SELECT 1"}, [](const Block&) { return absl::OkStatus(); });
+  EXPECT_EQ(ClickHouseCode(status), 115) << status;
+  EXPECT_FALSE((*conn)->usable());
   EXPECT_TRUE(server.Wait().ok()) << server.Wait();
 }
 

@@ -161,6 +161,17 @@ TEST(ConvertBlockTest, NullableWithoutValuesWhenEveryRowIsNull) {
   EXPECT_THAT(Converted(c, 2), ::testing::ElementsAre("\\N", "\\N"));
 }
 
+// An Array whose rows are all empty has a Nullable element column with zero rows and no values.
+TEST(ConvertBlockTest, EmptyArraysOfNullableElements) {
+  for (const char* type : {"Array(Nullable(String))", "Array(LowCardinality(Nullable(String)))"}) {
+    v1::Column c = Col(type);
+    c.add_offsets(0);
+    c.add_offsets(0);
+    c.add_children()->set_type("Nullable(String)");
+    EXPECT_THAT(Converted(c, 2), ::testing::ElementsAre("[]", "[]")) << type;
+  }
+}
+
 TEST(ConvertBlockTest, MapTupleAndLowCardinality) {
   v1::Column map = Col("Map(String, UInt64)");
   map.add_offsets(2);

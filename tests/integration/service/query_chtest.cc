@@ -1,0 +1,542 @@
+// The Query RPC end to end inside one process: a gRPC server on 127.0.0.1:0 with a QueryExecutor
+// over a Pool to the local ClickHouse, and a generated stub as the client. Results are converted
+// back from the proto layout into native columns (the Insert path's converter) and printed as
+// TabSeparated, which must equal what clickhouse-client prints for the same rows.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "chgate/v1/chgate.grpc.pb.h"
+#include "server/clickhouse/pool.h"
+#include "server/ingest/ingestor.h"
+#include "server/ingest/inserter.h"
+#include "server/metrics/metrics.h"
+#include "server/service/proto_values.h"
+#include "server/service/query_service.h"
+#include "server/service/server.h"
+#include "server/service/status.h"
+#include "tests/integration/clickhouse/live.h"
+#include "tests/integration/clickhouse/type_cases.h"
+
+namespace chgate::service {
+namespace {
+
+using clickhouse::CompressionMethod;
+using clickhouse::testing::ClickHouseClient;
+
+struct Outcome {
+  grpc::Status status;
+  std::vector<v1::QueryResponse> responses;
+  v1::Status detail;  // from the chgate-status-bin trailer, when present
+
+  const v1::QueryHeader* header() const {
+    for (const auto& r : responses) {
+      if (r.has_header()) return &r.header();
+    }
+    return nullptr;
+  }
+  const v1::QuerySummary* summary() const {
+    for (const auto& r : responses) {
+      if (r.has_summary()) return &r.summary();
+    }
+    return nullptr;
+  }
+  size_t Count(v1::QueryResponse::KindCase kind) const {
+    size_t n = 0;
+    for (const auto& r : responses) n += r.kind_case() == kind ? 1 : 0;
+    return n;
+  }
+  uint64_t rows() const {
+    uint64_t n = 0;
+    for (const auto& r : responses) n += r.has_block() ? r.block().rows() : 0;
+    return n;
+  }
+};
+
+// Prints `block` (a response block under `header`) as TabSeparated rows via native columns.
+std::string BlockTsv(const v1::QueryHeader& header, const v1::Block& block) {
+  std::vector<std::string> names;
+  for (const auto& c : header.columns()) names.push_back(c.name());
+  clickhouse::Block native;
+  absl::Status st = ConvertBlock(block, names, &native);
+  EXPECT_TRUE(st.ok()) << st;
+  std::string out;
+  for (size_t row = 0; row < native.rows(); ++row) {
+    for (size_t c = 0; c < native.column_count(); ++c) {
+      if (c > 0) out.push_back('\t');
+      native.column(c).column->FormatValue(row, false, &out);
+    }
+    out.push_back('\n');
+  }
+  return out;
+}
+
+std::string ResultTsv(const Outcome& o) {
+  std::string out;
+  if (o.header() == nullptr) return out;
+  for (const auto& r : o.responses) {
+    if (r.has_block()) out += BlockTsv(*o.header(), r.block());
+  }
+  return out;
+}
+
+// Waits until ClickHouse no longer lists `query_id` among its running queries.
+bool QueryGone(const std::string& query_id, absl::Duration timeout = absl::Seconds(10)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    const std::string n = ClickHouseClient(absl::StrCat(
+        "SELECT count() FROM system.processes WHERE query_id = '", query_id, "' FORMAT TSV"));
+    if (n == "0\n") return true;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return false;
+}
+
+class QueryServiceTest : public ::testing::Test {
+ protected:
+  void Start(QueryServiceOptions options = {},
+             CompressionMethod compression = CompressionMethod::kLz4, size_t pool_max = 2) {
+    auto probe = clickhouse::testing::ConnectOrSkip();
+    if (probe == nullptr) return;
+    probe_ = std::move(probe);
+    clickhouse::testing::Exec(*probe_, "CREATE DATABASE IF NOT EXISTS chgate_chtest");
+    const clickhouse::testing::LiveEndpoint ep = clickhouse::testing::LiveServer();
+    clickhouse::PoolOptions pool_options{
+        .endpoints = {{.host = ep.host, .port = ep.port}},
+        .connection = clickhouse::testing::LiveOptions(compression),
+        .max_connections = pool_max,
+        .min_connections = 0,
+    };
+    pool_options.connection.counters = &counters_;
+    pool_ = std::make_unique<clickhouse::Pool>(pool_options);
+    pool_->Start();
+    inserter_ = std::make_unique<ingest::ClickHouseInserter>(pool_.get());
+    ingestor_ = std::make_unique<ingest::Ingestor>(ingest::IngestOptions{}, inserter_.get(),
+                                                   ingest::RealClock());
+    executor_ = std::make_unique<QueryExecutor>(pool_.get(), options, &metrics_.query());
+    auto server = StartServer(
+        {.api_address = "127.0.0.1:0", .health_address = "", .queries = executor_.get()},
+        ingestor_.get());
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->api_port()),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::Ingest::NewStub(channel_);
+  }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown(absl::Now() + absl::Seconds(5));
+    server_.reset();
+    executor_.reset();
+    ingestor_.reset();
+    if (pool_ != nullptr) pool_->Shutdown();
+  }
+
+  Outcome Run(const v1::QueryRequest& request, absl::Duration timeout = absl::Seconds(60)) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    Outcome out;
+    auto reader = stub_->Query(&context, request);
+    v1::QueryResponse response;
+    while (reader->Read(&response)) out.responses.push_back(response);
+    out.status = reader->Finish();
+    const auto& trailers = context.GetServerTrailingMetadata();
+    if (auto it = trailers.find(kStatusTrailerKey); it != trailers.end()) {
+      EXPECT_TRUE(out.detail.ParseFromString(std::string(it->second.data(), it->second.size())));
+    }
+    return out;
+  }
+
+  Outcome Run(const std::string& sql, absl::Duration timeout = absl::Seconds(60)) {
+    v1::QueryRequest request;
+    request.set_sql(sql);
+    return Run(request, timeout);
+  }
+
+  double QueriesWithResult(const std::string& result) {
+    for (const auto& family : metrics_.collectable()->Collect()) {
+      // (Some prometheus-cpp versions keep the _total suffix out of the family name.)
+      if (family.name != "chgate_queries_total" && family.name != "chgate_queries") continue;
+      for (const auto& m : family.metric) {
+        for (const auto& l : m.label) {
+          if (l.name == "result" && l.value == result) return m.counter.value;
+        }
+      }
+    }
+    return 0;
+  }
+
+  std::unique_ptr<clickhouse::Connection> probe_;
+  clickhouse::IoCounters counters_;
+  metrics::Metrics metrics_;
+  std::unique_ptr<clickhouse::Pool> pool_;
+  std::unique_ptr<ingest::ClickHouseInserter> inserter_;
+  std::unique_ptr<ingest::Ingestor> ingestor_;
+  std::unique_ptr<QueryExecutor> executor_;
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Ingest::Stub> stub_;
+};
+
+#define START_OR_SKIP(...)                     \
+  ASSERT_NO_FATAL_FAILURE(Start(__VA_ARGS__)); \
+  if (stub_ == nullptr) return
+
+// ---- every type, against clickhouse-client ----
+
+class QueryTypesTest : public QueryServiceTest,
+                       public ::testing::WithParamInterface<clickhouse::testing::TypeCase> {};
+
+TEST_P(QueryTypesTest, ReadsWhatClickHouseClientPrints) {
+  START_OR_SKIP();
+  const clickhouse::testing::TypeCase& tc = GetParam();
+  const std::string table = absl::StrCat("chgate_chtest.query_types_", tc.name);
+  clickhouse::testing::Exec(*probe_, absl::StrCat("DROP TABLE IF EXISTS ", table));
+  clickhouse::testing::Exec(*probe_, absl::StrCat("CREATE TABLE ", table, " (id UInt32, v ",
+                                                  tc.type, ") ENGINE = Memory"));
+  std::string tsv;
+  for (size_t i = 0; i < tc.values.size(); ++i) absl::StrAppend(&tsv, i, "\t", tc.values[i], "\n");
+  ClickHouseClient(absl::StrCat("INSERT INTO ", table, " FORMAT TabSeparated"), tsv);
+  const std::string printed =
+      ClickHouseClient(absl::StrCat("SELECT * FROM ", table, " ORDER BY id FORMAT TabSeparated"));
+
+  // A tiny response bound makes chgate send one row per message (the 1 MiB string goes whole).
+  v1::QueryRequest request;
+  request.set_sql(absl::StrCat("SELECT * FROM ", table, " ORDER BY id"));
+  request.set_max_response_bytes(8);
+  Outcome o = Run(request);
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  ASSERT_NE(o.header(), nullptr);
+  ASSERT_EQ(o.header()->columns_size(), 2);
+  EXPECT_EQ(o.header()->columns(1).type(), tc.type);
+  EXPECT_EQ(ResultTsv(o), printed);
+  EXPECT_EQ(o.rows(), tc.values.size());
+  EXPECT_EQ(o.Count(v1::QueryResponse::kBlock), tc.values.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QueryTypesTest,
+                         ::testing::ValuesIn(clickhouse::testing::AllTypeCases()),
+                         [](const auto& param_info) { return param_info.param.name; });
+
+TEST_F(QueryServiceTest, IntegersAndExpressionsMatchClickHouseClient) {
+  START_OR_SKIP();
+  const std::string sql =
+      "SELECT toInt8(-128), toUInt8(255), toInt16(-32768), toUInt16(65535), toInt32(-2147483648), "
+      "toUInt32(4294967295), toInt64(-9223372036854775808), toUInt64(18446744073709551615), "
+      "toDate('2105-12-31'), toDateTime('2105-12-31 23:59:59', 'UTC'), NULL, [NULL], "
+      "toIntervalSecond(5), toFixedString('ab', 3), IPv4StringToNum('1.2.3.4'), "
+      "toUUID('61f0c404-5cb3-11e7-907b-a6006ad3dba0'), [[1, 2], []], ('a', 1), "
+      "toLowCardinality('lc'), toDecimal128('-1.5', 20), -0.5, toFloat32(1) / 3";
+  Outcome o = Run(sql);
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(ResultTsv(o), ClickHouseClient(sql + " FORMAT TabSeparated"));
+}
+
+// ---- sizing of response messages ----
+
+TEST_F(QueryServiceTest, SplitsLargeBlocksByBytes) {
+  START_OR_SKIP();
+  v1::QueryRequest request;
+  request.set_sql("SELECT number FROM system.numbers LIMIT 1000000");
+  request.set_max_response_bytes(64 << 10);
+  Outcome o = Run(request);
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(o.rows(), 1000000u);
+  for (const auto& r : o.responses) {
+    if (r.has_block()) {
+      EXPECT_LE(r.ByteSizeLong(), (64u << 10) + 64);
+    }
+  }
+  // 8 MB of values in messages of at most 64 KiB.
+  EXPECT_GE(o.Count(v1::QueryResponse::kBlock), 8000000u / (64 << 10));
+  ASSERT_NE(o.summary(), nullptr);
+  EXPECT_EQ(o.summary()->rows(), 1000000u);
+  EXPECT_EQ(o.summary()->blocks(), o.Count(v1::QueryResponse::kBlock));
+}
+
+TEST_F(QueryServiceTest, MergesSmallBlocks) {
+  START_OR_SKIP();
+  v1::QueryRequest request;
+  request.set_sql("SELECT number FROM system.numbers LIMIT 200000");
+  (*request.mutable_settings())["max_block_size"] = "100";
+  Outcome o = Run(request);
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(o.rows(), 200000u);
+  ASSERT_NE(o.summary(), nullptr);
+  ASSERT_TRUE(o.summary()->has_profile_info());
+  // ClickHouse sent 2,000 blocks of 100 rows; chgate sends fewer, larger messages.
+  EXPECT_GE(o.summary()->profile_info().blocks(), 2000u);
+  EXPECT_LT(o.summary()->blocks(), o.summary()->profile_info().blocks() / 4);
+}
+
+// ---- errors ----
+
+TEST_F(QueryServiceTest, ExceptionAfterBlocksEndsTheStreamWithItsCode) {
+  START_OR_SKIP();
+  v1::QueryRequest request;
+  request.set_sql("SELECT throwIf(number = 150000) FROM system.numbers LIMIT 300000");
+  (*request.mutable_settings())["max_block_size"] = "1000";
+  request.set_max_response_bytes(4096);
+  Outcome o = Run(request);
+  EXPECT_EQ(o.status.error_code(), grpc::StatusCode::UNKNOWN);
+  EXPECT_TRUE(absl::StrContains(o.status.error_message(), "ClickHouse error 395"))
+      << o.status.error_message();
+  EXPECT_NE(o.header(), nullptr);
+  EXPECT_GT(o.rows(), 0u);
+  EXPECT_EQ(o.summary(), nullptr);
+  // The structured detail is there for programs.
+  EXPECT_EQ(o.detail.clickhouse_code(), 395);
+}
+
+TEST_F(QueryServiceTest, MapsErrorsToCodes) {
+  START_OR_SKIP();
+  EXPECT_EQ(Run("SELECT * FROM chgate_chtest.no_such_table").status.error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Run("SELEC 1").status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Run("  ").status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::QueryRequest reserved;
+  reserved.set_sql("SELECT 1");
+  (*reserved.mutable_settings())["readonly"] = "0";
+  Outcome o = Run(reserved);
+  EXPECT_EQ(o.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(o.status.error_message(), "readonly"));
+  // 18.16 (revision 54412) cannot take query parameters over the native protocol.
+  v1::QueryRequest params;
+  params.set_sql("SELECT {x:UInt8}");
+  (*params.mutable_parameters())["x"] = "1";
+  o = Run(params);
+  EXPECT_EQ(o.status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_TRUE(absl::StrContains(o.status.error_message(), "54459")) << o.status.error_message();
+  // The connection stays usable after all of them.
+  o = Run("SELECT 1");
+  EXPECT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_GE(QueriesWithResult("invalid"), 3);
+}
+
+// ---- read-only mode ----
+
+TEST_F(QueryServiceTest, RefusesWritesByDefault) {
+  START_OR_SKIP();
+  Outcome create = Run("CREATE TABLE chgate_chtest.query_ro (x UInt8) ENGINE = Memory");
+  EXPECT_EQ(create.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(absl::StrContains(create.status.error_message(), "--query-allow-writes"))
+      << create.status.error_message();
+  clickhouse::testing::Exec(*probe_, "DROP TABLE IF EXISTS chgate_chtest.query_ro_target");
+  clickhouse::testing::Exec(
+      *probe_, "CREATE TABLE chgate_chtest.query_ro_target (x UInt64) ENGINE = Memory");
+  EXPECT_EQ(Run("INSERT INTO chgate_chtest.query_ro_target SELECT 1").status.error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Run("DROP TABLE chgate_chtest.query_ro_target").status.error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.query_ro_target FORMAT TSV"),
+            "0\n");
+  // Settings may still change.
+  v1::QueryRequest request;
+  request.set_sql("SELECT getSetting('max_threads')");
+  (*request.mutable_settings())["max_threads"] = "3";
+  Outcome o = Run(request);
+  if (o.status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) {  // getSetting is newer
+    ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  }
+  request.set_sql("SELECT value FROM system.settings WHERE name = 'max_threads'");
+  o = Run(request);
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(ResultTsv(o), "3\n");
+}
+
+TEST_F(QueryServiceTest, WritesWhenAllowed) {
+  START_OR_SKIP({.allow_writes = true});
+  clickhouse::testing::Exec(*probe_, "DROP TABLE IF EXISTS chgate_chtest.query_rw");
+  ASSERT_TRUE(Run("CREATE TABLE chgate_chtest.query_rw (x UInt64) ENGINE = Memory").status.ok());
+  Outcome o = Run("INSERT INTO chgate_chtest.query_rw SELECT number FROM system.numbers LIMIT 5");
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(ClickHouseClient("SELECT sum(x) FROM chgate_chtest.query_rw FORMAT TSV"), "10\n");
+  o = Run("INSERT INTO chgate_chtest.query_rw VALUES (1)");
+  EXPECT_EQ(o.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(o.status.error_message(), "InsertStream"));
+}
+
+// ---- cancel, deadline, limits ----
+
+TEST_F(QueryServiceTest, CancelMidStreamKeepsThePooledConnection) {
+  START_OR_SKIP({}, CompressionMethod::kLz4, /*pool_max=*/1);
+  v1::QueryRequest request;
+  request.set_sql("SELECT number FROM system.numbers");
+  request.set_query_id("chgate-chtest-cancel");
+  {
+    grpc::ClientContext context;
+    auto reader = stub_->Query(&context, request);
+    v1::QueryResponse response;
+    int blocks = 0;
+    while (blocks < 5 && reader->Read(&response)) blocks += response.has_block() ? 1 : 0;
+    EXPECT_EQ(blocks, 5);
+    context.TryCancel();
+    while (reader->Read(&response)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  EXPECT_TRUE(QueryGone("chgate-chtest-cancel"));
+  // With one pooled connection, the next query runs on the drained one.
+  Outcome o = Run("SELECT 42");
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(ResultTsv(o), "42\n");
+  const auto stats = pool_->Stats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].connects, 1u);
+  EXPECT_EQ(stats[0].discarded_broken, 0u);
+  absl::SleepFor(absl::Milliseconds(50));  // the cancelled call's metrics land after its status
+  EXPECT_GE(QueriesWithResult("cancelled"), 1);
+}
+
+TEST_F(QueryServiceTest, DeadlineCancelsTheQueryInClickHouse) {
+  START_OR_SKIP();
+  v1::QueryRequest request;
+  // Reads for a long time before producing its one row.
+  request.set_sql("SELECT count() FROM system.numbers");
+  request.set_query_id("chgate-chtest-deadline");
+  const absl::Time start = absl::Now();
+  Outcome o = Run(request, absl::Milliseconds(700));
+  EXPECT_EQ(o.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE(QueryGone("chgate-chtest-deadline"));
+  EXPECT_TRUE(Run("SELECT 1").status.ok());
+}
+
+TEST_F(QueryServiceTest, CallsBeyondTheLimitGetResourceExhausted) {
+  START_OR_SKIP({.max_concurrent_queries = 1});
+  grpc::ClientContext busy_context;
+  v1::QueryRequest busy;
+  busy.set_sql("SELECT number FROM system.numbers");
+  auto reader = stub_->Query(&busy_context, busy);
+  v1::QueryResponse response;
+  ASSERT_TRUE(reader->Read(&response));  // running, holding the only slot
+  const absl::Time start = absl::Now();
+  Outcome o = Run("SELECT 1", absl::Seconds(1));
+  EXPECT_EQ(o.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << o.status.error_message();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  busy_context.TryCancel();
+  while (reader->Read(&response)) {
+  }
+  (void)reader->Finish();
+  EXPECT_TRUE(Run("SELECT 1").status.ok());
+  EXPECT_GE(QueriesWithResult("resource_exhausted"), 1);
+}
+
+TEST_F(QueryServiceTest, SlowReaderStopsChgateReadingClickHouse) {
+  START_OR_SKIP({.max_buffered_bytes = 1 << 20});
+  grpc::ClientContext context;
+  v1::QueryRequest request;
+  request.set_sql("SELECT number FROM system.numbers");
+  request.set_max_response_bytes(256 << 10);
+  auto reader = stub_->Query(&context, request);
+  v1::QueryResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  // The caller stops reading: once gRPC's windows and chgate's buffer are full, chgate stops
+  // reading the socket, so the received byte count stops growing.
+  absl::SleepFor(absl::Seconds(1));
+  const uint64_t first = counters_.received.load();
+  absl::SleepFor(absl::Milliseconds(700));
+  const uint64_t second = counters_.received.load();
+  EXPECT_EQ(first, second);
+  // Bounded: gRPC's stream windows, chgate's buffer, the socket buffers, not an unbounded result.
+  EXPECT_LT(first, uint64_t{64} << 20);
+  context.TryCancel();
+  while (reader->Read(&response)) {
+  }
+  (void)reader->Finish();
+}
+
+// ---- what else a stream carries ----
+
+TEST_F(QueryServiceTest, TotalsExtremesProgressAndSummary) {
+  START_OR_SKIP();
+  v1::QueryRequest request;
+  request.set_sql(
+      "SELECT number % 3 AS k, count() AS c FROM (SELECT number FROM system.numbers LIMIT "
+      "3000000) GROUP BY k WITH TOTALS ORDER BY k");
+  (*request.mutable_settings())["extremes"] = "1";
+  request.set_send_progress(true);
+  request.set_query_id("chgate-chtest-totals");
+  Outcome o = Run(request);
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(o.responses.front().kind_case(), v1::QueryResponse::kHeader);
+  EXPECT_EQ(o.responses.back().kind_case(), v1::QueryResponse::kSummary);
+  EXPECT_EQ(o.Count(v1::QueryResponse::kTotals), 1u);
+  EXPECT_EQ(o.Count(v1::QueryResponse::kExtremes), 1u);
+  EXPECT_GE(o.Count(v1::QueryResponse::kProgress), 1u);
+  EXPECT_EQ(ResultTsv(o), "0\t1000000\n1\t1000000\n2\t1000000\n");
+  uint64_t progress_rows = 0;
+  for (const auto& r : o.responses) {
+    if (r.has_totals()) {
+      EXPECT_EQ(BlockTsv(*o.header(), r.totals()), "0\t3000000\n");
+    }
+    if (r.has_extremes()) {
+      EXPECT_EQ(BlockTsv(*o.header(), r.extremes()), "0\t1000000\n2\t1000000\n");
+    }
+    if (r.has_progress()) progress_rows += r.progress().read_rows();
+  }
+  const v1::QuerySummary* s = o.summary();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->query_id(), "chgate-chtest-totals");
+  EXPECT_EQ(o.header()->query_id(), "chgate-chtest-totals");
+  EXPECT_EQ(s->progress().read_rows(), progress_rows);
+  EXPECT_GE(s->progress().read_rows(), 3000000u);
+  EXPECT_EQ(s->rows(), 3u);
+  EXPECT_GT(s->received_bytes(), 0u);
+  EXPECT_GT(s->elapsed().seconds() * 1000000000 + s->elapsed().nanos(), 0);
+}
+
+class QueryBytesTest : public QueryServiceTest,
+                       public ::testing::WithParamInterface<CompressionMethod> {};
+
+TEST_P(QueryBytesTest, SummaryCountsReceivedAndDecodedBytes) {
+  START_OR_SKIP({}, GetParam());
+  const uint64_t received_before = counters_.received.load();
+  const uint64_t decoded_before = counters_.decoded.load();
+  Outcome o = Run("SELECT toUInt64(number % 10) FROM system.numbers LIMIT 2000000");
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  const v1::QuerySummary* s = o.summary();
+  ASSERT_NE(s, nullptr);
+  // 16 MB of UInt64 values plus packet headers.
+  EXPECT_GE(s->decoded_bytes(), 16000000u);
+  EXPECT_LT(s->decoded_bytes(), 16500000u);
+  if (GetParam() == CompressionMethod::kNone) {
+    EXPECT_EQ(s->received_bytes(), s->decoded_bytes());
+  } else {
+    EXPECT_LT(s->received_bytes(), s->decoded_bytes() / 2);  // repeating values compress well
+  }
+  // The process-wide counters (the metrics) moved by at least as much.
+  EXPECT_GE(counters_.received.load() - received_before, s->received_bytes());
+  EXPECT_GE(counters_.decoded.load() - decoded_before, s->decoded_bytes());
+}
+
+INSTANTIATE_TEST_SUITE_P(Compression, QueryBytesTest,
+                         ::testing::Values(CompressionMethod::kNone, CompressionMethod::kLz4,
+                                           CompressionMethod::kZstd),
+                         clickhouse::testing::CompressionParamName());
+
+TEST_F(QueryServiceTest, DatabaseFieldSelectsTheDefaultDatabase) {
+  START_OR_SKIP({}, CompressionMethod::kLz4, /*pool_max=*/1);
+  v1::QueryRequest request;
+  request.set_sql("SELECT currentDatabase()");
+  request.set_database("system");
+  Outcome o = Run(request);
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(ResultTsv(o), "system\n");
+  // The switched connection is not reused for the next caller.
+  o = Run("SELECT currentDatabase()");
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_NE(ResultTsv(o), "system\n");
+}
+
+}  // namespace
+}  // namespace chgate::service
