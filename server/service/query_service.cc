@@ -533,12 +533,23 @@ void QueryExecutor::Run(Call* call) {
         // A call without a deadline of its own ends at options_.default_timeout.
         .interrupted = [call] { return call->cancelled() || absl::Now() >= call->deadline(); },
     };
+    // Progress before the first block is held back: the header goes first.
+    bool header_sent = false;
+    std::optional<clickhouse::Progress> early_progress;
+    auto send_progress_message = [&](const clickhouse::Progress& p) {
+      v1::QueryResponse response;
+      ToProto(p, response.mutable_progress());
+      send_failed = !send(std::move(response));
+    };
     if (send_progress) {
       cursor_options.on_progress = [&](const clickhouse::Progress& p) {
         if (send_failed) return;
-        v1::QueryResponse response;
-        ToProto(p, response.mutable_progress());
-        send_failed = !send(std::move(response));
+        if (!header_sent) {
+          if (!early_progress.has_value()) early_progress.emplace();
+          early_progress->Add(p);
+          return;
+        }
+        send_progress_message(p);
       };
     }
     const std::string query_id = params.query_id;
@@ -583,6 +594,9 @@ void QueryExecutor::Run(Call* call) {
       header.mutable_header()->set_query_id(query_id);
       header.mutable_header()->set_timezone(conn->server_info().timezone);
       if (!send(std::move(header))) return cancel();
+      header_sent = true;
+      if (early_progress.has_value()) send_progress_message(*early_progress);
+      if (send_failed) return cancel();
     }
     while (block != nullptr) {
       if (!builder.Add(*block) || send_failed) return cancel();

@@ -1,0 +1,179 @@
+// The Query RPC against a scripted ClickHouse at protocol revision 54460 (newer than the local
+// 18.16 server): query parameters travel as protocol parameters, settings as flagged strings with
+// readonly last, and the server's blocks, progress and profile info reach the caller.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "chgate/v1/chgate.grpc.pb.h"
+#include "server/clickhouse/pool.h"
+#include "server/clickhouse/protocol/client_reader.h"
+#include "server/ingest/ingestor.h"
+#include "server/ingest/inserter.h"
+#include "server/service/query_service.h"
+#include "server/service/server.h"
+#include "tests/unit/clickhouse/fake_server.h"
+
+namespace chgate::service {
+namespace {
+
+namespace ch = clickhouse;
+namespace cht = clickhouse::testing;
+
+constexpr uint64_t kRevision = 54460;
+
+// Parses one client Query packet at kRevision.
+ch::QueryParams ParseQuery(std::string_view bytes) {
+  ch::MemoryReadBuffer in(bytes);
+  ch::ClientPacketReader reader(&in, kRevision);
+  reader.set_revision(kRevision);
+  absl::StatusOr<ch::ClientPacket*> packet = reader.Next();
+  EXPECT_TRUE(packet.ok()) << packet.status();
+  if (!packet.ok()) return {};
+  return (*packet)->query;
+}
+
+class QueryFakeServerTest : public ::testing::Test {
+ protected:
+  void Start(cht::FakeServer& fake) {
+    fake.Start();
+    pool_ = std::make_unique<ch::Pool>(ch::PoolOptions{
+        .endpoints = {{.host = "127.0.0.1", .port = fake.port()}},
+        .connection = {.compression = ch::CompressionMethod::kNone},
+        .max_connections = 1,
+        .min_connections = 0,
+    });
+    pool_->Start();
+    inserter_ = std::make_unique<ingest::ClickHouseInserter>(pool_.get());
+    ingestor_ = std::make_unique<ingest::Ingestor>(ingest::IngestOptions{}, inserter_.get(),
+                                                   ingest::RealClock());
+    executor_ = std::make_unique<QueryExecutor>(pool_.get(), QueryServiceOptions{}, nullptr);
+    auto server = StartServer(
+        {.api_address = "127.0.0.1:0", .health_address = "", .queries = executor_.get()},
+        ingestor_.get());
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = v1::Ingest::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->api_port()),
+                                                    grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown(absl::Now() + absl::Seconds(5));
+    server_.reset();
+    executor_.reset();
+    ingestor_.reset();
+    if (pool_ != nullptr) pool_->Shutdown();
+  }
+
+  std::unique_ptr<ch::Pool> pool_;
+  std::unique_ptr<ingest::ClickHouseInserter> inserter_;
+  std::unique_ptr<ingest::Ingestor> ingestor_;
+  std::unique_ptr<QueryExecutor> executor_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<v1::Ingest::Stub> stub_;
+};
+
+TEST_F(QueryFakeServerTest, SendsParametersAndSettingsAndStreamsTheResult) {
+  cht::FakeServer fake({.revision = kRevision});
+  ch::QueryParams seen;
+  fake.Handshake();
+  fake.ExpectPacket(cht::ClientPacket::kQuery,
+                    [&](std::string_view bytes) { seen = ParseQuery(bytes); });
+  fake.ExpectPacket(cht::ClientPacket::kData);
+  fake.Send(cht::DataPacket(cht::HeaderBlock({{"id", "UInt64"}, {"name", "String"}}), kRevision));
+  fake.Send(cht::ProgressPacket({.rows = 3, .bytes = 48, .total_rows = 3}, kRevision));
+  fake.Send(cht::DataPacket(cht::MakeBlock({{"id", cht::UInt64Column({1, 2, 3})},
+                                            {"name", cht::StringColumn({"a", "", "c"})}}),
+                            kRevision));
+  fake.Send(cht::ProfileInfoPacket({.rows = 3, .blocks = 1, .bytes = 48}, kRevision));
+  fake.Send(cht::EndOfStreamPacket());
+  ASSERT_NO_FATAL_FAILURE(Start(fake));
+
+  v1::QueryRequest request;
+  request.set_sql("SELECT id, name FROM t WHERE id > {min:UInt64}");
+  (*request.mutable_parameters())["min"] = "0";
+  (*request.mutable_settings())["max_threads"] = "2";
+  request.set_query_id("q-54460");
+  request.set_send_progress(true);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  auto reader = stub_->Query(&context, request);
+  std::vector<v1::QueryResponse> responses;
+  v1::QueryResponse r;
+  while (reader->Read(&r)) responses.push_back(r);
+  grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(fake.Wait().ok());
+
+  // What ClickHouse received.
+  EXPECT_EQ(seen.query_id, "q-54460");
+  EXPECT_EQ(seen.query, "SELECT id, name FROM t WHERE id > {min:UInt64}");
+  ASSERT_EQ(seen.parameters.size(), 1u);
+  EXPECT_EQ(seen.parameters[0].first, "min");
+  EXPECT_EQ(seen.parameters[0].second, "0");
+  ASSERT_GE(seen.settings.size(), 3u);
+  EXPECT_EQ(seen.settings[0].name, "max_threads");
+  EXPECT_EQ(seen.settings[0].value, "2");
+  EXPECT_EQ(seen.settings[seen.settings.size() - 2].name, "max_execution_time");
+  EXPECT_EQ(seen.settings.back().name, "readonly");
+  EXPECT_EQ(seen.settings.back().value, "2");
+
+  // What the caller received: header, progress, one block, summary.
+  ASSERT_EQ(responses.size(), 4u);
+  ASSERT_TRUE(responses[0].has_header());
+  EXPECT_EQ(responses[0].header().columns(1).type(), "String");
+  EXPECT_EQ(responses[0].header().query_id(), "q-54460");
+  ASSERT_TRUE(responses[1].has_progress());
+  EXPECT_EQ(responses[1].progress().read_rows(), 3u);
+  ASSERT_TRUE(responses[2].has_block());
+  const v1::Block& block = responses[2].block();
+  EXPECT_EQ(block.rows(), 3u);
+  EXPECT_EQ(block.columns(0).data(),
+            std::string("\1\0\0\0\0\0\0\0\2\0\0\0\0\0\0\0\3\0\0\0\0\0\0\0", 24));
+  EXPECT_EQ(block.columns(1).data(), "ac");
+  EXPECT_EQ(
+      std::vector<uint64_t>(block.columns(1).offsets().begin(), block.columns(1).offsets().end()),
+      (std::vector<uint64_t>{1, 1, 2}));
+  ASSERT_TRUE(responses[3].has_summary());
+  EXPECT_EQ(responses[3].summary().rows(), 3u);
+  EXPECT_EQ(responses[3].summary().progress().read_rows(), 3u);
+  EXPECT_EQ(responses[3].summary().profile_info().rows(), 3u);
+  EXPECT_EQ(responses[3].summary().received_bytes(), responses[3].summary().decoded_bytes());
+}
+
+TEST_F(QueryFakeServerTest, ExceptionAfterABlockEndsTheStreamWithTheMappedCode) {
+  cht::FakeServer fake({.revision = kRevision});
+  fake.Handshake();
+  fake.ExpectPacket(cht::ClientPacket::kQuery);
+  fake.ExpectPacket(cht::ClientPacket::kData);
+  fake.Send(cht::DataPacket(cht::HeaderBlock({{"x", "UInt64"}}), kRevision));
+  fake.Send(cht::DataPacket(cht::MakeBlock({{"x", cht::UInt64Column({7})}}), kRevision));
+  fake.Send(cht::ExceptionPacket(
+      {{.code = 241, .name = "DB::Exception", .message = "Memory limit (for query) exceeded"}}));
+  ASSERT_NO_FATAL_FAILURE(Start(fake));
+
+  v1::QueryRequest request;
+  request.set_sql("SELECT x FROM big");
+  grpc::ClientContext context;
+  auto reader = stub_->Query(&context, request);
+  std::vector<v1::QueryResponse> responses;
+  v1::QueryResponse r;
+  while (reader->Read(&r)) responses.push_back(r);
+  grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("241"), std::string::npos) << status.error_message();
+  EXPECT_NE(status.error_message().find("MEMORY_LIMIT_EXCEEDED"), std::string::npos)
+      << status.error_message();
+  ASSERT_EQ(responses.size(), 2u);
+  EXPECT_TRUE(responses[0].has_header());
+  EXPECT_EQ(responses[1].block().rows(), 1u);
+  EXPECT_TRUE(fake.Wait().ok());
+}
+
+}  // namespace
+}  // namespace chgate::service
