@@ -85,6 +85,33 @@ TEST(ConfigTest, RefusesARemoteApiWithoutTheExplicitOption) {
   EXPECT_FALSE(IsLoopbackAddress("10.0.0.1:1"));
 }
 
+TEST(ConfigTest, ParsesQueryOptions) {
+  const char* argv[] = {"chgate",
+                        "--query-max-concurrent=2",
+                        "--query-response-bytes=256KiB",
+                        "--query-buffer-bytes=8MiB",
+                        "--query-allow-writes=true",
+                        "--query-default-timeout=30s",
+                        "--query-cancel-drain=500ms"};
+  auto c = Parse(7, argv, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->query_max_concurrent, 2u);
+  EXPECT_EQ(c->query_response_bytes, 256u << 10);
+  EXPECT_EQ(c->query_buffer_bytes, 8u << 20);
+  EXPECT_TRUE(c->query_allow_writes);
+  EXPECT_EQ(c->query_default_timeout, absl::Seconds(30));
+  EXPECT_EQ(c->query_cancel_drain, absl::Milliseconds(500));
+  auto defaults = Parse(1, argv, nullptr);
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_FALSE(defaults->query_allow_writes);
+  EXPECT_EQ(defaults->query_max_concurrent, 4u);
+  // A response message must fit gRPC's default 4 MiB receive limit.
+  const char* too_big[] = {"chgate", "--query-response-bytes=8MiB"};
+  EXPECT_FALSE(Parse(2, too_big, nullptr).ok());
+  const char* zero[] = {"chgate", "--query-max-concurrent=0"};
+  EXPECT_FALSE(Parse(2, zero, nullptr).ok());
+}
+
 TEST(ConfigTest, RejectsInconsistentSettings) {
   const char* batch_over_budget[] = {"chgate", "--batch-max-bytes=2MiB", "--memory-budget=1MiB"};
   EXPECT_FALSE(Parse(3, batch_over_budget, nullptr).ok());
