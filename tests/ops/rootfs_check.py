@@ -40,6 +40,12 @@ class RootfsChgate(e2e.ChgateProcess):
                 *self.args]
 
 
+def in_rootfs(rootfs, argv, stdin=None):
+    """Runs argv inside the root filesystem as the image's user."""
+    return subprocess.run(["chroot", f"--userspec={UID}:{UID}", rootfs, *argv], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
 def say(text):
     print(f"rootfs-check: {text}", flush=True)
 
@@ -64,8 +70,11 @@ def main():
     stubs = e2e.load_stubs()
     V = e2e.V
 
-    # A long batch delay: rows stay buffered until SIGTERM flushes them (the drain under test).
-    proc = RootfsChgate(args.rootfs, ch, ["--batch-max-delay=60s", "--drain-timeout=20s"])
+    table = f"{DATABASE}.rootfs"
+    cli = Path(args.rootfs) / "usr/local/bin/chgate-cli"
+
+    # 1. Serving: the user, health, the image's health check, a committed insert, chgate-cli.
+    proc = RootfsChgate(args.rootfs, ch, ["--batch-max-delay=200ms"])
     proc.start()
     try:
         status = Path(f"/proc/{proc.pid}/status").read_text()
@@ -73,7 +82,7 @@ def main():
         check(uid_line.split()[1:] == [str(UID)] * 4, f"chgate does not run as {UID}: {uid_line}")
         root = os.readlink(f"/proc/{proc.pid}/root")
         check(Path(root).resolve() == Path(args.rootfs).resolve(), f"chgate's root is {root}")
-        say(f"chgate pid {proc.pid} runs as uid/gid {UID} with root {root}")
+        say(f"chgate pid {proc.pid} runs as uid/gid {UID} inside the root filesystem")
 
         for service in ("", "liveness", "readiness"):
             st = proc.health(service)
@@ -81,29 +90,48 @@ def main():
         say("health '', liveness, readiness: SERVING")
 
         # The image's HEALTHCHECK command, run inside the root filesystem as the image's user.
-        hc = subprocess.run(["chroot", f"--userspec={UID}:{UID}", args.rootfs, "/usr/bin/env",
-                             f"CHGATE_METRICS_LISTEN=127.0.0.1:{proc.metrics_port}",
-                             "/usr/local/bin/chgate-healthcheck"],
-                            capture_output=True, text=True, timeout=30)
+        hc = in_rootfs(args.rootfs, ["/usr/bin/env", f"CHGATE_METRICS_LISTEN=127.0.0.1:{proc.metrics_port}",
+                                     "/usr/local/bin/chgate-healthcheck"])
         check(hc.returncode == 0, f"the image's health check failed: {hc.stderr}")
         say("image health check (chgate-healthcheck): exit 0")
 
+        with proc.channel() as channel:
+            stub = stubs.pb_grpc.IngestStub(channel)
+            t = time.monotonic()
+            resp = stub.Insert(e2e.rows_request(table, ["id", "s"], [[V.u(i), V.s("committed")]
+                                                                     for i in range(100)]), timeout=10)
+            check(resp.rows == 100, f"the insert response counts {resp.rows} rows, not 100")
+            check(ch.scalar(f"SELECT count() FROM {table} WHERE s = 'committed'") == "100",
+                  "the committed insert is not in ClickHouse")
+            say(f"insert of 100 rows committed in {time.monotonic() - t:.2f}s, query id {resp.query_id}")
+
+        if cli.exists():
+            # The README's compose quickstart, with the image's chgate-cli: health, JSON lines in,
+            # a query back.
+            api = f"--addr=127.0.0.1:{proc.api_port}"
+            h = in_rootfs(args.rootfs, ["/usr/local/bin/chgate-cli", f"--addr=127.0.0.1:{proc.health_port}",
+                                        "health", "--service", "readiness"])
+            check(h.returncode == 0 and "SERVING" in h.stdout, f"chgate-cli health: rc {h.returncode} {h.stdout}{h.stderr}")
+            i = in_rootfs(args.rootfs, ["/usr/local/bin/chgate-cli", api, "insert", "--table", table],
+                          stdin='{"id": 7001, "s": "cli"}\n{"id": 7002, "s": "cli"}\n')
+            check(i.returncode == 0, f"chgate-cli insert: rc {i.returncode} {i.stdout}{i.stderr}")
+            q = in_rootfs(args.rootfs, ["/usr/local/bin/chgate-cli", api, "query",
+                                        f"SELECT count() FROM {table} WHERE s = 'cli'"])
+            check(q.returncode == 0 and q.stdout.strip() == "2", f"chgate-cli query: rc {q.returncode} {q.stdout!r}{q.stderr}")
+            say("chgate-cli in the root filesystem: health SERVING, 2 JSON lines inserted, query reads them back")
+        else:
+            say("chgate-cli not built: its checks are skipped")
+        rc = proc.stop(timeout=40)
+        check(rc == 0, f"chgate exited with {rc} after SIGTERM:\n{proc.log_tail()}")
+    finally:
+        proc.kill()
+
+    # 2. Draining: a long batch delay keeps rows buffered until SIGTERM flushes them.
+    proc = RootfsChgate(args.rootfs, ch, ["--batch-max-delay=60s", "--drain-timeout=20s"])
+    proc.start()
+    try:
         channel = proc.channel()
         stub = stubs.pb_grpc.IngestStub(channel)
-        table = f"{DATABASE}.rootfs"
-
-        # An insert that commits: accepted mode would return at once, so this one (committed,
-        # the default) needs a flush; a per-request deadline of 3 s makes chgate flush 100 ms
-        # before it, long before the 60 s batch delay.
-        t = time.monotonic()
-        resp = stub.Insert(e2e.rows_request(table, ["id", "s"], [[V.u(i), V.s("committed")]
-                                                                 for i in range(100)]), timeout=3)
-        check(ch.scalar(f"SELECT count() FROM {table} WHERE s = 'committed'") == "100",
-              "the committed insert is not in ClickHouse")
-        check(resp.rows == 100, f"the insert response counts {resp.rows} rows, not 100")
-        say(f"insert of 100 rows committed in {time.monotonic() - t:.2f}s, "
-            f"query id {resp.query_id}")
-
         # SIGTERM with a batch held: the Insert below waits (its deadline is far), chgate must
         # flush it while draining, answer OK, and exit 0.
         result = {}

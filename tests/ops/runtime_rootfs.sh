@@ -4,11 +4,13 @@
 #   1. reads the runtime stage's `apt-get install` list from the Dockerfile (the one source),
 #   2. builds a minimal Debian bookworm root filesystem holding only those packages
 #      (debootstrap --variant=minbase), and adds the image's user the same way (UID/GID 10001),
-#   3. copies the stripped chgate binary and the health-check script where the image puts them,
+#   3. copies the stripped chgate (and chgate-cli, when built) and the health-check script where
+#      the image puts them,
 #   4. checks that no shared library is missing (ldd inside the root filesystem),
 #   5. runs chgate there as 10001:10001 (chroot --userspec) against the local ClickHouse and
 #      checks: health answers, the image's health check passes, an insert commits, SIGTERM drains
-#      a held batch and exits 0 (tests/ops/rootfs_check.py).
+#      a held batch and exits 0; with chgate-cli: its health, insert and query commands work there
+#      (tests/ops/rootfs_check.py).
 #
 # Needs root (debootstrap, chroot, mounts), network access to the Debian archive for step 2, and the
 # local ClickHouse (deploy/clickhouse/clickhousectl.sh start). The root filesystem is kept in
@@ -87,13 +89,27 @@ strip "$RFS/usr/local/bin/chgate"
 install -D -m 0755 "$ROOT/deploy/docker/healthcheck.sh" "$RFS/usr/local/bin/chgate-healthcheck"
 log "stripped binary: $(stat -c %s "$RFS/usr/local/bin/chgate") bytes"
 
-# 4. Every shared library resolves inside the root filesystem.
-ldd_out=$(chroot "$RFS" /usr/bin/ldd /usr/local/bin/chgate)
-if grep -q 'not found' <<<"$ldd_out"; then
-  grep 'not found' <<<"$ldd_out" >&2
-  die "shared libraries missing in the runtime root filesystem"
+# chgate-cli too, when it is built (the image ships it; the README's compose steps use it).
+CLI=${CHGATE_CLI:-$(dirname "$CHGATE")/../client/chgate-cli}
+binaries=(chgate)
+if [[ -x $CLI ]]; then
+  install -D -m 0755 "$CLI" "$RFS/usr/local/bin/chgate-cli"
+  strip "$RFS/usr/local/bin/chgate-cli"
+  binaries+=(chgate-cli)
+else
+  rm -f "$RFS/usr/local/bin/chgate-cli"
+  log "chgate-cli not built ($(realpath -m --relative-to="$ROOT" "$CLI")): only chgate is checked"
 fi
-log "ldd: $(grep -c '=>' <<<"$ldd_out") libraries, none missing"
+
+# 4. Every shared library resolves inside the root filesystem.
+for b in "${binaries[@]}"; do
+  ldd_out=$(chroot "$RFS" /usr/bin/ldd "/usr/local/bin/$b")
+  if grep -q 'not found' <<<"$ldd_out"; then
+    grep 'not found' <<<"$ldd_out" >&2
+    die "shared libraries of $b missing in the runtime root filesystem"
+  fi
+  log "ldd $b: $(grep -c '=>' <<<"$ldd_out") libraries, none missing"
+done
 
 # 5. Run it. /proc and /dev as a container runtime provides them; unmounted on exit.
 mounted=()
