@@ -168,7 +168,9 @@ def main():
     try:
         # --- exposure ----------------------------------------------------------------------------
         addr = e2e.non_loopback_ipv4()
-        if check(addr is not None, "this machine has a non-loopback IPv4 address to test exposure with"):
+        if addr is None:
+            print("live-check: SKIP exposure from outside loopback: this machine has no non-loopback IPv4 address")
+        else:
             try:
                 socket.create_connection((addr, chgate.api_port), timeout=3).close()
                 api_open = True
