@@ -1,0 +1,593 @@
+// The SDK against an in-process fake Ingest service: the Query cursor over several blocks of
+// many types, typed accessors, summary and progress, errors mid-stream with the status trailer,
+// cancel and deadline, retries of UNAVAILABLE only before the first message, unary Insert with
+// idempotent retries, InsertStream acks as futures and callbacks, stream failures, health.
+#include "client/sdk/client.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/sdk/health.h"
+#include "tests/unit/client/fake_ingest.h"
+#include "tests/unit/client/test_columns.h"
+
+namespace chgate::client {
+namespace {
+
+using testing::Col;
+using ::testing::ElementsAre;
+using testing::FakeServer;
+using ::testing::HasSubstr;
+using testing::Le;
+using testing::QueryScript;
+using testing::StringCol;
+
+ClientOptions FastRetries() {
+  return ClientOptions{
+      .default_timeout = absl::Seconds(20),
+      .retry = {.max_attempts = 4,
+                .initial_backoff = absl::Microseconds(100),
+                .max_backoff = absl::Milliseconds(1)},
+  };
+}
+
+std::unique_ptr<Client> Connect(FakeServer& server, ClientOptions options = FastRetries()) {
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(server.address(), options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  return *std::move(client);
+}
+
+v1::QueryResponse Header(std::vector<std::pair<std::string, std::string>> columns,
+                         std::string timezone = "UTC") {
+  v1::QueryResponse r;
+  for (auto& [name, type] : columns) {
+    v1::ColumnSchema* c = r.mutable_header()->add_columns();
+    c->set_name(name);
+    c->set_type(type);
+  }
+  r.mutable_header()->set_query_id("q-1");
+  r.mutable_header()->set_timezone(std::move(timezone));
+  return r;
+}
+
+v1::QueryResponse BlockOf(uint64_t rows, std::vector<v1::Column> columns) {
+  v1::QueryResponse r;
+  r.mutable_block()->set_rows(rows);
+  for (v1::Column& c : columns) *r.mutable_block()->add_columns() = std::move(c);
+  return r;
+}
+
+v1::QueryResponse Summary(uint64_t rows, uint64_t blocks) {
+  v1::QueryResponse r;
+  v1::QuerySummary* s = r.mutable_summary();
+  s->set_rows(rows);
+  s->set_blocks(blocks);
+  s->set_received_bytes(1000);
+  s->set_decoded_bytes(4000);
+  s->mutable_elapsed()->set_nanos(5000000);
+  s->set_query_id("q-1");
+  s->mutable_progress()->set_read_rows(rows);
+  return r;
+}
+
+v1::QueryResponse ProgressOf(uint64_t rows) {
+  v1::QueryResponse r;
+  r.mutable_progress()->set_read_rows(rows);
+  r.mutable_progress()->set_read_bytes(rows * 8);
+  return r;
+}
+
+// id UInt64, name Nullable(String), at DateTime (server zone), tags Array(String).
+QueryScript ThreeBlocks() {
+  QueryScript s;
+  s.responses.push_back(Header({{"id", "UInt64"},
+                                {"name", "Nullable(String)"},
+                                {"at", "DateTime"},
+                                {"tags", "Array(String)"}},
+                               "Asia/Tokyo"));
+  auto block = [](uint64_t first, uint64_t rows) {
+    std::vector<uint64_t> ids;
+    std::vector<std::string> names;
+    std::string nulls;
+    std::string at;
+    v1::Column tags = Col("Array(String)");
+    std::vector<std::string> elements;
+    for (uint64_t i = 0; i < rows; ++i) {
+      ids.push_back(first + i);
+      names.push_back(absl::StrCat("n", first + i));
+      nulls.push_back((first + i) % 3 == 0 ? '\1' : '\0');
+      at += Le<uint32_t>({static_cast<uint32_t>(1640995200 + first + i)});
+      for (uint64_t k = 0; k < (first + i) % 3; ++k) elements.push_back(absl::StrCat("t", k));
+      tags.add_offsets(elements.size());
+    }
+    *tags.add_children() = StringCol("String", elements);
+    std::string id_bytes;
+    for (uint64_t id : ids) id_bytes += Le<uint64_t>({id});
+    return BlockOf(rows, {Col("UInt64", id_bytes), StringCol("Nullable(String)", names, nulls),
+                          Col("DateTime", at), tags});
+  };
+  s.responses.push_back(ProgressOf(2));
+  s.responses.push_back(block(1, 2));
+  s.responses.push_back(BlockOf(0, {Col("UInt64"), StringCol("Nullable(String)", {}),
+                                    Col("DateTime"), Col("Array(String)")}));
+  s.responses.back().mutable_block()->mutable_columns(3)->add_children()->set_type("String");
+  s.responses.push_back(block(3, 3));
+  s.responses.push_back(ProgressOf(3));
+  s.responses.push_back(block(6, 1));
+  s.responses.push_back(Summary(6, 3));
+  return s;
+}
+
+TEST(QueryCursorTest, IteratesRowsAcrossBlocksWithTypedAccessors) {
+  FakeServer server;
+  server.service().AddQueryScript(ThreeBlocks());
+  std::unique_ptr<Client> client = Connect(server);
+  QueryOptions options{.settings = {{"max_threads", "2"}},
+                       .parameters = {{"p", "1"}},
+                       .query_id = "mine",
+                       .database = "db",
+                       .max_response_bytes = 1024,
+                       .send_progress = true};
+  absl::StatusOr<std::unique_ptr<QueryCursor>> q = client->Query("SELECT 1", options);
+  ASSERT_TRUE(q.ok()) << q.status();
+  QueryCursor& cursor = **q;
+  EXPECT_EQ(cursor.header().query_id(), "q-1");
+  ASSERT_EQ(cursor.column_count(), 4u);
+  EXPECT_EQ(cursor.column_name(1), "name");
+  EXPECT_EQ(cursor.ColumnIndex("tags").value(), 3u);
+  EXPECT_EQ(cursor.ColumnIndex("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(cursor.column_type(1).nullable);
+  EXPECT_EQ(cursor.GetUInt64(0).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  std::vector<std::string> lines;
+  std::vector<uint64_t> ids;
+  while (cursor.Next()) {
+    ids.push_back(cursor.GetUInt64(0).value());
+    const uint64_t id = ids.back();
+    EXPECT_EQ(cursor.IsNull(1), id % 3 == 0);
+    if (!cursor.IsNull(1)) {
+      EXPECT_EQ(cursor.GetString(1).value(), absl::StrCat("n", id));
+    }
+    EXPECT_EQ(cursor.GetDateTime(2).value(), absl::FromUnixSeconds(1640995200 + id));
+    EXPECT_EQ(cursor.GetInt64(0).value(), static_cast<int64_t>(id));
+    EXPECT_EQ(cursor.GetString(0).status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(cursor.GetUInt64(9).status().code(), absl::StatusCode::kFailedPrecondition);
+    std::string line;
+    for (size_t c = 0; c < cursor.column_count(); ++c) {
+      if (c > 0) line += "\t";
+      line += cursor.FormatValue(c);
+    }
+    lines.push_back(line);
+  }
+  EXPECT_TRUE(cursor.status().ok()) << cursor.status();
+  EXPECT_TRUE(cursor.done());
+  EXPECT_THAT(ids, ElementsAre(1, 2, 3, 4, 5, 6));
+  // DateTime without a zone in the type is shown in the header's zone (Asia/Tokyo, +9).
+  EXPECT_EQ(lines[0], "1\tn1\t2022-01-01 09:00:01\t['t0']");
+  EXPECT_EQ(lines[2], "3\t\\N\t2022-01-01 09:00:03\t[]");
+  EXPECT_EQ(lines[4], "5\tn5\t2022-01-01 09:00:05\t['t0','t1']");
+  EXPECT_EQ(cursor.rows_read(), 6u);
+  ASSERT_NE(cursor.summary(), nullptr);
+  EXPECT_EQ(cursor.summary()->blocks(), 3u);
+  EXPECT_EQ(cursor.received_bytes(), 1000u);
+  EXPECT_EQ(cursor.decoded_bytes(), 4000u);
+  EXPECT_EQ(cursor.progress().read_rows(), 5u);
+  EXPECT_GT(cursor.response_bytes(), 0u);
+  EXPECT_FALSE(cursor.Next());
+  EXPECT_EQ(cursor.FormatValue(0), "");
+
+  ASSERT_EQ(server.service().queries().size(), 1u);
+  const v1::QueryRequest sent = server.service().queries()[0];
+  EXPECT_EQ(sent.sql(), "SELECT 1");
+  EXPECT_EQ(sent.settings().at("max_threads"), "2");
+  EXPECT_EQ(sent.parameters().at("p"), "1");
+  EXPECT_EQ(sent.query_id(), "mine");
+  EXPECT_EQ(sent.database(), "db");
+  EXPECT_EQ(sent.max_response_bytes(), 1024u);
+  EXPECT_TRUE(sent.send_progress());
+}
+
+TEST(QueryCursorTest, KeepsTotalsAndExtremes) {
+  FakeServer server;
+  QueryScript s;
+  s.responses.push_back(Header({{"n", "UInt8"}}));
+  s.responses.push_back(BlockOf(2, {Col("UInt8", "\x01\x02")}));
+  v1::QueryResponse totals;
+  totals.mutable_totals()->set_rows(1);
+  *totals.mutable_totals()->add_columns() = Col("UInt8", "\x03");
+  s.responses.push_back(totals);
+  v1::QueryResponse extremes;
+  extremes.mutable_extremes()->set_rows(2);
+  *extremes.mutable_extremes()->add_columns() = Col("UInt8", "\x01\x02");
+  s.responses.push_back(extremes);
+  s.responses.push_back(Summary(2, 1));
+  server.service().AddQueryScript(s);
+  std::unique_ptr<QueryCursor> q = Connect(server)->Query("SELECT n").value();
+  int rows = 0;
+  while (q->Next()) ++rows;
+  EXPECT_EQ(rows, 2);
+  ASSERT_TRUE(q->status().ok()) << q->status();
+  ASSERT_NE(q->totals(), nullptr);
+  EXPECT_EQ(q->totals()->columns(0).data(), "\x03");
+  ASSERT_NE(q->extremes(), nullptr);
+  EXPECT_EQ(q->extremes()->rows(), 2u);
+}
+
+TEST(QueryCursorTest, ErrorMidStreamEndsWithTheServerStatusAndDetail) {
+  FakeServer server;
+  QueryScript s;
+  s.responses.push_back(Header({{"n", "UInt8"}}));
+  s.responses.push_back(BlockOf(2, {Col("UInt8", "\x01\x02")}));
+  s.status = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "ClickHouse error 241 (MEMORY_LIMIT_EXCEEDED, DB::Exception): too much");
+  v1::Status detail;
+  detail.set_code(8);
+  detail.set_message("too much");
+  detail.set_clickhouse_code(241);
+  detail.set_clickhouse_exception_name("DB::Exception");
+  s.detail = detail;
+  server.service().AddQueryScript(s);
+  std::unique_ptr<QueryCursor> q = Connect(server)->Query("SELECT n").value();
+  EXPECT_TRUE(q->Next());
+  EXPECT_TRUE(q->Next());
+  EXPECT_FALSE(q->Next());
+  EXPECT_EQ(q->status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(q->status().message(), HasSubstr("MEMORY_LIMIT_EXCEEDED"));
+  std::optional<v1::Status> got = GetStatusDetail(q->status());
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->clickhouse_code(), 241);
+  EXPECT_EQ(q->summary(), nullptr);
+  EXPECT_EQ(q->received_bytes(), 0u);
+  // The message already names the code, so FormatError does not repeat it.
+  EXPECT_EQ(FormatError(q->status()),
+            "RESOURCE_EXHAUSTED: ClickHouse error 241 (MEMORY_LIMIT_EXCEEDED, DB::Exception): too "
+            "much");
+}
+
+TEST(QueryCursorTest, ErrorBeforeTheHeaderComesBackFromQuery) {
+  FakeServer server;
+  QueryScript s;
+  s.status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Syntax error");
+  v1::Status detail;
+  detail.set_code(3);
+  detail.set_clickhouse_code(62);
+  detail.set_clickhouse_exception_name("DB::Exception");
+  s.detail = detail;
+  server.service().AddQueryScript(s);
+  absl::StatusOr<std::unique_ptr<QueryCursor>> q = Connect(server)->Query("SELEC");
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FormatError(q.status()),
+            "INVALID_ARGUMENT: Syntax error [ClickHouse 62 DB::Exception]");
+  EXPECT_EQ(server.service().query_calls(), 1);  // not retried
+}
+
+TEST(QueryCursorTest, MalformedResponsesFailTheCursor) {
+  FakeServer server;
+  QueryScript wrong_size;
+  wrong_size.responses.push_back(Header({{"n", "UInt32"}}));
+  wrong_size.responses.push_back(BlockOf(2, {Col("UInt32", "abc")}));
+  wrong_size.responses.push_back(Summary(2, 1));
+  server.service().AddQueryScript(wrong_size);
+  QueryScript no_header;
+  no_header.responses.push_back(BlockOf(1, {Col("UInt8", "a")}));
+  server.service().AddQueryScript(no_header);
+  QueryScript bad_type;
+  bad_type.responses.push_back(Header({{"x", "AggregateFunction(uniq, UInt8)"}}));
+  server.service().AddQueryScript(bad_type);
+  QueryScript no_summary;
+  no_summary.responses.push_back(Header({{"x", "UInt8"}}));
+  server.service().AddQueryScript(no_summary);
+
+  std::unique_ptr<Client> client = Connect(server);
+  std::unique_ptr<QueryCursor> q = client->Query("1").value();
+  EXPECT_FALSE(q->Next());
+  EXPECT_EQ(q->status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(q->status().message(), HasSubstr("column n: malformed UInt32 column"));
+  EXPECT_THAT(client->Query("2").status().message(), HasSubstr("first message is not the header"));
+  EXPECT_EQ(client->Query("3").status().code(), absl::StatusCode::kUnimplemented);
+  q = client->Query("4").value();
+  EXPECT_FALSE(q->Next());
+  EXPECT_THAT(q->status().message(), HasSubstr("without a summary"));
+}
+
+TEST(QueryCursorTest, CancelStopsTheCallAndTheServerSeesIt) {
+  FakeServer server;
+  QueryScript s;
+  s.responses.push_back(Header({{"n", "UInt8"}}));
+  s.responses.push_back(BlockOf(1, {Col("UInt8", "\x07")}));
+  s.wait_for_cancel = true;
+  server.service().AddQueryScript(s);
+  std::unique_ptr<QueryCursor> q = Connect(server)->Query("SELECT n").value();
+  ASSERT_TRUE(q->Next());
+  EXPECT_EQ(q->GetUInt64(0).value(), 7u);
+  q->Cancel();
+  EXPECT_FALSE(q->Next());
+  EXPECT_EQ(q->status().code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(server.service().WaitForQueryCancelled(absl::Seconds(20)));
+}
+
+TEST(QueryCursorTest, DestroyingTheCursorCancelsTheQuery) {
+  FakeServer server;
+  QueryScript s;
+  s.responses.push_back(Header({{"n", "UInt8"}}));
+  s.wait_for_cancel = true;
+  server.service().AddQueryScript(s);
+  std::unique_ptr<Client> client = Connect(server);
+  {
+    std::unique_ptr<QueryCursor> q = client->Query("SELECT n").value();
+    EXPECT_FALSE(q->done());
+  }
+  EXPECT_TRUE(server.service().WaitForQueryCancelled(absl::Seconds(20)));
+}
+
+TEST(QueryCursorTest, DeadlineEndsAStalledQuery) {
+  FakeServer server;
+  QueryScript s;
+  s.responses.push_back(Header({{"n", "UInt8"}}));
+  s.wait_for_cancel = true;
+  server.service().AddQueryScript(s);
+  std::unique_ptr<QueryCursor> q =
+      Connect(server)->Query("SELECT n", {.timeout = absl::Milliseconds(300)}).value();
+  EXPECT_FALSE(q->Next());
+  EXPECT_EQ(q->status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(QueryRetryTest, RetriesUnavailableBeforeTheFirstMessage) {
+  FakeServer server;
+  QueryScript unavailable;
+  unavailable.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
+  server.service().AddQueryScript(unavailable);
+  server.service().AddQueryScript(unavailable);
+  QueryScript ok;
+  ok.responses = {Header({{"n", "UInt8"}}), BlockOf(1, {Col("UInt8", "\x01")}), Summary(1, 1)};
+  server.service().AddQueryScript(ok);
+  std::unique_ptr<QueryCursor> q = Connect(server)->Query("SELECT n").value();
+  EXPECT_TRUE(q->Next());
+  EXPECT_FALSE(q->Next());
+  EXPECT_TRUE(q->status().ok());
+  EXPECT_EQ(server.service().query_calls(), 3);
+}
+
+TEST(QueryRetryTest, GivesUpAfterMaxAttempts) {
+  FakeServer server;
+  QueryScript unavailable;
+  unavailable.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
+  server.service().AddQueryScript(unavailable);
+  absl::StatusOr<std::unique_ptr<QueryCursor>> q = Connect(server)->Query("SELECT n");
+  EXPECT_EQ(q.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(server.service().query_calls(), 4);
+}
+
+TEST(QueryRetryTest, NeverRetriesAfterTheFirstMessage) {
+  FakeServer server;
+  QueryScript s;
+  s.responses = {Header({{"n", "UInt8"}})};
+  s.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "lost ClickHouse");
+  server.service().AddQueryScript(s);
+  std::unique_ptr<QueryCursor> q = Connect(server)->Query("SELECT n").value();
+  EXPECT_FALSE(q->Next());
+  EXPECT_EQ(q->status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(server.service().query_calls(), 1);
+}
+
+TEST(QueryRetryTest, UnreachableServerIsUnavailable) {
+  absl::StatusOr<std::unique_ptr<Client>> client =
+      Client::Create(testing::UnusedAddress(), FastRetries());
+  ASSERT_TRUE(client.ok());
+  absl::StatusOr<std::unique_ptr<QueryCursor>> q = (*client)->Query("SELECT 1");
+  EXPECT_EQ(q.status().code(), absl::StatusCode::kUnavailable);
+}
+
+v1::InsertRequest TwoRows(std::string key = "") {
+  v1::InsertRequest request;
+  request.set_table("db.t");
+  request.add_columns("id");
+  AddRow(&request, {MakeValue(1)});
+  AddRow(&request, {MakeValue(2)});
+  request.set_idempotency_key(std::move(key));
+  return request;
+}
+
+TEST(InsertTest, ReturnsTheResult) {
+  FakeServer server;
+  absl::StatusOr<InsertResult> r = Connect(server)->Insert(TwoRows());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rows, 2u);
+  EXPECT_EQ(r->ack_mode, v1::ACK_MODE_COMMITTED);
+  EXPECT_EQ(r->query_id, "insert-q");
+  EXPECT_EQ(r->commit_time, absl::FromUnixSeconds(1700000000));
+  ASSERT_EQ(server.service().inserts().size(), 1u);
+  EXPECT_EQ(server.service().inserts()[0].table(), "db.t");
+}
+
+TEST(InsertTest, RetriesUnavailableOnlyWithAnIdempotencyKey) {
+  FakeServer server;
+  server.service().set_unavailable_inserts(2);
+  std::unique_ptr<Client> client = Connect(server);
+  absl::StatusOr<InsertResult> r = client->Insert(TwoRows("k-1"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(server.service().insert_calls(), 3);
+  for (const v1::InsertRequest& sent : server.service().inserts()) {
+    EXPECT_EQ(sent.idempotency_key(), "k-1");
+  }
+
+  FakeServer other;
+  other.service().set_unavailable_inserts(1);
+  r = Connect(other)->Insert(TwoRows());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(other.service().insert_calls(), 1);
+}
+
+TEST(InsertTest, RetriesAreBounded) {
+  FakeServer server;
+  server.service().set_unavailable_inserts(100);
+  ClientOptions options = FastRetries();
+  options.retry.max_attempts = 3;
+  absl::StatusOr<InsertResult> r = Connect(server, options)->Insert(TwoRows("k"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(server.service().insert_calls(), 3);
+}
+
+TEST(InsertTest, OtherErrorsAreNotRetriedAndCarryTheDetail) {
+  FakeServer server;
+  v1::Status detail;
+  detail.set_code(3);
+  detail.set_message("bad value");
+  detail.mutable_value_error()->set_row_index(1);
+  detail.mutable_value_error()->set_column("id");
+  detail.mutable_value_error()->set_type("UInt8");
+  detail.mutable_value_error()->set_value("300");
+  server.service().set_insert_status(
+      grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "row 1, column id: 300 out of range"),
+      detail);
+  absl::StatusOr<InsertResult> r = Connect(server)->Insert(TwoRows("k"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(server.service().insert_calls(), 1);
+  std::optional<v1::Status> got = GetStatusDetail(r.status());
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->value_error().row_index(), 1u);
+  EXPECT_EQ(FormatError(r.status()),
+            "INVALID_ARGUMENT: row 1, column id: 300 out of range [row 1, column 'id', type "
+            "'UInt8', value '300']");
+}
+
+TEST(InsertStreamTest, FuturesResolveByMatchingSequenceEvenOutOfOrder) {
+  FakeServer server;
+  server.service().set_stream_hold_until(3);  // the first three acks come back reversed
+  std::unique_ptr<InsertStream> stream = Connect(server)->OpenInsertStream();
+  std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
+  for (int i = 0; i < 4; ++i) {
+    v1::InsertRequest request = TwoRows();
+    request.set_sequence(999);  // overwritten by the stream
+    for (int r = 0; r < i; ++r) AddRow(&request, {MakeValue(r)});
+    acks.push_back(stream->Send(std::move(request)));
+  }
+  EXPECT_TRUE(stream->Close().ok());
+  EXPECT_EQ(stream->pending(), 0u);
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<InsertResult> r = acks[static_cast<size_t>(i)].get();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->rows, static_cast<uint64_t>(2 + i));
+    EXPECT_EQ(r->query_id, "stream-q");
+  }
+  std::vector<uint64_t> sequences;
+  for (const v1::InsertRequest& r : server.service().stream_requests()) {
+    sequences.push_back(r.sequence());
+  }
+  EXPECT_THAT(sequences, ElementsAre(1, 2, 3, 4));
+}
+
+TEST(InsertStreamTest, PerRequestFailuresKeepTheStreamGoing) {
+  FakeServer server;
+  server.service().set_stream_ack_status(
+      [](const v1::InsertRequest& r) -> std::optional<v1::Status> {
+        if (r.table() != "bad") return std::nullopt;
+        v1::Status s;
+        s.set_code(5);
+        s.set_message("table bad does not exist");
+        s.set_clickhouse_code(60);
+        return s;
+      });
+  std::unique_ptr<InsertStream> stream = Connect(server)->OpenInsertStream();
+  v1::InsertRequest bad = TwoRows();
+  bad.set_table("bad");
+  absl::Mutex mu;
+  std::vector<absl::StatusOr<InsertResult>> results;
+  auto record = [&](absl::StatusOr<InsertResult> r) {
+    absl::MutexLock lock(&mu);
+    results.push_back(std::move(r));
+  };
+  stream->Send(TwoRows(), record);
+  stream->Send(bad, record);
+  stream->Send(TwoRows(), record);
+  EXPECT_TRUE(stream->Close().ok());
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0].ok());
+  EXPECT_EQ(results[1].status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(GetStatusDetail(results[1].status())->clickhouse_code(), 60);
+  EXPECT_TRUE(results[2].ok());
+}
+
+TEST(InsertStreamTest, StreamFailureFailsEveryPendingRequest) {
+  FakeServer server;
+  server.service().set_stream_hold_until(100);  // never ack
+  server.service().set_stream_end_after(
+      3, grpc::Status(grpc::StatusCode::UNAVAILABLE, "chgate is shutting down"));
+  std::unique_ptr<InsertStream> stream = Connect(server)->OpenInsertStream();
+  std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
+  for (int i = 0; i < 3; ++i) acks.push_back(stream->Send(TwoRows()));
+  for (auto& ack : acks) {
+    absl::StatusOr<InsertResult> r = ack.get();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(r.status().message(), HasSubstr("ended before the ack for sequence"));
+    EXPECT_THAT(r.status().message(), HasSubstr("shutting down"));
+  }
+  absl::Status closed = stream->Close();
+  EXPECT_EQ(closed.code(), absl::StatusCode::kUnavailable);
+  // Sending after the end fails at once with the stream's code.
+  EXPECT_EQ(stream->Send(TwoRows()).get().status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(InsertStreamTest, SendAfterCloseIsRefused) {
+  FakeServer server;
+  std::unique_ptr<InsertStream> stream = Connect(server)->OpenInsertStream();
+  EXPECT_TRUE(stream->Send(TwoRows()).get().ok());
+  EXPECT_TRUE(stream->Close().ok());
+  EXPECT_TRUE(stream->Close().ok());  // idempotent
+  EXPECT_EQ(stream->Send(TwoRows()).get().status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(InsertStreamTest, CancelFailsPendingRequestsWithCancelled) {
+  FakeServer server;
+  server.service().set_stream_hold_until(100);
+  std::unique_ptr<InsertStream> stream = Connect(server)->OpenInsertStream();
+  std::future<absl::StatusOr<InsertResult>> ack = stream->Send(TwoRows());
+  ASSERT_TRUE(server.service().WaitForStreamRequests(1, absl::Seconds(20)));
+  stream->Cancel();
+  EXPECT_EQ(ack.get().status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(stream->Close().code(), absl::StatusCode::kCancelled);
+}
+
+TEST(InsertStreamTest, DestroyingAnOpenStreamFailsPendingRequests) {
+  FakeServer server;
+  server.service().set_stream_hold_until(100);
+  std::future<absl::StatusOr<InsertResult>> ack;
+  {
+    std::unique_ptr<InsertStream> stream = Connect(server)->OpenInsertStream();
+    ack = stream->Send(TwoRows());
+  }
+  EXPECT_EQ(ack.get().status().code(), absl::StatusCode::kCancelled);
+}
+
+TEST(InsertStreamTest, UnreachableServerFailsRequestsWithUnavailable) {
+  std::unique_ptr<Client> client = Client::Create(testing::UnusedAddress(), FastRetries()).value();
+  std::unique_ptr<InsertStream> stream = client->OpenInsertStream();
+  EXPECT_EQ(stream->Send(TwoRows()).get().status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(stream->Close().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(HealthTest, ReportsServingStatusPerService) {
+  FakeServer server;
+  server.health()->SetServingStatus("readiness", false);
+  server.health()->SetServingStatus("liveness", true);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  EXPECT_EQ(CheckHealth(channel, "liveness", absl::Seconds(20)).value(), ServingStatus::kServing);
+  EXPECT_EQ(CheckHealth(channel, "readiness", absl::Seconds(20)).value(),
+            ServingStatus::kNotServing);
+  EXPECT_EQ(CheckHealth(channel, "", absl::Seconds(20)).value(), ServingStatus::kServing);
+  EXPECT_EQ(CheckHealth(channel, "nope", absl::Seconds(20)).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ServingStatusName(ServingStatus::kNotServing), "NOT_SERVING");
+}
+
+TEST(ClientTest, RejectsBadOptions) {
+  EXPECT_EQ(Client::Create("").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Client::Create("x:1", {.max_receive_message_bytes = -1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace chgate::client
