@@ -270,7 +270,8 @@ void ColumnBuilder::AppendInteger(bool negative, uint64_t magnitude) {
   // Turns the value into the column's integer representation, range-checked.
   auto fits_signed = [&](size_t bits) {
     if (bits > 64) return true;
-    if (bits == 64) return negative ? magnitude <= (uint64_t{1} << 63) : magnitude < (uint64_t{1} << 63);
+    if (bits == 64)
+      return negative ? magnitude <= (uint64_t{1} << 63) : magnitude < (uint64_t{1} << 63);
     const uint64_t limit = uint64_t{1} << (bits - 1);
     return negative ? magnitude <= limit : magnitude < limit;
   };

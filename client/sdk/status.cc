@@ -56,6 +56,11 @@ std::string FormatError(const absl::Status& status) {
   }
   if (detail->has_value_error()) {
     const v1::ValueError& v = detail->value_error();
+    // chgate's messages usually name the row and column already; add the fields only if not.
+    const bool named = !v.column().empty() && message.find(v.column()) != std::string_view::npos &&
+                       (!v.has_row_index() || message.find(absl::StrCat("row ", v.row_index())) !=
+                                                  std::string_view::npos);
+    if (named) return out;
     std::string parts;
     if (v.has_row_index()) absl::StrAppend(&parts, "row ", v.row_index());
     if (!v.column().empty()) {

@@ -439,8 +439,7 @@ TEST(InsertTest, OtherErrorsAreNotRetriedAndCarryTheDetail) {
   detail.mutable_value_error()->set_type("UInt8");
   detail.mutable_value_error()->set_value("300");
   server.service().set_insert_status(
-      grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "row 1, column id: 300 out of range"),
-      detail);
+      grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "value out of range"), detail);
   absl::StatusOr<InsertResult> r = Connect(server)->Insert(TwoRows("k"));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(server.service().insert_calls(), 1);
@@ -448,8 +447,15 @@ TEST(InsertTest, OtherErrorsAreNotRetriedAndCarryTheDetail) {
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->value_error().row_index(), 1u);
   EXPECT_EQ(FormatError(r.status()),
-            "INVALID_ARGUMENT: row 1, column id: 300 out of range [row 1, column 'id', type "
-            "'UInt8', value '300']");
+            "INVALID_ARGUMENT: value out of range [row 1, column 'id', type 'UInt8', value "
+            "'300']");
+  // A message that names the row and column already is not repeated.
+  EXPECT_EQ(FormatError(FromProtoStatus([&] {
+              v1::Status s = detail;
+              s.set_message("row 1, column 'id' (UInt8): 300 out of range");
+              return s;
+            }())),
+            "INVALID_ARGUMENT: row 1, column 'id' (UInt8): 300 out of range");
 }
 
 TEST(InsertStreamTest, FuturesResolveByMatchingSequenceEvenOutOfOrder) {
