@@ -1,15 +1,27 @@
 #!/bin/bash
-# Container health check of the chgate image (Dockerfile HEALTHCHECK, compose healthcheck): healthy
-# when chgate's Prometheus endpoint answers with chgate's own metrics. The image has no gRPC health
-# client; the kubelet uses the gRPC health service itself (see deploy/kubernetes/). Only bash
-# builtins and grep, both in every Debian image.
+# Container health check of the chgate image (Dockerfile HEALTHCHECK, compose healthcheck).
 #
-# The port comes from CHGATE_METRICS_LISTEN (host:port or port) when set, else 9464.
+# With chgate-cli in the image (it is): a grpc.health.v1 check of the "liveness" service on
+# chgate's health listener, the same check the kubelet's probes make. Without it: chgate's
+# Prometheus endpoint must answer with chgate's own metrics (bash builtins and grep only).
+#
+# The ports come from CHGATE_HEALTH_LISTEN / CHGATE_LISTEN and CHGATE_METRICS_LISTEN when set, so
+# the check follows the container's settings; the defaults are 50052 and 9464.
 set -u
-listen=${CHGATE_METRICS_LISTEN:-0.0.0.0:9464}
-port=${listen##*:}
+port_of() { local a=$1; echo "${a##*:}"; }
+
+cli=/usr/local/bin/chgate-cli
+health=${CHGATE_HEALTH_LISTEN-0.0.0.0:50052}
+# An empty health address means the API listener serves health.
+[[ -z $health ]] && health=${CHGATE_LISTEN:-127.0.0.1:50051}
+if [[ -x $cli ]]; then
+  exec "$cli" --addr="127.0.0.1:$(port_of "$health")" --timeout=2s health --service liveness >/dev/null
+fi
+
+listen=${CHGATE_METRICS_LISTEN-0.0.0.0:9464}
+port=$(port_of "$listen")
 if [[ -z $listen || ! $port =~ ^[0-9]+$ ]]; then
-  echo "healthcheck: metrics are off (CHGATE_METRICS_LISTEN=\"$listen\")" >&2
+  echo "healthcheck: metrics are off (CHGATE_METRICS_LISTEN=\"$listen\") and chgate-cli is missing" >&2
   exit 1
 fi
 exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 1

@@ -89,11 +89,19 @@ def main():
             check(st == "SERVING", f"health {service!r}: {st}")
         say("health '', liveness, readiness: SERVING")
 
-        # The image's HEALTHCHECK command, run inside the root filesystem as the image's user.
-        hc = in_rootfs(args.rootfs, ["/usr/bin/env", f"CHGATE_METRICS_LISTEN=127.0.0.1:{proc.metrics_port}",
-                                     "/usr/local/bin/chgate-healthcheck"])
+        # The image's HEALTHCHECK command, run inside the root filesystem as the image's user:
+        # passes against this chgate, fails against a port nothing listens on.
+        def healthcheck(health_port, metrics_port):
+            return in_rootfs(args.rootfs, ["/usr/bin/env", f"CHGATE_HEALTH_LISTEN=0.0.0.0:{health_port}",
+                                           f"CHGATE_METRICS_LISTEN=127.0.0.1:{metrics_port}",
+                                           "/usr/local/bin/chgate-healthcheck"])
+        hc = healthcheck(proc.health_port, proc.metrics_port)
         check(hc.returncode == 0, f"the image's health check failed: {hc.stderr}")
-        say("image health check (chgate-healthcheck): exit 0")
+        dead = e2e.free_ports(1)[0]
+        hc_dead = healthcheck(dead, dead)
+        check(hc_dead.returncode != 0, "the image's health check passed against a port nothing listens on")
+        mode = "gRPC liveness via chgate-cli" if cli.exists() else "/metrics"
+        say(f"image health check ({mode}): exit 0 against chgate, {hc_dead.returncode} against a dead port")
 
         with proc.channel() as channel:
             stub = stubs.pb_grpc.IngestStub(channel)
