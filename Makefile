@@ -101,14 +101,14 @@ format:
 format-check:
 	cd $(ROOT) && git ls-files -z -- '*.h' '*.cc' | xargs -0 -r $(CLANG_FORMAT) --dry-run --Werror
 
-# Deployment files (tests/ops/validate.sh): installs the ops tools, builds only the chgate binary,
+# Deployment files (tests/ops/validate.sh): installs the ops tools, builds chgate and chgate-cli,
 # starts the local ClickHouse. VALIDATE_ARGS=--skip-rootfs skips the debootstrap check.
 validate-deploy:
 	$(DEPS)
 	$(ROOT)/deploy/install-ops-deps.sh --rootfs
 	$(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,cmake -S $(ROOT) -B $(BUILD_DIR) -G Ninja \
 		-DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS))
-	cmake --build $(BUILD_DIR) --target chgate --parallel $(JOBS)
+	cmake --build $(BUILD_DIR) --target chgate chgate-cli --parallel $(JOBS)
 	$(CTL) start
 	CHGATE_CLICKHOUSE=127.0.0.1:$(CHGATE_CH_TCP_PORT) CHGATE_CLICKHOUSE_CTL=$(CTL) \
 		$(ROOT)/tests/ops/validate.sh --chgate $(BUILD_DIR)/server/chgate $(VALIDATE_ARGS)
