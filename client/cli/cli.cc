@@ -18,6 +18,7 @@
 #include "client/cli/json.h"
 #include "client/sdk/client.h"
 #include "client/sdk/health.h"
+#include "client/sdk/internal/call_util.h"
 #include "client/sdk/internal/strings.h"
 
 namespace chgate::cli {
@@ -46,8 +47,9 @@ std::vector<FlagSpec> InsertFlags() {
        "the input has no header line and these are its columns"},
       {"batch-rows", "N", "rows per request (default 1000)"},
       {"idempotency-prefix", "P",
-       "give batch n the idempotency key P-n, so a rerun after a failure does not insert "
-       "committed batches twice"},
+       "give batch n the idempotency key P-n: a batch that fails with UNAVAILABLE is sent again "
+       "(up to 3 times, on a new stream), and a rerun after a failure does not insert committed "
+       "batches twice"},
       {"ack-mode", "MODE", "committed (default) or accepted"},
       {"max-in-flight", "N", "requests sent but not yet acknowledged (default 16)"},
       {"stream-timeout", "DURATION", "deadline of the whole insert stream (default 24h)"},
@@ -354,12 +356,23 @@ int RunInsert(const Command& command, const CliIo& io) {
   }
   std::unique_ptr<client::InsertStream> stream =
       (*client)->OpenInsertStream({.timeout = args.stream_timeout});
+  // Streams replaced after an UNAVAILABLE; closed at the end.
+  std::vector<std::unique_ptr<client::InsertStream>> retired;
+  uint64_t generation = 0;  // of `stream`
+  // With idempotency keys, a batch that failed with UNAVAILABLE (chgate restarting, ClickHouse
+  // unreachable) is sent again, on a new stream, as the SDK does for a unary Insert.
+  const bool resend = !args.idempotency_prefix.empty();
+  const client::RetryPolicy retry;
+  absl::BitGen gen;
 
   struct Batch {
     uint64_t number = 0;
     uint64_t rows = 0;
     std::vector<uint64_t> lines;  // input line of each row
     std::future<absl::StatusOr<client::InsertResult>> ack;
+    v1::InsertRequest request;  // kept for resending (only with idempotency keys)
+    int attempts = 1;
+    uint64_t generation = 0;  // of the stream it was sent on
   };
   std::deque<Batch> in_flight;
   Progress progress(io, io.err_is_tty || args.progress);
@@ -379,6 +392,28 @@ int RunInsert(const Command& command, const CliIo& io) {
   auto handle = [&](Batch& batch, absl::StatusOr<client::InsertResult> result) {
     if (result.ok()) {
       acked_rows += batch.rows;
+      return;
+    }
+    if (resend && !timed_out && result.status().code() == absl::StatusCode::kUnavailable &&
+        client::internal::WaitBeforeRetry(retry, batch.attempts, absl::InfiniteFuture(), gen)) {
+      progress.Break();
+      PrintError(io,
+                 absl::StrCat("batch ", batch.number, ": ", client::FormatError(result.status()),
+                              "; sending it again (attempt ", batch.attempts + 1, ")"));
+      if (batch.generation == generation) {
+        retired.push_back(std::move(stream));
+        stream = (*client)->OpenInsertStream({.timeout = args.stream_timeout});
+        ++generation;
+      }
+      Batch again;
+      again.number = batch.number;
+      again.rows = batch.rows;
+      again.lines = batch.lines;
+      again.request = batch.request;
+      again.attempts = batch.attempts + 1;
+      again.generation = generation;
+      again.ack = stream->Send(batch.request);
+      in_flight.push_back(std::move(again));
       return;
     }
     std::string what =
@@ -425,6 +460,8 @@ int RunInsert(const Command& command, const CliIo& io) {
     }
     request.set_ack_mode(args.ack_mode);
     while (in_flight.size() >= args.max_in_flight) wait_oldest();
+    if (resend) batch.request = request;
+    batch.generation = generation;
     batch.ack = stream->Send(std::move(request));
     sent_rows += batch.rows;
     in_flight.push_back(std::move(batch));
@@ -454,6 +491,8 @@ int RunInsert(const Command& command, const CliIo& io) {
   }
   while (!in_flight.empty()) wait_oldest();
   const absl::Status stream_status = stream->Close();
+  // Their requests were answered (or sent again) one by one above.
+  for (const auto& old : retired) (void)old->Close();
   if (!stream_status.ok() && first_failure.ok()) {
     fail(stream_status, absl::StrCat("insert stream failed: ", client::FormatError(stream_status)));
   }

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "client/cli/bench.h"
@@ -379,6 +380,35 @@ TEST(CliInsertTest, StreamFailureAndUnreachableServer) {
   run = Cli({"--addr", client::testing::UnusedAddress(), "insert", "--table", "t"}, "{\"a\":1}\n");
   EXPECT_EQ(run.code, kExitUnavailable);
   EXPECT_THAT(run.err, HasSubstr("UNAVAILABLE"));
+}
+
+TEST(CliInsertTest, ResendsUnavailableBatchesWithIdempotencyKeys) {
+  FakeServer server;
+  // The first stream acks one request, then ends with UNAVAILABLE on the second (a chgate
+  // restart); the next stream works.
+  server.service().set_stream_end_after(2, grpc::Status(grpc::StatusCode::UNAVAILABLE, "drained"),
+                                        /*streams=*/1);
+  CliRun run = Cli({"--addr", server.address(), "insert", "--table", "t", "--batch-rows", "1",
+                    "--idempotency-prefix", "p"},
+                   "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("batch 2: UNAVAILABLE"));
+  EXPECT_THAT(run.err, HasSubstr("sending it again (attempt 2)"));
+  std::vector<std::string> keys;
+  for (const v1::InsertRequest& r : server.service().stream_requests()) {
+    keys.push_back(r.idempotency_key());
+  }
+  std::sort(keys.begin(), keys.end());
+  EXPECT_THAT(keys, ::testing::ElementsAre("p-1", "p-2", "p-2", "p-3"));
+
+  // Without keys nothing is sent twice.
+  FakeServer other;
+  other.service().set_stream_end_after(2, grpc::Status(grpc::StatusCode::UNAVAILABLE, "drained"),
+                                       /*streams=*/1);
+  run = Cli({"--addr", other.address(), "insert", "--table", "t", "--batch-rows", "1"},
+            "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
+  EXPECT_EQ(run.code, kExitUnavailable);
+  EXPECT_THAT(run.err, HasSubstr("batch 2 (input lines 2-2) failed: UNAVAILABLE"));
 }
 
 TEST(CliInsertTest, MissingAckWithinTimeoutCancels) {

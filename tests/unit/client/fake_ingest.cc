@@ -45,10 +45,11 @@ void FakeIngest::set_stream_ack_status(
   stream_ack_status_ = std::move(f);
 }
 
-void FakeIngest::set_stream_end_after(int n, grpc::Status status) {
+void FakeIngest::set_stream_end_after(int n, grpc::Status status, int streams) {
   absl::MutexLock lock(&mu_);
   stream_end_after_ = n;
   stream_end_status_ = std::move(status);
+  stream_end_streams_ = streams;
 }
 
 std::vector<v1::InsertRequest> FakeIngest::inserts() const {
@@ -137,7 +138,14 @@ grpc::Status FakeIngest::InsertStream(
         ack.set_query_id("stream-q");
       }
     }
-    if (end_after >= 0 && received >= end_after) return end_status;
+    if (end_after >= 0 && received >= end_after) {
+      absl::MutexLock lock(&mu_);
+      if (stream_end_streams_ > 0) {
+        --stream_end_streams_;
+        return end_status;
+      }
+      stream_end_after_ = -1;  // the later streams run normally
+    }
     if (received < hold_until) {
       held.push_back(std::move(ack));
       continue;

@@ -41,10 +41,10 @@ class FakeIngest final : public v1::Ingest::Service {
   // InsertStream: acks are held until this many requests arrived, then sent in reverse order
   // (later ones at once); `stream_ack_status` gives a request's ack status (OK when it returns
   // nullopt); after `stream_end_after` requests the stream ends with `stream_end_status` without
-  // acking the unacked ones.
+  // acking the unacked ones (only the first `streams` streams do).
   void set_stream_hold_until(int n);
   void set_stream_ack_status(std::function<std::optional<v1::Status>(const v1::InsertRequest&)> f);
-  void set_stream_end_after(int n, grpc::Status status);
+  void set_stream_end_after(int n, grpc::Status status, int streams = 1 << 30);
 
   // ---- observations ----
   std::vector<v1::InsertRequest> inserts() const;          // unary
@@ -77,6 +77,7 @@ class FakeIngest final : public v1::Ingest::Service {
       ABSL_GUARDED_BY(mu_);
   int stream_end_after_ ABSL_GUARDED_BY(mu_) = -1;
   grpc::Status stream_end_status_ ABSL_GUARDED_BY(mu_);
+  int stream_end_streams_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::vector<v1::InsertRequest> inserts_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::InsertRequest> stream_requests_ ABSL_GUARDED_BY(mu_);
