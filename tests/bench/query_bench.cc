@@ -1,0 +1,118 @@
+// Reader side of the Query benchmark (tests/bench/query_bench.py drives it): runs one query through
+// chgate's Query RPC with the C++ SDK's row cursor, touches every value of every row the way an
+// application would (typed getters for numbers, views for strings, the text form for nested
+// values), and prints one line of `key=value` results: rows, received/decoded bytes (from the
+// summary), wall time, this process's CPU time and peak RSS.
+//
+//   chgate_query_bench --addr 127.0.0.1:50051 --sql 'SELECT number FROM system.numbers LIMIT 1e8'
+#include <sys/resource.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "client/sdk/client.h"
+
+namespace {
+
+double Seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
+
+int Usage() {
+  std::cerr << "usage: chgate_query_bench --addr HOST:PORT --sql SQL\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string addr = "127.0.0.1:50051";
+  std::string sql;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--addr") == 0) {
+      addr = argv[i + 1];
+    } else if (std::strcmp(argv[i], "--sql") == 0) {
+      sql = argv[i + 1];
+    } else {
+      return Usage();
+    }
+  }
+  if (sql.empty()) return Usage();
+
+  chgate::client::ClientOptions options;
+  options.default_timeout = absl::Minutes(10);
+  auto client = chgate::client::Client::Create(addr, options);
+  if (!client.ok()) {
+    std::cerr << client.status() << "\n";
+    return 1;
+  }
+  const absl::Time start = absl::Now();
+  auto cursor = (*client)->Query(sql);
+  if (!cursor.ok()) {
+    std::cerr << cursor.status() << "\n";
+    return 1;
+  }
+  chgate::client::QueryCursor& c = **cursor;
+  // What each column is read as: 0 = UInt64, 1 = Int64, 2 = Float64, 3 = string view, 4 = text.
+  std::vector<int> kinds;
+  for (size_t col = 0; col < c.column_count(); ++col) {
+    const std::string& type = c.header().columns(static_cast<int>(col)).type();
+    if (type == "UInt64" || type == "UInt32" || type == "UInt16" || type == "UInt8" ||
+        type.rfind("DateTime", 0) == 0 || type == "Date") {
+      kinds.push_back(0);
+    } else if (type == "Int64" || type == "Int32" || type == "Int16" || type == "Int8") {
+      kinds.push_back(1);
+    } else if (type == "Float64" || type == "Float32") {
+      kinds.push_back(2);
+    } else if (type == "String" || type == "LowCardinality(String)") {
+      kinds.push_back(3);
+    } else {
+      kinds.push_back(4);
+    }
+  }
+  uint64_t checksum = 0;
+  std::string text;
+  while (c.Next()) {
+    for (size_t col = 0; col < kinds.size(); ++col) {
+      if (c.IsNull(col)) continue;
+      switch (kinds[col]) {
+        case 0:
+          checksum += *c.GetUInt64(col);
+          break;
+        case 1:
+          checksum += static_cast<uint64_t>(*c.GetInt64(col));
+          break;
+        case 2:
+          checksum += static_cast<uint64_t>(*c.GetFloat64(col));
+          break;
+        case 3:
+          checksum += c.GetString(col)->size();
+          break;
+        default:
+          text.clear();
+          c.AppendValue(col, chgate::client::TextFormat::kTsv, &text);
+          checksum += text.size();
+          break;
+      }
+    }
+  }
+  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+  if (!c.status().ok()) {
+    std::cerr << c.status() << "\n";
+    return 1;
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const chgate::v1::QuerySummary* summary = c.summary();
+  std::printf(
+      "rows=%llu received_bytes=%llu decoded_bytes=%llu wall=%.4f user=%.4f sys=%.4f "
+      "maxrss_kib=%ld checksum=%llu\n",
+      static_cast<unsigned long long>(c.rows_read()),
+      static_cast<unsigned long long>(summary ? summary->received_bytes() : 0),
+      static_cast<unsigned long long>(summary ? summary->decoded_bytes() : 0), wall,
+      Seconds(usage.ru_utime), Seconds(usage.ru_stime), usage.ru_maxrss,
+      static_cast<unsigned long long>(checksum));
+  return 0;
+}
