@@ -35,7 +35,7 @@ size_t Block::ByteSize() const {
   return n;
 }
 
-absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block) {
+absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block, bool discard_values) {
   // Columns of the previous block are reused when the next one has the same name and type at
   // the same position (the common case for a query's blocks), so steady-state reads allocate
   // nothing and skip parsing the type name.
@@ -94,13 +94,18 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block) {
     }
     if (rows > 0) {
       RETURN_IF_ERROR((*column)->LoadPrefix(in));
-      absl::Status loaded = (*column)->LoadBody(in, static_cast<size_t>(rows));
+      absl::Status loaded = discard_values ? (*column)->SkipBody(in, static_cast<size_t>(rows))
+                                           : (*column)->LoadBody(in, static_cast<size_t>(rows));
       if (!loaded.ok()) {
         return absl::Status(loaded.code(),
                             absl::StrCat("column ", name, " (", type, "): ", loaded.message()));
       }
     }
-    block->AddColumn(name, *std::move(column));
+    if (discard_values) {
+      block->spare_.push_back({name, *std::move(column)});
+    } else {
+      block->AddColumn(name, *std::move(column));
+    }
   }
   // Keep what this block did not take, emptied (no views left), for the next read.
   for (NamedColumn& c : previous) {

@@ -53,7 +53,8 @@ class Block {
   Block Clone() const;
 
  private:
-  friend absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block);
+  friend absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block,
+                                bool discard_values);
   std::vector<NamedColumn> columns_;
   // Emptied columns of earlier reads that the last block did not use (e.g. while an INSERT's
   // terminating empty block passes), kept for ReadBlock to reuse.
@@ -69,7 +70,11 @@ inline constexpr uint64_t kMaxBlockRows = uint64_t{1} << 40;
 // Replaces `block` with the block body read from `in`, decoded at protocol `revision`.
 // Errors: DataLoss (corrupt data), OutOfRange (truncated), InvalidArgument/Unimplemented (a type
 // this client cannot read, or a column with custom serialization), plus source errors.
-absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block);
+// With `discard_values`, the values are read past without being kept (fixed-width bodies are
+// skipped without a copy): `block` then has rows() but no columns. For servers that accept data
+// only to drop it (benchmark peers).
+absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block,
+                       bool discard_values = false);
 
 // Appends the block body to `out`; column data is referenced, not copied.
 void WriteBlock(const Block& block, uint64_t revision, GatherWriter& out);

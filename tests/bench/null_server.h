@@ -1,9 +1,10 @@
 // NullServer: a minimal native-protocol server for benchmarks and tests. It speaks revision 54460
 // on 127.0.0.1 (port 0), answers Ping, accepts any INSERT (answering with a configured header
 // block, then reading and discarding every Data block) and answers any other query by sending
-// a configured block a configured number of times. Data blocks are decoded into reused columns,
-// so its memory is bounded by one block. Each connection is served on its own thread; the
-// destructor stops them all.
+// a configured block a configured number of times. Data blocks are read past without keeping
+// their values (fixed-width and String bodies are skipped, other layouts decoded into reused
+// columns), so its memory is bounded by its receive buffer and one block of nested values. Each
+// connection is served on its own thread; the destructor stops them all.
 #pragma once
 
 #include <atomic>

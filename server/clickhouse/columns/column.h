@@ -53,6 +53,14 @@ class Column {
   }
   // Reads `rows` rows of body and appends them.
   virtual absl::Status LoadBody(ReadBuffer& in, size_t rows) = 0;
+  // Reads past `rows` rows of body without keeping them (the column is left empty). The default
+  // loads and clears; layouts that can skip without copying override it.
+  virtual absl::Status SkipBody(ReadBuffer& in, size_t rows) {
+    Clear();
+    absl::Status loaded = LoadBody(in, rows);
+    Clear();
+    return loaded;
+  }
   virtual void SavePrefix(GatherWriter& out) const { (void)out; }
   virtual void SaveBody(GatherWriter& out) const = 0;
 

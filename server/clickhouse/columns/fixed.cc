@@ -229,6 +229,14 @@ ColumnPtr ColumnFixed::CloneEmpty() const {
   return std::make_shared<ColumnFixed>(type_name(), type(), kind_, width_, params_);
 }
 
+absl::Status ColumnFixed::SkipBody(ReadBuffer& in, size_t rows) {
+  if (rows > std::numeric_limits<size_t>::max() / width_) {
+    return absl::DataLossError(absl::StrCat("row count ", rows, " overflows"));
+  }
+  Clear();
+  return in.Skip(rows * width_);
+}
+
 absl::Status ColumnFixed::LoadBody(ReadBuffer& in, size_t rows) {
   if (rows > std::numeric_limits<size_t>::max() / width_) {
     return absl::DataLossError(absl::StrCat("row count ", rows, " overflows"));

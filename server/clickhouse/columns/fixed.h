@@ -86,6 +86,7 @@ class ColumnFixed final : public Column {
   ColumnPtr CloneEmpty() const override;
   size_t ByteSize() const override { return values_.size(); }
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
+  absl::Status SkipBody(ReadBuffer& in, size_t rows) override;
   void SaveBody(GatherWriter& out) const override { out.Reference(values_.data(), values_.size()); }
   void FormatValue(size_t row, bool nested, std::string* out) const override;
 

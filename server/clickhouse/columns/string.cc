@@ -29,6 +29,16 @@ ColumnPtr ColumnString::CloneEmpty() const {
   return std::make_shared<ColumnString>(type_name(), type());
 }
 
+absl::Status ColumnString::SkipBody(ReadBuffer& in, size_t rows) {
+  Clear();
+  for (size_t i = 0; i < rows; ++i) {
+    uint64_t len = 0;
+    RETURN_IF_ERROR(in.ReadVarUInt(&len));
+    RETURN_IF_ERROR(in.Skip(len));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ColumnString::LoadBody(ReadBuffer& in, size_t rows) {
   ends_.reserve(ends_.size() + std::min<size_t>(rows, 1 << 20));
   if (wire_.empty() && in.WindowIsStable()) {

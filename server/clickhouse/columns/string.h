@@ -52,6 +52,7 @@ class ColumnString final : public Column {
   ColumnPtr CloneEmpty() const override;
   size_t ByteSize() const override { return wire_.size() + ends_.size() * sizeof(uint64_t); }
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
+  absl::Status SkipBody(ReadBuffer& in, size_t rows) override;
   void SaveBody(GatherWriter& out) const override { out.Reference(wire_.data(), wire_.size()); }
   void FormatValue(size_t row, bool nested, std::string* out) const override;
 

@@ -273,9 +273,9 @@ absl::Status ClientPacketReader::ReadData(ClientPacket* p) {
   if (revision_ >= revision::kTemporaryTables) {
     RETURN_IF_ERROR(in_->ReadString(&p->table_name, kMaxNameSize));
   }
-  if (!compressed_) return ReadBlock(*in_, revision_, &p->block);
+  if (!compressed_) return ReadBlock(*in_, revision_, &p->block, discard_data_);
   compressed_in_.ResetArena();  // the previous block is cleared before it is read into
-  RETURN_IF_ERROR(ReadBlock(compressed_in_, revision_, &p->block));
+  RETURN_IF_ERROR(ReadBlock(compressed_in_, revision_, &p->block, discard_data_));
   if (compressed_in_.available() != 0) {
     return absl::DataLossError(absl::StrCat("client block ended ", compressed_in_.available(),
                                             " bytes before the end of its compression frame"));

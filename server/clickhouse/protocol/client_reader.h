@@ -129,6 +129,9 @@ class ClientPacketReader {
   // Whether Data blocks arrive in compression frames; every Query sets it from its flag.
   void set_compressed(bool compressed) { compressed_ = compressed; }
   bool compressed() const { return compressed_; }
+  // Data blocks are read past without keeping their values (ReadBlock's discard_values): the
+  // packet's block has rows() but no columns.
+  void set_discard_data(bool discard) { discard_data_ = discard; }
 
   // Reads the next packet. Errors: those of the source (OutOfRange at the end of the data,
   // Unavailable, DeadlineExceeded); DataLoss for malformed packets, unknown packet codes, a
@@ -150,6 +153,7 @@ class ClientPacketReader {
   bool addendum_pending_ = false;
   bool compressed_ = false;
   ClientPacket packet_;
+  bool discard_data_ = false;
 };
 
 }  // namespace chgate::clickhouse

@@ -88,6 +88,14 @@ ColumnPtr RoundTrip(const ColumnPtr& column, uint64_t revision = kRevision) {
   EXPECT_EQ(got->Size(), column->Size());
   EXPECT_EQ(FormatAll(*got), FormatAll(*column));
   EXPECT_EQ(Hex(EncodeBlock(back, revision)), Hex(bytes));
+  // Reading past the values (discard_values) consumes exactly the same bytes.
+  MemoryReadBuffer skip_in(bytes);
+  Block skipped;
+  absl::Status skip = ReadBlock(skip_in, revision, &skipped, /*discard_values=*/true);
+  EXPECT_TRUE(skip.ok()) << column->type_name() << ": " << skip;
+  EXPECT_TRUE(skip_in.AtEnd()) << column->type_name();
+  EXPECT_EQ(skipped.rows(), column->Size());
+  EXPECT_EQ(skipped.column_count(), 0u);
   return got;
 }
 
