@@ -75,10 +75,26 @@ void InsertStream::Send(v1::InsertRequest request, AckCallback done) {
     return;
   }
   request.set_sequence(sequence);
-  absl::MutexLock lock(&write_mu_);
-  // A failed write means the call is over; the reader thread sees the end and fails every
-  // pending request (this one included) with the stream's status.
-  (void)stream_->Write(request);
+  {
+    absl::MutexLock lock(&write_mu_);
+    if (!writes_done_ && !call_over_) {
+      // A failed write means the call is over; the reader thread sees the end and fails every
+      // pending request (this one included) with the stream's status.
+      (void)stream_->Write(request);
+      return;
+    }
+  }
+  // Close() half-closed the stream, or the call ended, between the registration above and this
+  // write.
+  AckCallback unsent;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_.find(sequence);
+    if (it == pending_.end()) return;  // the reader thread already failed it
+    unsent = std::move(it->second);
+    pending_.erase(it);
+  }
+  unsent(absl::FailedPreconditionError("InsertStream is closed or ended"));
 }
 
 absl::Status InsertStream::Close() {
@@ -90,7 +106,8 @@ absl::Status InsertStream::Close() {
   }
   if (first) {
     absl::MutexLock lock(&write_mu_);
-    (void)stream_->WritesDone();
+    writes_done_ = true;
+    if (!call_over_) (void)stream_->WritesDone();
   }
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(&drained_));
@@ -133,6 +150,7 @@ void InsertStream::ReadAcks() {
     // Not concurrently with a Write: a writer blocked by flow control returns as soon as the call
     // is over, which it is once Read returned false.
     absl::MutexLock lock(&write_mu_);
+    call_over_ = true;
     status = FromGrpcStatus(stream_->Finish(), *context_);
   }
   std::map<uint64_t, AckCallback> unanswered;

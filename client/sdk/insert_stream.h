@@ -17,8 +17,8 @@
 // committed: resend them with the same idempotency_key.
 //
 // Thread-safe: Send may be called from several threads. Callbacks run on the stream's reader
-// thread, one at a time; they must not block for long and must not call Close() or destroy the
-// stream.
+// thread, one at a time; they must not block for long and must not call Send() (it can wait for
+// flow control, which needs the reader thread), Close() or destroy the stream.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -80,6 +80,8 @@ class InsertStream {
 
   // Serializes Write/WritesDone/Finish on the gRPC stream.
   absl::Mutex write_mu_;
+  bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
+  bool call_over_ ABSL_GUARDED_BY(write_mu_) = false;  // Finish was called
 
   mutable absl::Mutex mu_;
   uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
