@@ -286,7 +286,8 @@ Metrics::Metrics()
                                 "Rows in finished insert requests, by table and result.");
   ingest_.batches_flushed =
       &Build(BuildCounter(), r, kBatchesFlushed,
-             "Batches committed to ClickHouse, by table and the trigger of the flush.");
+             "Batch flushes, by table and trigger; failed ones count here too (and in "
+             "chgate_flush_errors_total).");
   ingest_.flush_duration =
       &Build(BuildHistogram(), r, kFlushDuration,
              "Time to commit a batch to ClickHouse, from the start of the flush to EndOfStream, "
