@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -20,10 +21,35 @@ namespace {
 
 // ---- raw access --------------------------------------------------------------------------
 
-// Unsigned little-endian load of up to 8 bytes (independent of the host's byte order).
+// Unsigned little-endian load of up to 8 bytes.
+static_assert(std::endian::native == std::endian::little,
+              "the loads below assume a little-endian host");
 uint64_t LoadU(const char* p, size_t width) {
+  // The common widths as single loads (the values are little-endian, as is every host chgate
+  // builds for); the byte loop covers the rest.
+  switch (width) {
+    case 1:
+      return static_cast<unsigned char>(p[0]);
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default:
+      if (width >= 8) {
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        return v;
+      }
+      break;
+  }
   uint64_t v = 0;
-  for (size_t i = 0; i < width && i < 8; ++i) {
+  for (size_t i = 0; i < width; ++i) {
     v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   }
   return v;
