@@ -19,6 +19,7 @@
 #include "server/clickhouse/columns/tuple.h"
 #include "server/common/status_macros.h"
 #include "server/ingest/value_error.h"
+#include "server/service/query_block.h"
 
 namespace chgate::service {
 
@@ -394,15 +395,7 @@ class FixedNode final : public Node {
     switch (dst_.kind()) {
       case Kind::kUuid: {
         // RFC 4122 byte order -> two little-endian UInt64 halves (high half first).
-        char* out = dst_.values().Prepare(n * 16);
-        for (size_t r = 0; r < n; ++r) {
-          const char* in = p + r * 16;
-          char* o = out + r * 16;
-          for (int b = 0; b < 8; ++b) {
-            o[b] = in[7 - b];
-            o[8 + b] = in[15 - b];
-          }
-        }
+        SwapUuidByteOrder(p, n, dst_.values().Prepare(n * 16));
         dst_.values().Commit(n * 16);
         return absl::OkStatus();
       }

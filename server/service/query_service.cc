@@ -15,6 +15,7 @@
 #include "server/clickhouse/cursor.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/common/status_macros.h"
+#include "server/ingest/inserter.h"
 #include "server/service/query_block.h"
 #include "server/service/status.h"
 
@@ -70,16 +71,6 @@ void ToProto(const clickhouse::Progress& p, v1::Progress* out) {
   out->set_written_rows(p.written_rows);
   out->set_written_bytes(p.written_bytes);
   out->set_elapsed_ns(p.elapsed_ns);
-}
-
-std::string QuoteIdentifier(std::string_view name) {
-  std::string out = "`";
-  for (char c : name) {
-    if (c == '`' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out.push_back('`');
-  return out;
 }
 
 }  // namespace
@@ -358,6 +349,7 @@ grpc::ServerWriteReactor<v1::QueryResponse>* QueryExecutor::Start(
     absl::MutexLock lock(&mu_);
     if (!stopping_) {
       waiting_.push_back(call);
+      ++waiting_generation_;
       return call;
     }
   }
@@ -437,15 +429,16 @@ void QueryExecutor::ExpiryLoop() {
       mu_.Lock();
       continue;
     }
-    // Wakes for a new waiting call, for shutdown, or at the earliest deadline.
-    const size_t count = waiting_.size();
+    // Wakes for a new waiting call (even if a worker took another one meanwhile), for
+    // shutdown, or at the earliest deadline.
     struct Args {
       QueryExecutor* self;
-      size_t count;
-    } args{this, count};
+      uint64_t generation;
+    } args{this, waiting_generation_};
     mu_.AwaitWithDeadline(absl::Condition(
                               +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                return a->self->stopping_ || a->self->waiting_.size() > a->count;
+                                return a->self->stopping_ ||
+                                       a->self->waiting_generation_ != a->generation;
                               },
                               &args),
                           next);
@@ -489,7 +482,7 @@ void QueryExecutor::Run(Call* call) {
       // and close it afterwards rather than hand a changed session back to the pool.
       discard = true;
       absl::Status used =
-          conn->Select({.query = absl::StrCat("USE ", QuoteIdentifier(request.database()))},
+          conn->Select({.query = absl::StrCat("USE ", ingest::QuoteIdentifier(request.database()))},
                        [](const clickhouse::Block&) { return absl::OkStatus(); });
       if (!used.ok()) {
         conn.Discard();

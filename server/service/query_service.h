@@ -91,6 +91,7 @@ class QueryExecutor {
 
   mutable absl::Mutex mu_;
   std::deque<Call*> waiting_ ABSL_GUARDED_BY(mu_);
+  uint64_t waiting_generation_ ABSL_GUARDED_BY(mu_) = 0;  // calls ever queued
   std::vector<Call*> running_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;

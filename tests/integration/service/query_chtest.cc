@@ -428,7 +428,7 @@ TEST_F(QueryServiceTest, CallsBeyondTheLimitGetResourceExhausted) {
   }
   (void)reader->Finish();
   EXPECT_TRUE(Run("SELECT 1").status.ok());
-  EXPECT_GE(QueriesWithResult("resource_exhausted"), 1);
+  EXPECT_GE(QueriesWithResult("resource_exhausted"), 1) << o.status.error_message();
 }
 
 TEST_F(QueryServiceTest, SlowReaderStopsChgateReadingClickHouse) {
