@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <random>
 #include <utility>
@@ -138,12 +139,28 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
     Finish(status);
   }
 
+  // An empty Block for the next response, reusing the buffers of one already written when there
+  // is one (fresh megabyte-sized buffers for every message would cost page faults).
+  v1::Block* TakeBlock() {
+    absl::MutexLock lock(&mu_);
+    if (spare_blocks_.empty()) return new v1::Block();
+    v1::Block* block = spare_blocks_.back().release();
+    spare_blocks_.pop_back();
+    return block;
+  }
+
   void OnWriteDone(bool ok) override {
     const v1::QueryResponse* next = nullptr;
     std::optional<grpc::Status> finish;
     {
       absl::MutexLock lock(&mu_);
-      queued_bytes_ -= queue_.front().ByteSizeLong();
+      v1::QueryResponse& written = queue_.front();
+      queued_bytes_ -= written.ByteSizeLong();
+      if (written.has_block() && spare_blocks_.size() < kSpareBlocks) {
+        std::unique_ptr<v1::Block> block(written.release_block());
+        block->Clear();  // keeps the columns' buffers
+        spare_blocks_.push_back(std::move(block));
+      }
       queue_.pop_front();
       if (!ok) {
         write_failed_ = true;
@@ -198,6 +215,9 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> finish_ ABSL_GUARDED_BY(mu_);
+  // Written blocks kept for reuse (at most kSpareBlocks, about a response's size each).
+  static constexpr size_t kSpareBlocks = 2;
+  std::vector<std::unique_ptr<v1::Block>> spare_blocks_ ABSL_GUARDED_BY(mu_);
 };
 
 namespace {
@@ -205,8 +225,9 @@ namespace {
 // Builds one query's responses: merges and splits blocks into messages of about `target` bytes.
 class ResponseBuilder {
  public:
-  ResponseBuilder(size_t target, std::function<bool(v1::QueryResponse)> send)
-      : target_(target), send_(std::move(send)) {}
+  ResponseBuilder(size_t target, std::function<bool(v1::QueryResponse)> send,
+                  std::function<v1::Block*()> take_block)
+      : target_(target), send_(std::move(send)), take_block_(std::move(take_block)) {}
 
   // Adds every row of `block`; sends full messages. False once sending failed.
   bool Add(const clickhouse::Block& block) {
@@ -237,7 +258,10 @@ class ResponseBuilder {
         }
         bytes = Estimate(block, begin, end);
       }
-      if (pending_rows() == 0) pending_since_ = absl::Now();
+      if (pending_rows() == 0) {
+        pending_since_ = absl::Now();
+        if (!pending_.has_block()) pending_.set_allocated_block(take_block_());
+      }
       AppendResultBlock(block, begin, end, pending_.mutable_block());
       pending_bytes_ += bytes;
       begin = end;
@@ -275,6 +299,7 @@ class ResponseBuilder {
 
   const size_t target_;
   const std::function<bool(v1::QueryResponse)> send_;
+  const std::function<v1::Block*()> take_block_;
   v1::QueryResponse pending_;
   size_t pending_bytes_ = 0;
   absl::Time pending_since_;
@@ -552,7 +577,7 @@ void QueryExecutor::Run(Call* call) {
     uint32_t target = request.max_response_bytes();
     if (target == 0) target = options_.response_bytes;
     target = std::min(target, options_.max_response_bytes);
-    ResponseBuilder builder(target, send);
+    ResponseBuilder builder(target, send, [call] { return call->TakeBlock(); });
 
     auto cancel = [&]() -> absl::Status {
       absl::Status drained = cursor.Cancel(options_.cancel_drain_timeout);
