@@ -9,6 +9,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -502,6 +503,11 @@ void QueryExecutor::Run(Call* call) {
           clickhouse::revision::kParameters, " or newer; this one speaks ", conn->revision()));
     }
     bool discard = false;
+    // Runs after the cursor below is gone (it is declared later) and before `conn` returns to
+    // the pool: a connection switched to another database, or not drained, is closed instead.
+    absl::Cleanup discard_if_needed = [&] {
+      if (discard) conn.Discard();
+    };
     if (!request.database().empty()) {
       // The native protocol names the database only at the handshake: switch this connection
       // and close it afterwards rather than hand a changed session back to the pool.
@@ -509,10 +515,7 @@ void QueryExecutor::Run(Call* call) {
       absl::Status used =
           conn->Select({.query = absl::StrCat("USE ", ingest::QuoteIdentifier(request.database()))},
                        [](const clickhouse::Block&) { return absl::OkStatus(); });
-      if (!used.ok()) {
-        conn.Discard();
-        return used;
-      }
+      if (!used.ok()) return used;
     }
 
     clickhouse::QueryParams params;
@@ -582,7 +585,6 @@ void QueryExecutor::Run(Call* call) {
     auto cancel = [&]() -> absl::Status {
       absl::Status drained = cursor.Cancel(options_.cancel_drain_timeout);
       if (!drained.ok()) discard = true;
-      if (discard) conn.Discard();
       if (call->shutting_down()) return absl::UnavailableError("chgate is shutting down");
       if (absl::Now() >= call->deadline()) {
         return absl::DeadlineExceededError(
@@ -593,10 +595,7 @@ void QueryExecutor::Run(Call* call) {
 
     const clickhouse::Block* block = cursor.Next();
     if (cursor.interrupted()) return cancel();
-    if (!cursor.status().ok()) {
-      if (discard) conn.Discard();
-      return ExplainReadOnly(cursor.status());
-    }
+    if (!cursor.status().ok()) return ExplainReadOnly(cursor.status());
     {
       absl::Status carried = CheckResultColumns(cursor.header());
       if (!carried.ok()) {
@@ -629,12 +628,8 @@ void QueryExecutor::Run(Call* call) {
     }
     if (cursor.interrupted() || send_failed) return cancel();
     if (!builder.Flush()) return cancel();
-    if (!cursor.status().ok()) {
-      if (discard) conn.Discard();
-      return ExplainReadOnly(cursor.status());
-    }
+    if (!cursor.status().ok()) return ExplainReadOnly(cursor.status());
     const absl::Duration elapsed = absl::Now() - sent_at;
-    if (discard) conn.Discard();
 
     if (cursor.totals().has_value() && cursor.totals()->rows() > 0) {
       v1::QueryResponse totals;
