@@ -420,9 +420,7 @@ void QueryExecutor::WorkerLoop() {
       waiting_.pop_front();
       running_.push_back(call);
     }
-    Run(call);
-    absl::MutexLock lock(&mu_);
-    running_.erase(std::find(running_.begin(), running_.end(), call));
+    Run(call);  // takes `call` out of running_ before finishing it
   }
 }
 
@@ -671,7 +669,13 @@ void QueryExecutor::Run(Call* call) {
     metrics_->QueryFinished(metrics::ResultLabel(status.code()),
                             absl::ToDoubleSeconds(absl::Now() - started));
   }
-  call->FinishWhenDrained(ToGrpcStatus(status, call->context()));
+  grpc::Status finished = ToGrpcStatus(status, call->context());
+  {
+    // Once finished, the call may be deleted at any time: BeginShutdown must not see it.
+    absl::MutexLock lock(&mu_);
+    running_.erase(std::find(running_.begin(), running_.end(), call));
+  }
+  call->FinishWhenDrained(std::move(finished));
 }
 
 }  // namespace chgate::service
