@@ -541,8 +541,11 @@ bool Ingestor::ShouldRetry(const absl::Status& status) const {
 void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
                      std::vector<std::shared_ptr<Pending>> pendings, FlushReason reason) {
   const absl::Time start = clock_->Now();
-  absl::Time stop_at = start + options_.retry.max_elapsed;
-  for (const auto& p : pendings) stop_at = std::min(stop_at, p->deadline);
+  // Attempts go on while some caller of the batch still waits: a caller whose deadline passed
+  // (it already has its DEADLINE_EXCEEDED) must not cut short the others' flush.
+  absl::Time last_deadline = absl::InfinitePast();
+  for (const auto& p : pendings) last_deadline = std::max(last_deadline, p->deadline);
+  const absl::Time stop_at = std::min(start + options_.retry.max_elapsed, last_deadline);
   InsertAttempt attempt;
   {
     absl::MutexLock lock(&mu_);

@@ -47,7 +47,8 @@ struct BatchLimits {
 struct RetryPolicy {
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(5);
-  // Retries stop this long after the first attempt (and at the earliest caller deadline).
+  // Retries stop this long after the first attempt (and at the latest deadline of the batch's
+  // callers: none is left waiting after it).
   absl::Duration max_elapsed = absl::Seconds(60);
 };
 

@@ -338,6 +338,25 @@ TEST_F(IngestorTest, RetriesStopAtTheEarliestCallerDeadline) {
   for (const InsertCall& call : inserter_.calls) EXPECT_LE(call.deadline, start + absl::Seconds(2));
 }
 
+// A caller with a tiny deadline shares the batch with one that waits longer: the flush (and each
+// socket wait in it) is bounded by the later deadline, so the expired caller does not make the
+// other's rows fail.
+TEST_F(IngestorTest, AnExpiredCallerDoesNotCutTheBatchsAttemptsShort) {
+  Make(Options());
+  auto a = Rows(0, 1), b = Rows(1, 1);
+  const absl::Time start = clock_.Now();
+  Outcome* short_lived = Submit(a, absl::Milliseconds(150));
+  Outcome* patient = Submit(b, absl::Seconds(5));
+  clock_.Advance(absl::Milliseconds(100));  // within 100 ms of the first deadline: flush now
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(patient->done);
+  EXPECT_TRUE(patient->result.status.ok()) << patient->result.status;
+  EXPECT_TRUE(short_lived->done);
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(inserter_.calls[0].deadline, start + absl::Seconds(5));
+}
+
 TEST_F(IngestorTest, UnknownTableAndBadBlocksFailAtOnceWithoutBuffering) {
   Make(Options());
   auto a = Rows(0, 1);
