@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
 
 namespace chgate::clickhouse {
 
@@ -24,21 +25,27 @@ void Cursor::Finish(absl::Status status) {
   status_ = std::move(status);
 }
 
-bool Cursor::WaitUnlessInterrupted() {
+absl::StatusOr<bool> Cursor::WaitUnlessInterrupted() {
   while (true) {
     if (options_.interrupted()) return false;
-    absl::StatusOr<bool> ready = conn_->WaitForInput(options_.poll_interval);
-    // An error is left for ReceivePacket to report.
-    if (!ready.ok() || *ready) return true;
+    ASSIGN_OR_RETURN(bool ready, conn_->WaitForInput(options_.poll_interval));
+    if (ready) return true;
   }
 }
 
 const Block* Cursor::Next() {
   if (interrupted()) return nullptr;
   while (!done_) {
-    if (options_.interrupted && !WaitUnlessInterrupted()) {
-      status_ = absl::CancelledError("query interrupted by the caller");
-      return nullptr;
+    if (options_.interrupted) {
+      absl::StatusOr<bool> go_on = WaitUnlessInterrupted();
+      if (!go_on.ok()) {
+        Finish(go_on.status());  // the socket's own error, not a later "connection is broken"
+        return nullptr;
+      }
+      if (!*go_on) {
+        status_ = absl::CancelledError("query interrupted by the caller");
+        return nullptr;
+      }
     }
     absl::StatusOr<Packet*> packet = conn_->ReceivePacket();
     if (!packet.ok()) {
@@ -55,6 +62,7 @@ const Block* Cursor::Next() {
           for (const NamedColumn& c : p.block.columns()) {
             header_.AddColumn(c.name, c.column->CloneEmpty());
           }
+          if (options_.on_header) options_.on_header(header_);
           if (p.block.rows() == 0) break;
         }
         if (p.block.rows() == 0) break;

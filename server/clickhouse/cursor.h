@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/clickhouse/connection.h"
 
@@ -25,6 +26,9 @@ namespace chgate::clickhouse {
 struct CursorOptions {
   // Called from Next() with each Progress increment as it arrives (progress() has the sum).
   std::function<void(const Progress&)> on_progress;
+  // Called from Next() as soon as the result's columns are known (the server sends them before
+  // it starts executing), with the header block.
+  std::function<void(const Block&)> on_header;
   // When set, Next() waits for the server in steps of `poll_interval` and asks this between
   // packets and between steps; once it returns true, Next() returns nullptr with status
   // Cancelled while the query still runs in the server: the caller then calls Cancel().
@@ -70,8 +74,9 @@ class Cursor {
  private:
   void Finish(absl::Status status);
 
-  // Waits until a packet can be read or the caller interrupts; false when interrupted.
-  bool WaitUnlessInterrupted();
+  // Waits until a packet can be read (true) or the caller interrupts (false); errors are the
+  // socket's.
+  absl::StatusOr<bool> WaitUnlessInterrupted();
 
   Connection* conn_;
   CursorOptions options_;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <random>
@@ -62,7 +63,27 @@ absl::string_view StripLeading(absl::string_view sql) {
 bool IsInsertWithData(absl::string_view sql) {
   absl::string_view s = StripLeading(sql);
   if (s.size() < 6 || !absl::EqualsIgnoreCase(s.substr(0, 6), "INSERT")) return false;
-  return !absl::StrContains(absl::AsciiStrToUpper(s), "SELECT");
+  // The first of the keywords that can follow the target decides (data may contain the others).
+  const std::string upper = absl::AsciiStrToUpper(s);
+  size_t data = std::min(upper.find("VALUES"), upper.find("FORMAT"));
+  size_t select = std::min(upper.find("SELECT"), upper.find("WITH"));
+  return select == std::string::npos || data < select;
+}
+
+// Whether a statement leaves the session as it found it, so its connection may serve the next
+// caller. Anything else (USE, SET, CREATE TEMPORARY TABLE, ...) could change the database,
+// settings or temporary tables that later queries and inserts on the connection would see.
+bool KeepsSession(absl::string_view sql) {
+  absl::string_view s = StripLeading(sql);
+  while (!s.empty() && s.front() == '(') s = StripLeading(s.substr(1));
+  for (const char* keyword : {"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "EXISTS"}) {
+    const size_t n = std::strlen(keyword);
+    if (s.size() >= n && absl::EqualsIgnoreCase(s.substr(0, n), keyword) &&
+        (s.size() == n || !absl::ascii_isalnum(static_cast<unsigned char>(s[n])))) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void ToProto(const clickhouse::Progress& p, v1::Progress* out) {
@@ -110,19 +131,29 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
     const size_t size = response.ByteSizeLong();
     *bytes = size;
     const v1::QueryResponse* start = nullptr;
+    bool timed_out = false;
     {
       absl::MutexLock lock(&mu_);
       while (queued_bytes_ >= executor_->options_.max_buffered_bytes && !cancelled() &&
-             !write_failed_) {
-        cv_.Wait(&mu_);
+             !write_failed_ && !timed_out) {
+        // A caller without a deadline that stops reading is still bounded by the default one.
+        timed_out = cv_.WaitWithDeadline(&mu_, deadline_);
       }
       if (cancelled() || write_failed_) return false;
-      queue_.push_back(std::move(response));
-      queued_bytes_ += size;
+      if (!timed_out) {
+        queue_.push_back(std::move(response));
+        queued_bytes_ += size;
+      }
       if (!writing_) {
         writing_ = true;
         start = &queue_.front();
       }
+    }
+    if (timed_out) {
+      // The write in flight will never complete by itself: end the RPC (outside the lock, as
+      // gRPC may run OnCancel inline), which fails it and lets Finish through.
+      context_->TryCancel();
+      return false;
     }
     if (start != nullptr) StartWrite(start);
     return true;
@@ -484,8 +515,17 @@ void QueryExecutor::Run(Call* call) {
 
   absl::Status status = [&]() -> absl::Status {
     if (call->cancelled()) return absl::CancelledError("query cancelled before it started");
-    absl::StatusOr<clickhouse::PooledConnection> acquired =
-        pool_->Acquire(call->deadline() - options_.deadline_margin);
+    // In slices, so that a caller who cancels while every connection is busy frees its slot.
+    const absl::Time acquire_until = call->deadline() - options_.deadline_margin;
+    absl::StatusOr<clickhouse::PooledConnection> acquired;
+    while (true) {
+      acquired = pool_->Acquire(std::min(acquire_until, absl::Now() + absl::Milliseconds(200)));
+      if (acquired.ok() || !absl::IsDeadlineExceeded(acquired.status()) ||
+          absl::Now() >= acquire_until) {
+        break;
+      }
+      if (call->cancelled()) return absl::CancelledError("query cancelled before it started");
+    }
     if (!acquired.ok()) {
       if (absl::IsDeadlineExceeded(acquired.status())) {
         return absl::ResourceExhaustedError(
@@ -500,7 +540,9 @@ void QueryExecutor::Run(Call* call) {
           "query parameters need a ClickHouse server with native protocol revision ",
           clickhouse::revision::kParameters, " or newer; this one speaks ", conn->revision()));
     }
-    bool discard = false;
+    // A statement that may change the session (USE, SET, temporary tables) does not hand its
+    // connection back to the pool.
+    bool discard = !KeepsSession(request.sql());
     // Runs after the cursor below is gone (it is declared later) and before `conn` returns to
     // the pool: a connection switched to another database, or not drained, is closed instead.
     absl::Cleanup discard_if_needed = [&] {
@@ -547,18 +589,41 @@ void QueryExecutor::Run(Call* call) {
     }
 
     const bool send_progress = request.send_progress();
+    const std::string query_id = params.query_id;
     bool send_failed = false;
-    clickhouse::CursorOptions cursor_options{
-        // A call without a deadline of its own ends at options_.default_timeout.
-        .interrupted = [call] { return call->cancelled() || absl::Now() >= call->deadline(); },
-    };
-    // Progress before the first block is held back: the header goes first.
+    uint32_t target = request.max_response_bytes();
+    if (target == 0) target = options_.response_bytes;
+    target = std::min(target, options_.max_response_bytes);
+    ResponseBuilder builder(target, send, [call] { return call->TakeBlock(); });
+
+    // The header goes out as soon as the server names the columns (before it executes), so
+    // progress can follow at once; progress that comes even earlier is held back until then.
+    absl::Status header_status;
     bool header_sent = false;
     std::optional<clickhouse::Progress> early_progress;
     auto send_progress_message = [&](const clickhouse::Progress& p) {
       v1::QueryResponse response;
       ToProto(p, response.mutable_progress());
-      send_failed = !send(std::move(response));
+      if (!send(std::move(response))) send_failed = true;
+    };
+    clickhouse::CursorOptions cursor_options;
+    cursor_options.on_header = [&](const clickhouse::Block& columns) {
+      header_status = CheckResultColumns(columns);
+      if (!header_status.ok()) return;
+      v1::QueryResponse header;
+      for (const clickhouse::NamedColumn& c : columns.columns()) {
+        auto* col = header.mutable_header()->add_columns();
+        col->set_name(c.name);
+        col->set_type(c.column->type_name());
+      }
+      header.mutable_header()->set_query_id(query_id);
+      header.mutable_header()->set_timezone(conn->server_info().timezone);
+      if (!send(std::move(header))) {
+        send_failed = true;
+        return;
+      }
+      header_sent = true;
+      if (early_progress.has_value()) send_progress_message(*early_progress);
     };
     if (send_progress) {
       cursor_options.on_progress = [&](const clickhouse::Progress& p) {
@@ -571,14 +636,21 @@ void QueryExecutor::Run(Call* call) {
         send_progress_message(p);
       };
     }
-    const std::string query_id = params.query_id;
+    // Asked between packets and while waiting for the server: rows gathered longer than
+    // coalesce_delay go out (also while the server sends only progress), and the query stops
+    // when the call is cancelled, its deadline passed (a call without one ends at
+    // options_.default_timeout), a message could not be sent or the header was refused.
+    cursor_options.interrupted = [&] {
+      if (builder.pending_rows() > 0 && !send_failed &&
+          absl::Now() >= builder.pending_since() + options_.coalesce_delay && !builder.Flush()) {
+        send_failed = true;
+      }
+      return send_failed || !header_status.ok() || call->cancelled() ||
+             absl::Now() >= call->deadline();
+    };
+    cursor_options.poll_interval = std::min(absl::Milliseconds(50), options_.coalesce_delay);
     const absl::Time sent_at = absl::Now();
     clickhouse::Cursor cursor(conn.get(), std::move(params), std::move(cursor_options));
-
-    uint32_t target = request.max_response_bytes();
-    if (target == 0) target = options_.response_bytes;
-    target = std::min(target, options_.max_response_bytes);
-    ResponseBuilder builder(target, send, [call] { return call->TakeBlock(); });
 
     auto cancel = [&]() -> absl::Status {
       absl::Status drained = cursor.Cancel(options_.cancel_drain_timeout);
@@ -592,41 +664,38 @@ void QueryExecutor::Run(Call* call) {
     };
 
     const clickhouse::Block* block = cursor.Next();
-    if (cursor.interrupted()) return cancel();
-    if (!cursor.status().ok()) return ExplainReadOnly(cursor.status());
-    {
-      absl::Status carried = CheckResultColumns(cursor.header());
-      if (!carried.ok()) {
-        (void)cancel();
-        return carried;
-      }
-      v1::QueryResponse header;
-      for (const clickhouse::NamedColumn& c : cursor.header().columns()) {
-        auto* col = header.mutable_header()->add_columns();
-        col->set_name(c.name);
-        col->set_type(c.column->type_name());
-      }
-      header.mutable_header()->set_query_id(query_id);
-      header.mutable_header()->set_timezone(conn->server_info().timezone);
-      if (!send(std::move(header))) return cancel();
-      header_sent = true;
-      if (early_progress.has_value()) send_progress_message(*early_progress);
-      if (send_failed) return cancel();
-    }
     while (block != nullptr) {
-      if (!builder.Add(*block) || send_failed) return cancel();
+      if (!header_status.ok() || send_failed) break;
+      if (!builder.Add(*block)) {
+        send_failed = true;
+        break;
+      }
       // Rows gathered so far wait at most coalesce_delay for more before they go out.
       if (builder.pending_rows() > 0) {
         const absl::Duration linger =
             builder.pending_since() + options_.coalesce_delay - absl::Now();
         absl::StatusOr<bool> ready = conn->WaitForInput(std::max(linger, absl::ZeroDuration()));
-        if (ready.ok() && !*ready && !builder.Flush()) return cancel();
+        if (ready.ok() && !*ready && !builder.Flush()) send_failed = true;
       }
+      if (send_failed) break;
       block = cursor.Next();
     }
+    if (!header_status.ok()) {
+      (void)cancel();
+      return header_status;
+    }
     if (cursor.interrupted() || send_failed) return cancel();
-    if (!builder.Flush()) return cancel();
+    // The cursor is done: rows it delivered go out even when an exception followed them.
+    if (!builder.Flush()) return absl::CancelledError("the caller cancelled");
     if (!cursor.status().ok()) return ExplainReadOnly(cursor.status());
+    if (!header_sent) {
+      // A statement without a result (SET, or DDL with writes allowed) names no columns.
+      v1::QueryResponse header;
+      header.mutable_header()->set_query_id(query_id);
+      header.mutable_header()->set_timezone(conn->server_info().timezone);
+      if (!send(std::move(header))) return absl::CancelledError("the caller cancelled");
+      if (early_progress.has_value()) send_progress_message(*early_progress);
+    }
     const absl::Duration elapsed = absl::Now() - sent_at;
 
     if (cursor.totals().has_value() && cursor.totals()->rows() > 0) {

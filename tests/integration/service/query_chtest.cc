@@ -362,6 +362,44 @@ TEST_F(QueryServiceTest, WritesWhenAllowed) {
   o = Run("INSERT INTO chgate_chtest.query_rw VALUES (1)");
   EXPECT_EQ(o.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(absl::StrContains(o.status.error_message(), "InsertStream"));
+  // Inline data that happens to contain SELECT is still inline data.
+  o = Run("INSERT INTO chgate_chtest.query_rw FORMAT JSONEachRow {\"x\": 1} -- select");
+  EXPECT_EQ(o.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(QueryServiceTest, SessionChangesDoNotLeakToTheNextCaller) {
+  START_OR_SKIP({}, CompressionMethod::kLz4, /*pool_max=*/1);
+  // A statement without a result still gets a header (no columns) and a summary.
+  Outcome o = Run("USE system");
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  ASSERT_NE(o.header(), nullptr);
+  EXPECT_EQ(o.header()->columns_size(), 0);
+  EXPECT_NE(o.summary(), nullptr);
+  o = Run("SET max_threads = 1");
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  // The one pooled connection that ran them was closed, not handed to the next caller.
+  o = Run("SELECT currentDatabase(), value FROM system.settings WHERE name = 'max_threads'");
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_FALSE(absl::StartsWith(ResultTsv(o), "system\t")) << ResultTsv(o);
+  EXPECT_FALSE(absl::EndsWith(ResultTsv(o), "\t1\n")) << ResultTsv(o);
+}
+
+TEST_F(QueryServiceTest, ProgressStreamsBeforeTheFirstRow) {
+  START_OR_SKIP();
+  v1::QueryRequest request;
+  // One row, produced only after a long scan; progress must not wait for it.
+  request.set_sql("SELECT count() FROM (SELECT number FROM system.numbers LIMIT 400000000)");
+  request.set_send_progress(true);
+  Outcome o = Run(request);
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  ASSERT_TRUE(o.responses.front().has_header());
+  size_t first_progress = o.responses.size(), first_block = o.responses.size();
+  for (size_t i = 0; i < o.responses.size(); ++i) {
+    if (o.responses[i].has_progress() && first_progress == o.responses.size()) first_progress = i;
+    if (o.responses[i].has_block() && first_block == o.responses.size()) first_block = i;
+  }
+  EXPECT_LT(first_progress, first_block);
+  EXPECT_EQ(ResultTsv(o), "400000000\n");
 }
 
 // ---- cancel, deadline, limits ----
