@@ -318,6 +318,13 @@ Metrics::Metrics()
 
   query_.queries =
       &Build(BuildCounter(), r, kQueries, "Query RPCs finished or refused, by result.");
+  // Every result exists from the start at 0, so rate() and increase() see the first failure.
+  for (std::string_view result :
+       {kResultOk, kResultInvalid, kResultNotFound, kResultPermissionDenied,
+        kResultResourceExhausted, kResultDeadlineExceeded, kResultCancelled, kResultUnavailable,
+        kResultUnimplemented, kResultError}) {
+    query_.queries->Add({{"result", std::string(result)}});
+  }
   query_.rows = &Build(BuildCounter(), r, kQueryRows, "Rows streamed to Query callers.").Add({});
   query_.response_bytes = &Build(BuildCounter(), r, kQueryResponseBytes,
                                  "Bytes of Query response messages handed to gRPC.")

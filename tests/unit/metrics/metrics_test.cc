@@ -293,6 +293,8 @@ TEST_F(ScrapeTest, ReportsBufferGauges) {
 }
 
 TEST_F(ScrapeTest, CountsQueries) {
+  // Each result's series exists before its first query.
+  EXPECT_EQ(Scrape().Value("chgate_queries_total", {{"result", "permission_denied"}}), 0);
   const QueryMetrics& query = metrics_.query();
   query.QueryStarted();
   query.QueryStarted();
