@@ -141,12 +141,12 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
       }
       if (cancelled() || write_failed_) return false;
       if (!timed_out) {
-        queue_.push_back(std::move(response));
+        queue_.push_back({std::move(response), size});
         queued_bytes_ += size;
       }
       if (!writing_) {
         writing_ = true;
-        start = &queue_.front();
+        start = &queue_.front().message;
       }
     }
     if (timed_out) {
@@ -186,8 +186,8 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
     std::optional<grpc::Status> finish;
     {
       absl::MutexLock lock(&mu_);
-      v1::QueryResponse& written = queue_.front();
-      queued_bytes_ -= written.ByteSizeLong();
+      v1::QueryResponse& written = queue_.front().message;
+      queued_bytes_ -= queue_.front().bytes;
       if (written.has_block() && spare_blocks_.size() < kSpareBlocks) {
         std::unique_ptr<v1::Block> block(written.release_block());
         block->Clear();  // keeps the columns' buffers
@@ -200,7 +200,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
         queued_bytes_ = 0;
       }
       if (!queue_.empty()) {
-        next = &queue_.front();
+        next = &queue_.front().message;
       } else {
         writing_ = false;
         finish = std::move(finish_);
@@ -242,7 +242,11 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
   absl::Mutex mu_;
   absl::CondVar cv_;
   // Responses not yet written; while writing_, the front one is being written.
-  std::deque<v1::QueryResponse> queue_ ABSL_GUARDED_BY(mu_);
+  struct Queued {
+    v1::QueryResponse message;
+    size_t bytes;  // its serialized size, computed once in Send
+  };
+  std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
@@ -648,7 +652,9 @@ void QueryExecutor::Run(Call* call) {
       return send_failed || !header_status.ok() || call->cancelled() ||
              absl::Now() >= call->deadline();
     };
-    cursor_options.poll_interval = std::min(absl::Milliseconds(50), options_.coalesce_delay);
+    // Polling at half the delay bounds how long rows wait to 1.5 x coalesce_delay.
+    cursor_options.poll_interval = std::min(
+        absl::Milliseconds(50), std::max(options_.coalesce_delay / 2, absl::Milliseconds(1)));
     const absl::Time sent_at = absl::Now();
     clickhouse::Cursor cursor(conn.get(), std::move(params), std::move(cursor_options));
 
@@ -670,14 +676,7 @@ void QueryExecutor::Run(Call* call) {
         send_failed = true;
         break;
       }
-      // Rows gathered so far wait at most coalesce_delay for more before they go out.
-      if (builder.pending_rows() > 0) {
-        const absl::Duration linger =
-            builder.pending_since() + options_.coalesce_delay - absl::Now();
-        absl::StatusOr<bool> ready = conn->WaitForInput(std::max(linger, absl::ZeroDuration()));
-        if (ready.ok() && !*ready && !builder.Flush()) send_failed = true;
-      }
-      if (send_failed) break;
+      // Rows gathered so far go out from the interrupted hook once they are coalesce_delay old.
       block = cursor.Next();
     }
     if (!header_status.ok()) {
