@@ -24,11 +24,9 @@ PACKAGES=(
   curl procps
 )
 
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
-  [[ $status == installed ]] || missing+=("$pkg")
-done
+# shellcheck source=deploy/apt-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-lib.sh"
+find_missing "${PACKAGES[@]}"
 
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all dependencies present"
@@ -36,16 +34,7 @@ if ((${#missing[@]} == 0)); then
 fi
 echo "install-deps: missing: ${missing[*]}"
 
-SUDO=()
-if ((EUID != 0)); then
-  if command -v sudo >/dev/null 2>&1; then
-    SUDO=(sudo)
-  else
-    echo "install-deps: error: not root and no sudo; as root run:" >&2
-    echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
-    exit 1
-  fi
-fi
+need_root install-deps "${missing[@]}"
 
 # Processes of the packaged ClickHouse service: its unit and init script both pass
 # --config=/etc/clickhouse-server/config.xml. The project's own server (clickhousectl.sh) runs the
@@ -71,29 +60,7 @@ unit_was_active=false
 unit_active && unit_was_active=true
 pids_before=" $(packaged_pids | tr '\n' ' ') "
 
-# Deny service starts while packages are configured (invoke-rc.d and deb-systemd-invoke obey
-# policy-rc.d). Only our own file is created and removed; an existing one is left as it is.
-POLICY=/usr/sbin/policy-rc.d
-created_policy=false
-cleanup() {
-  if $created_policy; then
-    "${SUDO[@]}" rm -f "$POLICY"
-  fi
-}
-trap cleanup EXIT
-if [[ ! -e $POLICY ]]; then
-  printf '#!/bin/sh\n# Temporary, from chgate deploy/install-deps.sh: deny service starts.\nexit 101\n' |
-    "${SUDO[@]}" tee "$POLICY" >/dev/null
-  "${SUDO[@]}" chmod 755 "$POLICY"
-  created_policy=true
-fi
-
-APT=("${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600)
-"${APT[@]}" update
-"${APT[@]}" install -y --no-install-recommends "${missing[@]}"
-
-cleanup
-created_policy=false
+apt_install_without_services deploy/install-deps.sh "${missing[@]}"
 
 # Stop what the install started (and only that).
 if ! $unit_was_active && unit_active; then

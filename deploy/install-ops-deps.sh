@@ -29,41 +29,14 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   PACKAGES+=(nodejs npm)
 fi
 
-missing=()
-for pkg in "${PACKAGES[@]}"; do
-  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
-  [[ $status == installed ]] || missing+=("$pkg")
-done
-
-SUDO=()
-if ((EUID != 0)) && command -v sudo >/dev/null 2>&1; then
-  SUDO=(sudo)
-fi
+# shellcheck source=deploy/apt-lib.sh
+source "$ROOT/deploy/apt-lib.sh"
+find_missing "${PACKAGES[@]}"
 
 if ((${#missing[@]} > 0)); then
   echo "install-ops-deps: missing: ${missing[*]}"
-  if ((EUID != 0)) && ((${#SUDO[@]} == 0)); then
-    echo "install-ops-deps: error: not root and no sudo; as root run:" >&2
-    echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
-    exit 1
-  fi
-  POLICY=/usr/sbin/policy-rc.d
-  created_policy=false
-  cleanup() {
-    if $created_policy; then "${SUDO[@]}" rm -f "$POLICY"; fi
-  }
-  trap cleanup EXIT
-  if [[ ! -e $POLICY ]]; then
-    printf '#!/bin/sh\n# Temporary, from chgate deploy/install-ops-deps.sh: deny service starts.\nexit 101\n' |
-      "${SUDO[@]}" tee "$POLICY" >/dev/null
-    "${SUDO[@]}" chmod 755 "$POLICY"
-    created_policy=true
-  fi
-  APT=("${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600)
-  "${APT[@]}" update
-  "${APT[@]}" install -y --no-install-recommends "${missing[@]}"
-  cleanup
-  created_policy=false
+  need_root install-ops-deps "${missing[@]}"
+  apt_install_without_services deploy/install-ops-deps.sh "${missing[@]}"
   echo "install-ops-deps: installed ${missing[*]}"
 else
   echo "install-ops-deps: all apt packages present"
