@@ -14,7 +14,7 @@ PACKAGES=(
   clang clang-format libclang-rt-14-dev valgrind
   # libraries
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  prometheus-cpp-dev libabsl-dev libasio-dev liblz4-dev libzstd-dev
+  prometheus-cpp-dev libabsl-dev libasio-dev liblz4-dev libzstd-dev libssl-dev openssl
   libgtest-dev libgmock-dev libbenchmark-dev
   # local ClickHouse for integration tests
   clickhouse-server clickhouse-client

@@ -17,6 +17,9 @@
 #   CHGATE_CH_STATE_DIR      state dir (default: <checkout>/.local/clickhouse)
 #   CHGATE_CH_TCP_PORT       native protocol port (default 29000)
 #   CHGATE_CH_HTTP_PORT      HTTP port (default 28123)
+#   CHGATE_CH_TLS_PORT       secure (TLS) native protocol port (default 29440); its certificate
+#                            and the CA that signed it are made at start under <state>/tls/
+#                            (ca.crt is what clients verify against)
 #   CHGATE_CH_START_TIMEOUT  seconds to wait for the server to answer (default 60)
 #   CHGATE_CH_SERVER         server binary (default: clickhouse-server from PATH or /usr/sbin)
 #   CHGATE_CH_CLIENT         client binary (default: clickhouse-client from PATH)
@@ -33,6 +36,7 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd)
 STATE_DIR=${CHGATE_CH_STATE_DIR:-$REPO_ROOT/.local/clickhouse}
 TCP_PORT=${CHGATE_CH_TCP_PORT:-29000}
 HTTP_PORT=${CHGATE_CH_HTTP_PORT:-28123}
+TLS_PORT=${CHGATE_CH_TLS_PORT:-29440}
 START_TIMEOUT=${CHGATE_CH_START_TIMEOUT:-60}
 STOP_TIMEOUT=30
 HOST=127.0.0.1
@@ -44,12 +48,13 @@ die() {
 }
 say() { echo "clickhousectl: $*"; }
 
-for port in "$TCP_PORT" "$HTTP_PORT"; do
+for port in "$TCP_PORT" "$HTTP_PORT" "$TLS_PORT"; do
   if ! [[ $port =~ ^[1-9][0-9]{0,4}$ ]] || ((port > 65535)); then
     die "invalid port '$port'"
   fi
 done
-[[ $TCP_PORT != "$HTTP_PORT" ]] || die "the TCP and HTTP ports must differ (both $TCP_PORT)"
+[[ $TCP_PORT != "$HTTP_PORT" && $TCP_PORT != "$TLS_PORT" && $HTTP_PORT != "$TLS_PORT" ]] ||
+  die "the TCP, HTTP and TLS ports must differ ($TCP_PORT, $HTTP_PORT, $TLS_PORT)"
 [[ $START_TIMEOUT =~ ^[0-9]+$ ]] || die "invalid CHGATE_CH_START_TIMEOUT '$START_TIMEOUT'"
 
 # ClickHouse wants absolute paths; the path also goes into XML, so keep it plain.
@@ -66,6 +71,7 @@ PID_FILE=$STATE_DIR/clickhouse-server.pid
 LOG_DIR=$STATE_DIR/log
 STDOUT_LOG=$LOG_DIR/stdout.log
 DATA_DIR=$STATE_DIR/data
+TLS_DIR=$STATE_DIR/tls
 
 find_binary() {  # name, override, fallback dir
   local override=$2
@@ -167,8 +173,40 @@ render() {  # template, output
   text=${text//@STATE_DIR@/"$STATE_DIR"}
   text=${text//@TCP_PORT@/"$TCP_PORT"}
   text=${text//@HTTP_PORT@/"$HTTP_PORT"}
+  text=${text//@TLS_PORT@/"$TLS_PORT"}
   printf '%s\n' "$text" >"$2.tmp"
   mv -f "$2.tmp" "$2"
+}
+
+# The secure port's certificate: a CA of this state dir and a server certificate it signs for
+# localhost and 127.0.0.1 (EC P-256). Made again when missing or within a week of expiry.
+make_certificates() {
+  command -v openssl >/dev/null 2>&1 || die "openssl not found; run deploy/install-deps.sh"
+  mkdir -p "$TLS_DIR"
+  if [[ -s $TLS_DIR/ca.crt && -s $TLS_DIR/server.crt && -s $TLS_DIR/server.key ]] &&
+    openssl x509 -checkend 604800 -noout -in "$TLS_DIR/server.crt" >/dev/null 2>&1 &&
+    openssl x509 -checkend 604800 -noout -in "$TLS_DIR/ca.crt" >/dev/null 2>&1; then
+    return 0
+  fi
+  say "making a test CA and server certificate in $TLS_DIR"
+  (
+    umask 077
+    cd "$TLS_DIR"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+      -subj "/CN=chgate local test CA" -keyout ca.key -out ca.crt \
+      -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+      -keyout server.key -out server.csr 2>/dev/null
+    printf '%s\n' "basicConstraints=critical,CA:FALSE" \
+      "keyUsage=critical,digitalSignature,keyAgreement" "extendedKeyUsage=serverAuth" \
+      "subjectAltName=DNS:localhost,IP:127.0.0.1" >server.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 825 \
+      -extfile server.ext -out server.crt 2>/dev/null
+    rm -f server.csr server.ext ca.srl
+    # Clients read the CA certificate; the keys stay private.
+    chmod 644 ca.crt server.crt
+  ) || die "openssl failed to make the test certificates in $TLS_DIR"
 }
 
 # start and stop hold this lock, so concurrent callers (parallel tests) start one server.
@@ -215,19 +253,21 @@ cmd_start() {
   fi
   rm -f "$PID_FILE"
 
-  for port in "$TCP_PORT" "$HTTP_PORT"; do
+  for port in "$TCP_PORT" "$HTTP_PORT" "$TLS_PORT"; do
     if port_open "$port"; then
       owner=$(port_owner "$port")
       die "port $HOST:$port is already in use${owner:+ by $owner}, and not by the server of $STATE_DIR." \
-        "Stop that process, or choose other ports with CHGATE_CH_TCP_PORT / CHGATE_CH_HTTP_PORT."
+        "Stop that process, or choose other ports with CHGATE_CH_TCP_PORT, CHGATE_CH_HTTP_PORT" \
+        "or CHGATE_CH_TLS_PORT."
     fi
   done
 
   mkdir -p "$LOG_DIR" "$DATA_DIR"
+  make_certificates
   render "$SCRIPT_DIR/config.xml" "$CONFIG"
   render "$SCRIPT_DIR/users.xml" "$USERS"
 
-  say "starting $server (state $STATE_DIR, tcp $HOST:$TCP_PORT, http $HOST:$HTTP_PORT)"
+  say "starting $server (state $STATE_DIR, tcp $HOST:$TCP_PORT, tls $HOST:$TLS_PORT, http $HOST:$HTTP_PORT)"
   echo "===== $(date -u '+%Y-%m-%dT%H:%M:%SZ') start as $(id -un)" >>"$STDOUT_LOG"
   # setsid gives the server its own session: no controlling terminal, so a Ctrl-C in the
   # caller's terminal does not reach it. A background job of a script (no job control) is not a
@@ -243,7 +283,7 @@ cmd_start() {
     rm -f "$PID_FILE"
     exit 1
   fi
-  say "ready on $HOST:$TCP_PORT (http $HTTP_PORT), pid $pid"
+  say "ready on $HOST:$TCP_PORT (tls $TLS_PORT, CA $TLS_DIR/ca.crt; http $HTTP_PORT), pid $pid"
 }
 
 cmd_stop() {

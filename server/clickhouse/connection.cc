@@ -8,10 +8,10 @@
 
 namespace chgate::clickhouse {
 
-Connection::Connection(const ConnectionOptions& options, Socket socket)
+Connection::Connection(const ConnectionOptions& options, std::unique_ptr<Transport> transport)
     : options_(options),
-      socket_(std::move(socket)),
-      in_(&socket_, options.receive_buffer_size, options.handshake_timeout),
+      transport_(std::move(transport)),
+      in_(transport_.get(), options.receive_buffer_size, options.handshake_timeout),
       reader_(&in_, 0) {
   if (options_.client_revision == 0) options_.client_revision = revision::kClient;
   in_.set_counters(options_.counters);
@@ -30,9 +30,12 @@ Connection::Connection(const ConnectionOptions& options, Socket socket)
 }
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Connect(const ConnectionOptions& options) {
-  ASSIGN_OR_RETURN(Socket socket,
-                   Socket::Connect(options.host, options.port, options.connect_timeout));
-  std::unique_ptr<Connection> conn(new Connection(options, std::move(socket)));
+  ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport,
+                   Transport::Connect(options.host, options.port,
+                                      {.connect_timeout = options.connect_timeout,
+                                       .handshake_timeout = options.handshake_timeout,
+                                       .tls = options.tls}));
+  std::unique_ptr<Connection> conn(new Connection(options, std::move(transport)));
   absl::Status status = conn->Handshake();
   if (!status.ok()) {
     absl::Status annotated(status.code(), absl::StrCat("handshake with ", options.host, ":",
@@ -49,15 +52,16 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Connect(const Connection
 absl::Status Connection::Fail(absl::Status status) {
   broken_ = true;
   in_query_ = false;
-  socket_.Shutdown();
+  transport_->Shutdown();
   return status;
 }
 
 absl::Status Connection::Flush() {
-  const uint64_t before = socket_.bytes_written();
-  absl::Status status = socket_.WriteAll(out_.spans(), options_.write_timeout);
+  const uint64_t before = transport_->bytes_written();
+  absl::Status status = transport_->WriteAll(out_.spans(), options_.write_timeout);
   if (options_.counters != nullptr) {
-    options_.counters->sent.fetch_add(socket_.bytes_written() - before, std::memory_order_relaxed);
+    options_.counters->sent.fetch_add(transport_->bytes_written() - before,
+                                      std::memory_order_relaxed);
   }
   out_.Clear();
   if (!status.ok()) return Fail(std::move(status));
@@ -68,6 +72,7 @@ absl::Status Connection::Handshake() {
   out_.Clear();
   WriteHello(hello_, out_);
   RETURN_IF_ERROR(Flush());
+  RETURN_IF_ERROR(CheckNotTls());
   absl::StatusOr<ServerInfo> info = ReadServerHello(in_, options_.client_revision);
   if (!info.ok()) return Fail(info.status());
   server_ = *std::move(info);
@@ -78,6 +83,29 @@ absl::Status Connection::Handshake() {
     RETURN_IF_ERROR(Flush());
   }
   in_.set_read_timeout(options_.read_timeout);
+  return absl::OkStatus();
+}
+
+absl::Status Connection::CheckNotTls() {
+  if (transport_->tls()) return absl::OkStatus();
+  absl::Status ready = in_.Ensure();
+  if (!ready.ok()) {
+    if (absl::IsUnavailable(ready) && in_.received_bytes() == 0) {
+      return Fail(absl::UnavailableError(absl::StrCat(
+          ready.message(),
+          " before answering Hello (if this is a TLS port such as 9440, turn TLS on for it: "
+          "--clickhouse-tls)")));
+    }
+    return Fail(ready);
+  }
+  // A server Hello starts with packet type 0 (Hello) or 2 (Exception); a TLS record with its
+  // content type (21 alert, 22 handshake) and major version 3.
+  const auto* p = reinterpret_cast<const unsigned char*>(in_.pos());
+  if (in_.available() >= 2 && (p[0] == 21 || p[0] == 22) && p[1] == 3) {
+    return Fail(absl::UnavailableError(
+        "the server answered with TLS: this is a secure (TLS) port; turn TLS on for it "
+        "(--clickhouse-tls, or a tls:// endpoint)"));
+  }
   return absl::OkStatus();
 }
 
@@ -195,12 +223,11 @@ absl::Status Connection::SendCancel() {
   return Flush();
 }
 
-void Connection::Cancel() { socket_.Shutdown(); }
+void Connection::Cancel() { transport_->Shutdown(); }
 
 absl::StatusOr<bool> Connection::WaitForInput(absl::Duration timeout) {
   if (broken_) return absl::FailedPreconditionError("connection is broken");
-  if (in_.available() > 0) return true;
-  absl::StatusOr<bool> ready = socket_.WaitReadable(timeout);
+  absl::StatusOr<bool> ready = in_.WaitForData(timeout);
   if (!ready.ok()) return Fail(ready.status());
   return *ready;
 }

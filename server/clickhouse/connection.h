@@ -27,8 +27,9 @@
 #include "server/clickhouse/protocol/packet_reader.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/wire/gather.h"
-#include "server/clickhouse/wire/socket.h"
 #include "server/clickhouse/wire/stream.h"
+#include "server/clickhouse/wire/tls.h"
+#include "server/clickhouse/wire/transport.h"
 
 namespace chgate::clickhouse {
 
@@ -45,7 +46,10 @@ struct ConnectionOptions {
   CompressionMethod compression = CompressionMethod::kLz4;
   int zstd_level = 1;
   absl::Duration connect_timeout = absl::Seconds(5);
+  // Bounds the TLS handshake and the native Hello exchange, each.
   absl::Duration handshake_timeout = absl::Seconds(10);
+  // TLS to the secure native port when set; plain TCP when null.
+  std::shared_ptr<TlsClientContext> tls;
   // Bounds each wait for the socket, not whole queries.
   absl::Duration read_timeout = absl::Seconds(300);
   absl::Duration write_timeout = absl::Seconds(60);
@@ -78,7 +82,9 @@ class Connection {
   bool usable() const { return !broken_ && !in_query_; }
   uint64_t received_bytes() const { return in_.received_bytes(); }
   uint64_t decoded_bytes() const { return reader_.decoded_bytes() + in_.plain_bytes(); }
-  uint64_t sent_bytes() const { return socket_.bytes_written(); }
+  uint64_t sent_bytes() const { return transport_->bytes_written(); }
+  // "plain", or the TLS version and cipher.
+  std::string transport_description() const { return transport_->Description(); }
 
   // Sends Ping and waits for Pong.
   absl::Status Ping();
@@ -118,7 +124,9 @@ class Connection {
   absl::StatusOr<bool> WaitForInput(absl::Duration timeout);
 
  private:
-  Connection(const ConnectionOptions& options, Socket socket);
+  Connection(const ConnectionOptions& options, std::unique_ptr<Transport> transport);
+  // A reply to Hello that is a TLS record: the port speaks TLS and we did not.
+  absl::Status CheckNotTls();
   absl::Status Handshake();
   absl::Status Flush();                    // writes out_ to the socket
   absl::Status Fail(absl::Status status);  // marks broken, returns status
@@ -132,7 +140,7 @@ class Connection {
   absl::Status FinishInsert(QueryResult* result);
 
   ConnectionOptions options_;
-  Socket socket_;
+  std::unique_ptr<Transport> transport_;
   SocketReadBuffer in_;
   ServerPacketReader reader_;
   GatherWriter out_;

@@ -43,6 +43,7 @@ void PooledConnection::Discard() {
 
 Pool::Pool(PoolOptions options) : options_(std::move(options)) {
   CHGATE_CHECK(!options_.endpoints.empty());
+  for (const Endpoint& ep : options_.endpoints) CHGATE_CHECK(!ep.tls || options_.connection.tls);
   CHGATE_CHECK(options_.max_connections > 0);
   for (const Endpoint& ep : options_.endpoints) {
     EndpointStats s;
@@ -163,6 +164,7 @@ absl::StatusOr<PooledConnection> Pool::Open(absl::Time deadline) {
     ConnectionOptions opts = options_.connection;
     opts.host = options_.endpoints[e].host;
     opts.port = options_.endpoints[e].port;
+    if (!options_.endpoints[e].tls) opts.tls = nullptr;
     absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
     opts.connect_timeout = std::min(opts.connect_timeout, left);

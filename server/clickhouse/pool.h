@@ -25,11 +25,14 @@ namespace chgate::clickhouse {
 struct Endpoint {
   std::string host;
   uint16_t port = 9000;
+  // Connect with TLS, using PoolOptions::connection.tls (which must then be set).
+  bool tls = false;
 };
 
 struct PoolOptions {
   std::vector<Endpoint> endpoints;
-  // Host and port are taken from `endpoints`; everything else applies to every connection.
+  // Host and port are taken from `endpoints`; everything else applies to every connection
+  // (`tls` only to endpoints marked tls).
   ConnectionOptions connection;
   size_t max_connections = 8;
   size_t min_connections = 1;

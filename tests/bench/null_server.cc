@@ -14,8 +14,8 @@
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/clickhouse/wire/gather.h"
-#include "server/clickhouse/wire/socket.h"
 #include "server/clickhouse/wire/stream.h"
+#include "server/clickhouse/wire/transport.h"
 #include "server/common/status_macros.h"
 
 namespace chgate::clickhouse {
@@ -113,8 +113,17 @@ void NullServer::AcceptLoop() {
 }
 
 void NullServer::Serve(int fd) {
-  Socket socket = Socket::FromFd(fd);
-  SocketReadBuffer in(&socket, 1 << 20, kTimeout);
+  std::unique_ptr<Transport> transport;
+  if (options_.tls != nullptr) {
+    absl::StatusOr<std::unique_ptr<Transport>> accepted =
+        Transport::AdoptTlsServer(fd, options_.tls, kTimeout);
+    if (!accepted.ok()) return;
+    transport = *std::move(accepted);
+  } else {
+    transport = Transport::AdoptPlain(fd);
+  }
+  Transport& socket = *transport;
+  SocketReadBuffer in(transport.get(), 1 << 20, kTimeout);
   ClientPacketReader reader(&in, options_.revision);
   // Inserted values are dropped unread where the layout allows (fixed-width bodies are skipped
   // in the receive buffer), as a server writing to a Null table would.

@@ -4,7 +4,8 @@
 // a configured block a configured number of times. Data blocks are read past without keeping
 // their values (fixed-width and String bodies are skipped, other layouts decoded into reused
 // columns), so its memory is bounded by its receive buffer and one block of nested values. Each
-// connection is served on its own thread; the destructor stops them all.
+// connection is served on its own thread; the destructor stops them all. With a TLS context it
+// serves TLS, as a server's secure native port does.
 #pragma once
 
 #include <atomic>
@@ -19,6 +20,10 @@
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/compression/frame.h"
 
+namespace asio::ssl {
+class context;
+}  // namespace asio::ssl
+
 namespace chgate::clickhouse {
 
 struct NullServerOptions {
@@ -28,6 +33,8 @@ struct NullServerOptions {
   Block select_block;
   uint64_t select_repeats = 0;
   uint64_t revision = 54460;
+  // Serves TLS with this server context when set (plain TCP otherwise).
+  std::shared_ptr<asio::ssl::context> tls;
 };
 
 class NullServer {

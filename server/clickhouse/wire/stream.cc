@@ -31,13 +31,27 @@ uint64_t MaxDecompressedSize(const FrameHeader& h) {
 
 }  // namespace
 
-SocketReadBuffer::SocketReadBuffer(Socket* socket, size_t capacity, absl::Duration read_timeout)
-    : socket_(socket), read_timeout_(read_timeout) {
+SocketReadBuffer::SocketReadBuffer(Transport* transport, size_t capacity,
+                                   absl::Duration read_timeout)
+    : transport_(transport), read_timeout_(read_timeout) {
   buffer_.resize(capacity);
 }
 
 absl::Status SocketReadBuffer::Refill() {
-  ASSIGN_OR_RETURN(size_t got, socket_->ReadSome(buffer_.data(), buffer_.size(), read_timeout_));
+  ASSIGN_OR_RETURN(size_t got, transport_->ReadSome(buffer_.data(), buffer_.size(), read_timeout_));
+  Received(got);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> SocketReadBuffer::WaitForData(absl::Duration timeout) {
+  if (available() > 0) return true;
+  ASSIGN_OR_RETURN(size_t got, transport_->TryReadSome(buffer_.data(), buffer_.size(), timeout));
+  if (got == 0) return false;
+  Received(got);
+  return true;
+}
+
+void SocketReadBuffer::Received(size_t got) {
   received_bytes_ += got;
   if (plain_) plain_bytes_ += got;
   if (counters_ != nullptr) {
@@ -45,7 +59,6 @@ absl::Status SocketReadBuffer::Refill() {
     if (plain_) counters_->decoded.fetch_add(got, std::memory_order_relaxed);
   }
   SetWindow(buffer_.data(), buffer_.data() + got);
-  return absl::OkStatus();
 }
 
 CompressedReadBuffer::CompressedReadBuffer(ReadBuffer* source, uint32_t max_frame_size)

@@ -2,8 +2,8 @@
 // CompressedReadBuffer turns the compression frames of a block body back into bytes.
 //
 // Counters, for metrics and the query summary:
-//   received_bytes: bytes read from the socket (exactly what the kernel handed us, packet
-//                   headers and compressed frames included);
+//   received_bytes: bytes of the native protocol read from the connection (packet headers and
+//                   compressed frames included; over TLS, after decryption);
 //   decoded_bytes:  the server's data after decompression: the decompressed size of every
 //                   compression frame, plus every byte read while no compression is expected
 //                   (SocketReadBuffer::set_plain). Without compression it equals received_bytes;
@@ -21,7 +21,7 @@
 #include "absl/time/time.h"
 #include "server/clickhouse/compression/frame.h"
 #include "server/clickhouse/wire/buffer.h"
-#include "server/clickhouse/wire/socket.h"
+#include "server/clickhouse/wire/transport.h"
 
 namespace chgate::clickhouse {
 
@@ -36,8 +36,12 @@ struct IoCounters {
 
 class SocketReadBuffer final : public ReadBuffer {
  public:
-  // `socket` must outlive this buffer.
-  SocketReadBuffer(Socket* socket, size_t capacity, absl::Duration read_timeout);
+  // `transport` must outlive this buffer.
+  SocketReadBuffer(Transport* transport, size_t capacity, absl::Duration read_timeout);
+
+  // True when bytes are buffered or arrive within `timeout` (they are then buffered: the
+  // window moves on, as a Refill() would); false on timeout. Errors as Refill().
+  absl::StatusOr<bool> WaitForData(absl::Duration timeout);
 
   void set_read_timeout(absl::Duration timeout) { read_timeout_ = timeout; }
   void set_counters(IoCounters* counters) { counters_ = counters; }
@@ -51,7 +55,9 @@ class SocketReadBuffer final : public ReadBuffer {
   absl::Status Refill() override;
 
  private:
-  Socket* socket_;
+  void Received(size_t got);
+
+  Transport* transport_;
   ByteBuffer buffer_;
   absl::Duration read_timeout_;
   uint64_t received_bytes_ = 0;
