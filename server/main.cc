@@ -15,6 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "server/clickhouse/connection.h"
 #include "server/clickhouse/pool.h"
+#include "server/clickhouse/wire/tls.h"
 #include "server/config/config.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
@@ -25,6 +26,33 @@ extern char** environ;
 
 namespace chgate {
 namespace {
+
+// The TLS context of ClickHouse connections, or null when no endpoint uses TLS. Prints the
+// warning an operator must see when certificates go unchecked.
+absl::StatusOr<std::shared_ptr<clickhouse::TlsClientContext>> ClickHouseTls(
+    const config::Config& c) {
+  bool any = false;
+  for (const auto& ep : c.endpoints) any = any || ep.tls;
+  if (!any) return nullptr;
+  if (c.clickhouse_tls_insecure_skip_verify) {
+    std::cerr << "chgate: WARNING: --clickhouse-tls-insecure-skip-verify: ClickHouse's "
+                 "certificate is not verified; anyone on the network path can impersonate the "
+                 "server and read every row and password sent to it"
+              << std::endl;
+  }
+  auto tls = clickhouse::TlsClientContext::Create({
+      .ca_file = c.clickhouse_tls_ca_file,
+      .cert_file = c.clickhouse_tls_cert_file,
+      .key_file = c.clickhouse_tls_key_file,
+      .server_name = c.clickhouse_tls_server_name,
+      .insecure_skip_verify = c.clickhouse_tls_insecure_skip_verify,
+  });
+  if (!tls.ok()) {
+    return absl::Status(tls.status().code(),
+                        absl::StrCat("ClickHouse TLS: ", tls.status().message()));
+  }
+  return *std::move(tls);
+}
 
 clickhouse::ConnectionOptions ConnectionOptionsFrom(const config::Config& c) {
   return clickhouse::ConnectionOptions{
@@ -41,10 +69,16 @@ clickhouse::ConnectionOptions ConnectionOptionsFrom(const config::Config& c) {
 }
 
 int RunQuery(const config::Config& config) {
+  auto tls = ClickHouseTls(config);
+  if (!tls.ok()) {
+    std::cerr << "chgate: " << tls.status().message() << "\n";
+    return 2;
+  }
   for (const auto& endpoint : config.endpoints) {
     clickhouse::ConnectionOptions options = ConnectionOptionsFrom(config);
     options.host = endpoint.host;
     options.port = endpoint.port;
+    if (endpoint.tls) options.tls = *tls;
     auto conn = clickhouse::Connection::Connect(options);
     if (!conn.ok()) {
       std::cerr << "chgate: " << conn.status().message() << "\n";
@@ -54,7 +88,8 @@ int RunQuery(const config::Config& config) {
     std::cerr << "connected to " << info.name << " " << info.version_major << "."
               << info.version_minor << "." << info.version_patch << " at " << endpoint.host << ":"
               << endpoint.port << " (server revision " << info.revision << ", negotiated "
-              << (*conn)->revision() << ", time zone " << info.timezone << ")\n";
+              << (*conn)->revision() << ", time zone " << info.timezone << ", "
+              << (*conn)->transport_description() << ")\n";
     std::string line;
     clickhouse::QueryResult result;
     absl::Status status = (*conn)->Select(
@@ -108,8 +143,21 @@ int Serve(const config::Config& config) {
   auto byte_counters = std::make_shared<metrics::ByteCountersCollectable>(
       &io_counters.received, &io_counters.decoded, &io_counters.sent);
   metrics.RegisterCollectable(byte_counters);
+  auto tls = ClickHouseTls(config);
+  if (!tls.ok()) {
+    std::cerr << "chgate: " << tls.status().message() << "\n";
+    return 2;
+  }
+  auto tls_collectable = std::make_shared<metrics::ClickHouseTlsCollectable>([tls = *tls] {
+    if (tls == nullptr) return metrics::ClickHouseTlsSample{};
+    return metrics::ClickHouseTlsSample{.insecure_skip_verify = tls->options().insecure_skip_verify,
+                                        .reloads = tls->reloads(),
+                                        .reload_failures = tls->reload_failures()};
+  });
+  metrics.RegisterCollectable(tls_collectable);
   clickhouse::ConnectionOptions connection = ConnectionOptionsFrom(config);
   connection.counters = &io_counters;
+  connection.tls = *tls;
   clickhouse::PoolOptions pool_options{
       .connection = connection,
       .max_connections = config.pool_max_connections,
@@ -117,7 +165,9 @@ int Serve(const config::Config& config) {
       .max_lifetime = config.pool_max_lifetime,
       .max_idle = config.pool_max_idle,
   };
-  for (const auto& ep : config.endpoints) pool_options.endpoints.push_back({ep.host, ep.port});
+  for (const auto& ep : config.endpoints) {
+    pool_options.endpoints.push_back({.host = ep.host, .port = ep.port, .tls = ep.tls});
+  }
   clickhouse::Pool pool(pool_options);
   pool.Start();
   auto pool_collectable = std::make_shared<metrics::PoolCollectable>([&pool] {

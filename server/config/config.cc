@@ -143,13 +143,36 @@ const std::vector<Option>& Options() {
        String(&Config::health_listen)},
       {"metrics-listen", "0.0.0.0:9464", "Prometheus /metrics address (\"\" = off)",
        String(&Config::metrics_listen)},
-      {"endpoints", "127.0.0.1:9000", "ClickHouse native endpoints, host:port[,host:port...]",
+      {"endpoints", "127.0.0.1:9000",
+       "ClickHouse native endpoints, [tcp://|tls://]host[:port][,...] (port 9000, or 9440 with "
+       "TLS)",
        [](absl::string_view v, Config* c) -> absl::Status {
          auto eps = ParseEndpoints(v);
-         if (!eps.ok()) return eps.status();
-         c->endpoints = *std::move(eps);
+         if (!eps.ok())
+           return absl::InvalidArgumentError(absl::StrCat("--endpoints: ", eps.status().message()));
+         c->endpoints_text = std::string(v);
          return absl::OkStatus();
        }},
+      {"clickhouse-tls", "false",
+       "connect to ClickHouse with TLS (its secure native port) on every endpoint without a "
+       "tcp:// scheme",
+       Bool("clickhouse-tls", &Config::clickhouse_tls)},
+      {"clickhouse-tls-ca-file", "",
+       "PEM file of the CAs that may sign ClickHouse's certificate (\"\" = the system's trust "
+       "store); re-read when it changes",
+       String(&Config::clickhouse_tls_ca_file)},
+      {"clickhouse-tls-cert-file", "",
+       "client certificate (PEM) for mutual TLS to ClickHouse; re-read when it changes",
+       String(&Config::clickhouse_tls_cert_file)},
+      {"clickhouse-tls-key-file", "", "private key (PEM) of --clickhouse-tls-cert-file",
+       String(&Config::clickhouse_tls_key_file)},
+      {"clickhouse-tls-server-name", "",
+       "name sent in SNI and checked against ClickHouse's certificate (\"\" = each endpoint's "
+       "host)",
+       String(&Config::clickhouse_tls_server_name)},
+      {"clickhouse-tls-insecure-skip-verify", "false",
+       "do not verify ClickHouse's certificate (encrypts but trusts any server; testing only)",
+       Bool("clickhouse-tls-insecure-skip-verify", &Config::clickhouse_tls_insecure_skip_verify)},
       {"user", "default", "ClickHouse user", String(&Config::user)},
       {"password-file", "", "file holding the ClickHouse password (trailing newline ignored)",
        String(&Config::password_file)},
@@ -277,11 +300,26 @@ bool IsLoopbackAddress(absl::string_view address) {
          absl::StartsWith(host, "127.");
 }
 
-absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text) {
+absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text, bool tls_default) {
   std::vector<Endpoint> result;
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     part = absl::StripAsciiWhitespace(part);
     Endpoint ep;
+    ep.tls = tls_default;
+    if (size_t scheme = part.find("://"); scheme != absl::string_view::npos) {
+      absl::string_view name = part.substr(0, scheme);
+      if (name == "tls") {
+        ep.tls = true;
+      } else if (name == "tcp") {
+        ep.tls = false;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown scheme '", name, "://' in '", part, "' (tcp:// or tls://)"));
+      }
+      part.remove_prefix(scheme + 3);
+    }
+    ep.port = ep.tls ? 9440 : 9000;
+    if (part.empty()) return absl::InvalidArgumentError("empty endpoint");
     size_t colon = part.rfind(':');
     if (colon == absl::string_view::npos || (part.front() == '[' && part.back() == ']')) {
       ep.host = std::string(part);
@@ -362,6 +400,37 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
     }
   }
   // Cross-option checks.
+  auto endpoints = ParseEndpoints(config.endpoints_text, config.clickhouse_tls);
+  if (!endpoints.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--endpoints: ", endpoints.status().message()));
+  }
+  config.endpoints = *std::move(endpoints);
+  bool any_tls = false;
+  for (const Endpoint& ep : config.endpoints) any_tls = any_tls || ep.tls;
+  if (!any_tls) {
+    // TLS settings with no endpoint to use them would leave a user believing the connection is
+    // protected.
+    for (const auto& [name, value] :
+         {std::pair{"clickhouse-tls-ca-file", config.clickhouse_tls_ca_file},
+          std::pair{"clickhouse-tls-cert-file", config.clickhouse_tls_cert_file},
+          std::pair{"clickhouse-tls-key-file", config.clickhouse_tls_key_file},
+          std::pair{"clickhouse-tls-server-name", config.clickhouse_tls_server_name}}) {
+      if (!value.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name,
+                         " is set but no endpoint uses TLS (add --clickhouse-tls=true or tls:// "
+                         "endpoints)"));
+      }
+    }
+    if (config.clickhouse_tls_insecure_skip_verify) {
+      return absl::InvalidArgumentError(
+          "--clickhouse-tls-insecure-skip-verify is set but no endpoint uses TLS");
+    }
+  }
+  if (config.clickhouse_tls_cert_file.empty() != config.clickhouse_tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--clickhouse-tls-cert-file and --clickhouse-tls-key-file go together");
+  }
   if (!config.allow_remote_api && !IsLoopbackAddress(config.listen)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--listen=", config.listen,

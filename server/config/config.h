@@ -16,7 +16,8 @@ namespace chgate::config {
 
 struct Endpoint {
   std::string host;
-  uint16_t port = 9000;
+  uint16_t port = 9000;  // 9000 plain, 9440 with TLS, unless given
+  bool tls = false;      // tls:// endpoint, or --clickhouse-tls and no tcp:// scheme
 };
 
 struct TableLimits {
@@ -33,11 +34,19 @@ struct Config {
   bool allow_remote_api = false;                // required to put the API on a non-loopback address
   // ClickHouse.
   std::vector<Endpoint> endpoints = {{"127.0.0.1", 9000}};
+  std::string endpoints_text = "127.0.0.1:9000";  // as given; parsed once every option is read
   std::string user = "default";
   std::string password;  // from password_file
   std::string password_file;
   std::string database = "default";
   std::string compression = "lz4";  // none | lz4 | zstd
+  // TLS to ClickHouse (the secure native port).
+  bool clickhouse_tls = false;  // every endpoint without a scheme uses TLS
+  std::string clickhouse_tls_ca_file;
+  std::string clickhouse_tls_cert_file;
+  std::string clickhouse_tls_key_file;
+  std::string clickhouse_tls_server_name;
+  bool clickhouse_tls_insecure_skip_verify = false;
   absl::Duration connect_timeout = absl::Seconds(5);
   absl::Duration read_timeout = absl::Seconds(60);
   uint64_t pool_max_connections = 8;
@@ -80,8 +89,11 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
 // The --help text: every option, its environment variable and its default.
 std::string Usage();
 
-// "host:port[,host:port...]" -> endpoints (port defaults to 9000).
-absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text);
+// "[scheme://]host[:port][,...]" -> endpoints. The scheme is tcp:// (plain) or tls://; without
+// one an endpoint uses TLS when `tls_default` is set. The port defaults to 9440 with TLS and
+// 9000 without. IPv6 hosts go in brackets ("[::1]:9000").
+absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text,
+                                                     bool tls_default = false);
 // "16MiB", "256MB", "1GiB", "4096" -> bytes.
 absl::StatusOr<uint64_t> ParseBytes(absl::string_view text);
 // Whether a listen address ("host:port") names a loopback host.

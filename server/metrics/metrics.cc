@@ -42,6 +42,8 @@ constexpr char kPoolConnects[] = "chgate_pool_connects_total";
 constexpr char kPoolConnectFailures[] = "chgate_pool_connect_failures_total";
 constexpr char kPoolClosed[] = "chgate_pool_connections_closed_total";
 constexpr char kClickHouseUp[] = "chgate_clickhouse_up";
+constexpr char kTlsInsecure[] = "chgate_clickhouse_tls_insecure_skip_verify";
+constexpr char kTlsReloads[] = "chgate_clickhouse_tls_reloads_total";
 // Added by prometheus::Exposer itself.
 constexpr const char* kExposerFamilies[] = {"exposer_transferred_bytes_total",
                                             "exposer_scrapes_total", "exposer_request_latencies"};
@@ -381,6 +383,33 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> Metrics::StartExposer(
   return exposer;
 }
 
+ClickHouseTlsCollectable::ClickHouseTlsCollectable(std::function<ClickHouseTlsSample()> sample)
+    : sample_(std::move(sample)) {}
+
+std::vector<prometheus::MetricFamily> ClickHouseTlsCollectable::Collect() const {
+  const ClickHouseTlsSample s = sample_();
+  constexpr auto kCounter = prometheus::MetricType::Counter;
+  constexpr auto kGauge = prometheus::MetricType::Gauge;
+  prometheus::MetricFamily insecure = MakeFamily(
+      kTlsInsecure,
+      "1 if chgate connects to ClickHouse with TLS but without verifying its certificate "
+      "(--clickhouse-tls-insecure-skip-verify), else 0.",
+      kGauge);
+  insecure.metric.push_back(Sample({}, kGauge, s.insecure_skip_verify ? 1 : 0));
+  prometheus::MetricFamily reloads = MakeFamily(
+      kTlsReloads,
+      "Reloads of the ClickHouse TLS certificate files after they changed: ok, or failed (the "
+      "previous files stay in use).",
+      kCounter);
+  reloads.metric.push_back(Sample({{"result", "ok"}}, kCounter, static_cast<double>(s.reloads)));
+  reloads.metric.push_back(
+      Sample({{"result", "failed"}}, kCounter, static_cast<double>(s.reload_failures)));
+  std::vector<prometheus::MetricFamily> families;
+  families.push_back(std::move(insecure));
+  families.push_back(std::move(reloads));
+  return families;
+}
+
 std::vector<std::string> Metrics::MetricNames() {
   std::vector<std::string> names = {
       kIngestRequests,  kIngestRows,      kBatchesFlushed, kFlushDuration,
@@ -389,7 +418,7 @@ std::vector<std::string> Metrics::MetricNames() {
       kWaitingRequests, kQueries,         kQueryRows,      kQueryResponseBytes,
       kQueryDuration,   kQueriesInFlight, kReceivedBytes,  kDecodedBytes,
       kSentBytes,       kPoolConnections, kPoolConnects,   kPoolConnectFailures,
-      kPoolClosed,      kClickHouseUp,
+      kPoolClosed,      kClickHouseUp,    kTlsInsecure,    kTlsReloads,
   };
   for (const char* name : kExposerFamilies) names.emplace_back(name);
   return names;

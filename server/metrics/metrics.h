@@ -202,6 +202,25 @@ class PoolCollectable : public prometheus::Collectable {
   std::function<std::vector<PoolEndpointSample>()> sample_;
 };
 
+// TLS to ClickHouse, as seen at scrape time.
+struct ClickHouseTlsSample {
+  bool insecure_skip_verify = false;  // certificates are not verified
+  uint64_t reloads = 0;               // certificate files reloaded after a change
+  uint64_t reload_failures = 0;       // changed files that could not be loaded (old ones kept)
+};
+
+// Exports chgate_clickhouse_tls_insecure_skip_verify (1 while server certificates go unchecked)
+// and chgate_clickhouse_tls_reloads_total{result="ok"|"failed"}. `sample` is called on the
+// exposer's thread and must be thread-safe.
+class ClickHouseTlsCollectable : public prometheus::Collectable {
+ public:
+  explicit ClickHouseTlsCollectable(std::function<ClickHouseTlsSample()> sample);
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  std::function<ClickHouseTlsSample()> sample_;
+};
+
 // Owns the registry and every component's metrics. Construct one per process (tests: one per
 // test) and pass `ingest()` / `query()` to the components. Not copyable or movable.
 class Metrics {

@@ -62,8 +62,8 @@ std::string CertificateSummary(X509* cert) {
     subject = buf;
   }
   std::vector<std::string> names;
-  auto* sans = static_cast<GENERAL_NAMES*>(
-      ::X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  auto* sans =
+      static_cast<GENERAL_NAMES*>(::X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
   if (sans != nullptr) {
     for (int i = 0; i < sk_GENERAL_NAME_num(sans) && names.size() < 8; ++i) {
       const GENERAL_NAME* name = sk_GENERAL_NAME_value(sans, i);
@@ -197,8 +197,7 @@ class Transport::Impl {
               ssl->async_write_some(pieces[first], handler);
             } else {
               socket.async_write_some(
-                  std::span<const asio::const_buffer>(pieces.data() + first,
-                                                      pieces.size() - first),
+                  std::span<const asio::const_buffer>(pieces.data() + first, pieces.size() - first),
                   handler);
             }
           },
@@ -256,9 +255,9 @@ class Transport::Impl {
     const std::string prefix = absl::StrCat("TLS handshake with ", peer, " ");
     if (shut_down.load()) return absl::CancelledError(prefix + "cancelled");
     if (out.timed_out) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          prefix, "timed out after ", absl::FormatDuration(timeout),
-          " (is this a TLS port? a plain native port never answers a TLS hello)"));
+      return absl::DeadlineExceededError(
+          absl::StrCat(prefix, "timed out after ", absl::FormatDuration(timeout),
+                       " (is this a TLS port? a plain native port never answers a TLS hello)"));
     }
     if (verify_error != X509_V_OK) {
       const std::string cert = CertificateSummary(verify_cert.get());
@@ -297,9 +296,8 @@ class Transport::Impl {
           what = absl::StrCat("failed: certificate verification: ",
                               ::X509_verify_cert_error_string(verify_error));
       }
-      return absl::UnavailableError(
-          absl::StrCat(prefix, what, cert.empty() ? "" : " [certificate: ", cert,
-                       cert.empty() ? "" : "]"));
+      return absl::UnavailableError(absl::StrCat(
+          prefix, what, cert.empty() ? "" : " [certificate: ", cert, cert.empty() ? "" : "]"));
     }
     if (out.ec.category() == asio::error::get_ssl_category()) {
       const int reason = ERR_GET_REASON(static_cast<unsigned long>(out.ec.value()));
@@ -317,11 +315,11 @@ class Transport::Impl {
         case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
         case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
           if (client != nullptr && client->cert_file.empty()) {
-            return absl::UnavailableError(absl::StrCat(
-                prefix,
-                "failed: the server requires a client certificate; set "
-                "--clickhouse-tls-cert-file and --clickhouse-tls-key-file (",
-                out.ec.message(), ")"));
+            return absl::UnavailableError(
+                absl::StrCat(prefix,
+                             "failed: the server requires a client certificate; set "
+                             "--clickhouse-tls-cert-file and --clickhouse-tls-key-file (",
+                             out.ec.message(), ")"));
           }
           break;
         case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
@@ -383,19 +381,17 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Connect(const std::string&
   }
   Outcome connected = impl->Run(
       [&](auto handler) {
-        asio::async_connect(impl->socket, addresses,
-                            [handler](const asio::error_code& e, const Tcp::endpoint&) mutable {
-                              handler(e, 0);
-                            });
+        asio::async_connect(
+            impl->socket, addresses,
+            [handler](const asio::error_code& e, const Tcp::endpoint&) mutable { handler(e, 0); });
       },
       options.connect_timeout);
   if (connected.timed_out) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "connect to ", peer, ": timed out after ", absl::FormatDuration(options.connect_timeout)));
+    return absl::DeadlineExceededError(absl::StrCat("connect to ", peer, ": timed out after ",
+                                                    absl::FormatDuration(options.connect_timeout)));
   }
   if (connected.ec) {
-    return absl::UnavailableError(
-        absl::StrCat("connect to ", peer, ": ", connected.ec.message()));
+    return absl::UnavailableError(absl::StrCat("connect to ", peer, ": ", connected.ec.message()));
   }
   impl->socket.set_option(Tcp::no_delay(true), ec);
   impl->fd.store(impl->socket.native_handle());

@@ -42,8 +42,7 @@ class Transport {
   // host:port and the reason): Unavailable (refused, unreachable, resolution failed, TLS refused:
   // unknown CA, name mismatch, expired certificate, a plain port spoken to with TLS),
   // DeadlineExceeded (connect or handshake timed out).
-  static absl::StatusOr<std::unique_ptr<Transport>> Connect(const std::string& host,
-                                                            uint16_t port,
+  static absl::StatusOr<std::unique_ptr<Transport>> Connect(const std::string& host, uint16_t port,
                                                             const TransportOptions& options);
   // Adopts a connected descriptor as plain TCP (servers in tests and benchmarks).
   static std::unique_ptr<Transport> AdoptPlain(int fd);

@@ -34,8 +34,7 @@ absl::Status AddExtension(X509* cert, X509* issuer, int nid, const std::string& 
 }
 
 absl::StatusOr<CertPtr> MakeCert(const std::string& cn, EVP_PKEY* key, X509* issuer,
-                                 absl::Duration not_before, absl::Duration not_after,
-                                 long serial) {
+                                 absl::Duration not_before, absl::Duration not_after, long serial) {
   CertPtr cert(::X509_new(), &::X509_free);
   ::X509_set_version(cert.get(), 2);
   ::ASN1_INTEGER_set(::X509_get_serialNumber(cert.get()), serial);
@@ -45,8 +44,7 @@ absl::StatusOr<CertPtr> MakeCert(const std::string& cn, EVP_PKEY* key, X509* iss
   X509_NAME* name = ::X509_get_subject_name(cert.get());
   ::X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
                                reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  ::X509_set_issuer_name(cert.get(),
-                         issuer != nullptr ? ::X509_get_subject_name(issuer) : name);
+  ::X509_set_issuer_name(cert.get(), issuer != nullptr ? ::X509_get_subject_name(issuer) : name);
   return cert;
 }
 
@@ -76,8 +74,8 @@ absl::StatusOr<std::unique_ptr<TestCa>> TestCa::Create(const std::string& dir,
   ca->dir_ = dir;
   ca->state_ = std::make_unique<State>();
   ca->state_->key = NewKey();
-  auto cert = MakeCert(name, ca->state_->key.get(), nullptr, -absl::Hours(1),
-                       absl::Hours(24 * 30), 1);
+  auto cert =
+      MakeCert(name, ca->state_->key.get(), nullptr, -absl::Hours(1), absl::Hours(24 * 30), 1);
   if (!cert.ok()) return cert.status();
   ca->state_->cert = *std::move(cert);
   X509* c = ca->state_->cert.get();
@@ -100,7 +98,8 @@ absl::StatusOr<std::unique_ptr<TestCa>> TestCa::Create(const std::string& dir,
 
 absl::StatusOr<CertFiles> TestCa::Issue(const std::string& file_stem, const LeafSpec& spec) {
   KeyPtr key = NewKey();
-  auto cert = MakeCert(spec.common_name, key.get(), state_->cert.get(), spec.not_before, spec.not_after, state_->next_serial++);
+  auto cert = MakeCert(spec.common_name, key.get(), state_->cert.get(), spec.not_before,
+                       spec.not_after, state_->next_serial++);
   if (!cert.ok()) return cert.status();
   X509* c = cert->get();
   std::vector<std::pair<int, std::string>> extensions = {
@@ -143,8 +142,8 @@ absl::StatusOr<std::shared_ptr<asio::ssl::context>> ServerContext(
 
 std::string MakeTempDir(const std::string& prefix) {
   const char* base = std::getenv("TMPDIR");
-  std::string templ = absl::StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/", prefix,
-                                   "-XXXXXX");
+  std::string templ =
+      absl::StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/", prefix, "-XXXXXX");
   char* made = ::mkdtemp(templ.data());
   return made != nullptr ? std::string(made) : std::string();
 }

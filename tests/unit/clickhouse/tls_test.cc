@@ -2,6 +2,8 @@
 // inserts and selects arrive intact, and each way a TLS setup can be wrong ends in its own
 // message naming the endpoint. The live counterpart, against the local ClickHouse's secure port,
 // is tests/integration/clickhouse/tls_chtest.cc.
+#include "server/clickhouse/wire/tls.h"
+
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -20,7 +22,6 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/connection.h"
 #include "server/clickhouse/pool.h"
-#include "server/clickhouse/wire/tls.h"
 #include "tests/bench/null_server.h"
 #include "tests/unit/clickhouse/fake_server.h"
 #include "tests/unit/clickhouse/test_tls.h"
@@ -136,8 +137,8 @@ TEST_F(TlsTest, UnknownCaIsNamed) {
   ASSERT_FALSE(conn.ok());
   EXPECT_TRUE(absl::IsUnavailable(conn.status())) << conn.status();
   EXPECT_TRUE(absl::StrContains(conn.status().message(), "unknown CA")) << conn.status();
-  EXPECT_TRUE(absl::StrContains(conn.status().message(),
-                                absl::StrCat("127.0.0.1:", server->port())))
+  EXPECT_TRUE(
+      absl::StrContains(conn.status().message(), absl::StrCat("127.0.0.1:", server->port())))
       << conn.status();
   EXPECT_TRUE(absl::StrContains(conn.status().message(), "--clickhouse-tls-ca-file"));
 }
@@ -159,8 +160,8 @@ TEST_F(TlsTest, NameMismatchIsNamed) {
   EXPECT_TRUE(absl::StrContains(conn.status().message(), "DNS:ch.example")) << conn.status();
 
   // The configured server name is what is sent and checked.
-  auto named = Connection::Connect(Options(
-      server->port(), Client({.ca_file = ca_->cert_file(), .server_name = "ch.example"})));
+  auto named = Connection::Connect(
+      Options(server->port(), Client({.ca_file = ca_->cert_file(), .server_name = "ch.example"})));
   EXPECT_TRUE(named.ok()) << named.status();
 }
 
@@ -231,10 +232,9 @@ TEST_F(TlsTest, MutualTls) {
 
   auto client = other_ca_->Issue("client", {.common_name = "chgate", .names = {}, .client = true});
   ASSERT_TRUE(client.ok()) << client.status();
-  auto conn = Connection::Connect(
-      Options(server->port(), Client({.ca_file = ca_->cert_file(),
-                                      .cert_file = client->cert,
-                                      .key_file = client->key})));
+  auto conn = Connection::Connect(Options(
+      server->port(),
+      Client({.ca_file = ca_->cert_file(), .cert_file = client->cert, .key_file = client->key})));
   ASSERT_TRUE(conn.ok()) << conn.status();
   EXPECT_TRUE((*conn)->Ping().ok());
 }

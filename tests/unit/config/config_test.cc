@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace chgate::config {
 namespace {
 
@@ -119,6 +121,59 @@ TEST(ConfigTest, RejectsInconsistentSettings) {
   EXPECT_FALSE(Parse(3, pool, nullptr).ok());
   const char* ack[] = {"chgate", "--ack-mode=maybe"};
   EXPECT_FALSE(Parse(2, ack, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace chgate::config
+
+namespace chgate::config {
+namespace {
+
+absl::StatusOr<Config> ParseArgs(std::vector<const char*> args) {
+  args.insert(args.begin(), "chgate");
+  return Parse(static_cast<int>(args.size()), args.data(), nullptr);
+}
+
+TEST(ConfigTest, EndpointSchemesChooseTlsAndTheDefaultPort) {
+  auto c = ParseArgs({"--endpoints=tls://a,tcp://b,c:1,tls://[::1]:9441"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->endpoints.size(), 4u);
+  EXPECT_TRUE(c->endpoints[0].tls);
+  EXPECT_EQ(c->endpoints[0].port, 9440);
+  EXPECT_FALSE(c->endpoints[1].tls);
+  EXPECT_EQ(c->endpoints[1].port, 9000);
+  EXPECT_FALSE(c->endpoints[2].tls);
+  EXPECT_EQ(c->endpoints[3].host, "::1");
+  EXPECT_EQ(c->endpoints[3].port, 9441);
+  EXPECT_TRUE(c->endpoints[3].tls);
+
+  // --clickhouse-tls applies to endpoints without a scheme, whatever the order of the flags.
+  c = ParseArgs({"--endpoints=a,tcp://b:9000", "--clickhouse-tls=true"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->endpoints[0].tls);
+  EXPECT_EQ(c->endpoints[0].port, 9440);
+  EXPECT_FALSE(c->endpoints[1].tls);
+
+  auto bad = ParseArgs({"--endpoints=https://a"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("tcp:// or tls://"), std::string::npos) << bad.status();
+}
+
+TEST(ConfigTest, TlsFilesWithoutATlsEndpointAreRefused) {
+  // A CA file that nothing uses would leave the user believing the connection is verified.
+  auto c = ParseArgs({"--clickhouse-tls-ca-file=/ca.pem"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("no endpoint uses TLS"), std::string::npos) << c.status();
+  c = ParseArgs({"--clickhouse-tls-insecure-skip-verify=true"});
+  EXPECT_FALSE(c.ok());
+  c = ParseArgs({"--clickhouse-tls=true", "--clickhouse-tls-cert-file=/c.pem"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("go together"), std::string::npos) << c.status();
+  c = ParseArgs({"--clickhouse-tls=true", "--clickhouse-tls-ca-file=/ca.pem",
+                 "--clickhouse-tls-server-name=ch.internal"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->clickhouse_tls_ca_file, "/ca.pem");
+  EXPECT_EQ(c->clickhouse_tls_server_name, "ch.internal");
 }
 
 }  // namespace

@@ -179,6 +179,7 @@ class ScrapeTest : public ::testing::Test {
     query.QueryFinished(kResultOk, 0.5);
     metrics_.RegisterCollectable(bytes_);
     metrics_.RegisterCollectable(pool_);
+    metrics_.RegisterCollectable(tls_);
   }
 
   static inline prometheus::Exposer* exposer_ = nullptr;
@@ -190,6 +191,8 @@ class ScrapeTest : public ::testing::Test {
   std::shared_ptr<PoolCollectable> pool_ = std::make_shared<PoolCollectable>([] {
     return std::vector<PoolEndpointSample>{{.endpoint = "ch1:9000", .idle = 1, .healthy = true}};
   });
+  std::shared_ptr<ClickHouseTlsCollectable> tls_ =
+      std::make_shared<ClickHouseTlsCollectable>([] { return ClickHouseTlsSample{}; });
 };
 
 TEST_F(ScrapeTest, CountsIngestRequestsAndRowsByTableAndResult) {
@@ -380,6 +383,23 @@ TEST_F(ScrapeTest, PoolStateIsSampledAtScrapeTime) {
   e = Scrape();
   EXPECT_EQ(e.Value("chgate_clickhouse_up", {{"endpoint", "ch2:9000"}}), 1);
   EXPECT_EQ(e.Value("chgate_pool_connections", {{"endpoint", "ch1:9000"}, {"state", "in_use"}}), 0);
+}
+
+TEST_F(ScrapeTest, ClickHouseTlsStateIsSampledAtScrapeTime) {
+  ClickHouseTlsSample state{.insecure_skip_verify = true, .reloads = 2, .reload_failures = 1};
+  tls_ = std::make_shared<ClickHouseTlsCollectable>([&state] { return state; });
+  metrics_.RegisterCollectable(tls_);
+  Exposition e = Scrape();
+  EXPECT_EQ(e.types.at("chgate_clickhouse_tls_insecure_skip_verify"), "gauge");
+  EXPECT_EQ(e.types.at("chgate_clickhouse_tls_reloads_total"), "counter");
+  EXPECT_EQ(e.Value("chgate_clickhouse_tls_insecure_skip_verify"), 1);
+  EXPECT_EQ(e.Value("chgate_clickhouse_tls_reloads_total", {{"result", "ok"}}), 2);
+  EXPECT_EQ(e.Value("chgate_clickhouse_tls_reloads_total", {{"result", "failed"}}), 1);
+  state.insecure_skip_verify = false;
+  state.reloads = 3;
+  e = Scrape();
+  EXPECT_EQ(e.Value("chgate_clickhouse_tls_insecure_skip_verify"), 0);
+  EXPECT_EQ(e.Value("chgate_clickhouse_tls_reloads_total", {{"result", "ok"}}), 3);
 }
 
 // The one test that starts its own exposer through StartExposer.
