@@ -224,10 +224,11 @@ const std::vector<Option>& Options() {
       {"query-allow-table-functions", "",
        absl::StrCat("comma-separated table functions queries may call; all of these are refused "
                     "by default because they make ClickHouse reach outside itself: ",
-                    absl::StrJoin(sql::RefusedTableFunctions(), ",")),
+                    sql::RefusedTableFunctionList()),
        [](absl::string_view v, Config* c) {
          absl::flat_hash_set<std::string> names;
-         if (absl::Status st = sql::ParseAllowedTableFunctions(v, &names); !st.ok()) {
+         if (absl::Status st = sql::ParseAllowedTableFunctions(std::string(v), &names);
+             !st.ok()) {
            return Bad("query-allow-table-functions", v, st.message());
          }
          c->query_allow_table_functions.assign(names.begin(), names.end());

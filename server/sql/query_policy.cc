@@ -165,6 +165,15 @@ const std::vector<std::string_view>& RefusedTableFunctions() {
   return *names;
 }
 
+std::string RefusedTableFunctionList() {
+  std::string out;
+  for (std::string_view name : RefusedTableFunctions()) {
+    if (!out.empty()) out.push_back(',');
+    out.append(name);
+  }
+  return out;
+}
+
 absl::Status ParseAllowedTableFunctions(std::string_view list,
                                         absl::flat_hash_set<std::string>* out) {
   out->clear();

@@ -37,6 +37,9 @@ struct QueryPolicy {
 // Table functions refused unless allowed, lower case, in the order the README lists them.
 const std::vector<std::string_view>& RefusedTableFunctions();
 
+// RefusedTableFunctions() joined with commas (for help texts).
+std::string RefusedTableFunctionList();
+
 // Builds the allowed set from a comma-separated list ("url,remote"; case-insensitive; empty: none).
 // InvalidArgument naming a name that is not in RefusedTableFunctions().
 absl::Status ParseAllowedTableFunctions(std::string_view list,
