@@ -32,6 +32,7 @@ absl::Status ParseRawMessage(const grpc::ByteBuffer& raw, Message* out) {
 template <class Message>
 void SerializeRawMessage(const Message& message, grpc::ByteBuffer* out) {
   bool own_buffer = false;
+  out->Clear();  // the serializer requires an empty buffer; reused buffers hold the last message
   // Serializing a message the server built cannot fail short of memory exhaustion.
   (void)grpc::SerializationTraits<Message>::Serialize(message, out, &own_buffer);
 }

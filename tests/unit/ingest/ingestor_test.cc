@@ -521,6 +521,12 @@ TEST_F(IngestorTest, ATypeMismatchWithACachedHeaderAsksTheServerAgainOnce) {
   EXPECT_EQ(third->result.status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(inserter_.describes, 3);
   EXPECT_THAT(third->result.status.message(), HasSubstr("UInt32"));
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(second->done);
+  EXPECT_TRUE(second->result.status.ok()) << second->result.status;
+  EXPECT_TRUE(first->done);
 }
 
 TEST_F(IngestorTest, AColumnErrorFromTheServerDropsTheCachedHeader) {
@@ -535,8 +541,12 @@ TEST_F(IngestorTest, AColumnErrorFromTheServerDropsTheCachedHeader) {
   EXPECT_FALSE(oa->result.status.ok());
   EXPECT_EQ(inserter_.describes, 1);
   auto b = Rows(1, 1);
-  Submit(b);
+  Outcome* ob = Submit(b);
   EXPECT_EQ(inserter_.describes, 2);  // looked up again, not judged by the old header
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_TRUE(ob->done);
 }
 
 TEST_F(IngestorTest, ATransientErrorKeepsTheCachedHeader) {
@@ -548,8 +558,12 @@ TEST_F(IngestorTest, ATransientErrorKeepsTheCachedHeader) {
   ingestor_->Poll();
   ingestor_->RunPending();
   auto b = Rows(1, 1);
-  Submit(b);
+  Outcome* ob = Submit(b);
   EXPECT_EQ(inserter_.describes, 1);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_TRUE(ob->done);
 }
 
 TEST(ParseTableNameTest, ReadsNamesAsClickHouseDoes) {
