@@ -227,8 +227,7 @@ const std::vector<Option>& Options() {
                     sql::RefusedTableFunctionList()),
        [](absl::string_view v, Config* c) {
          absl::flat_hash_set<std::string> names;
-         if (absl::Status st = sql::ParseAllowedTableFunctions(std::string(v), &names);
-             !st.ok()) {
+         if (absl::Status st = sql::ParseAllowedTableFunctions(std::string(v), &names); !st.ok()) {
            return Bad("query-allow-table-functions", v, st.message());
          }
          c->query_allow_table_functions.assign(names.begin(), names.end());

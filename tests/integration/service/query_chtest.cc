@@ -603,9 +603,9 @@ class HostileCallerTest : public QueryServiceTest {
 TEST_F(HostileCallerTest, EveryQuotedFormOfANameReachesThatTable) {
   START_OR_SKIP();
   // Tables whose names need quoting, and the tables a naive reading would hit instead.
-  const std::vector<std::string> created = {"`a``tick`", "`atick`", "`q\"uote`", "`quote`",
-                                            "`back\\\\slash`", "`backslash`", "`dot.ted`",
-                                            "`ted`"};
+  const std::vector<std::string> created = {
+      "`a``tick`",       "`atick`",     "`q\"uote`", "`quote`",
+      "`back\\\\slash`", "`backslash`", "`dot.ted`", "`ted`"};
   for (const std::string& t : created) {
     clickhouse::testing::Exec(*probe_, absl::StrCat("DROP TABLE IF EXISTS chgate_chtest.", t));
     clickhouse::testing::Exec(
@@ -636,13 +636,14 @@ TEST_F(HostileCallerTest, EveryQuotedFormOfANameReachesThatTable) {
     ++expected[forms[i].target];
   }
   for (const std::string& t : created) {
-    EXPECT_EQ(ClickHouseClient(absl::StrCat("SELECT count() FROM chgate_chtest.", t, " FORMAT TSV")),
-              absl::StrCat(expected[t], "\n"))
+    EXPECT_EQ(
+        ClickHouseClient(absl::StrCat("SELECT count() FROM chgate_chtest.", t, " FORMAT TSV")),
+        absl::StrCat(expected[t], "\n"))
         << t;
   }
   // Forms ClickHouse would not read as one table name are refused, and nothing is written.
   for (const char* bad : {"chgate_chtest.`a`tick`", "chgate_chtest.`a\\qtick`",
-                                 "chgate_chtest.a`tick", "chgate_chtest.`a``tick`.x"}) {
+                          "chgate_chtest.a`tick", "chgate_chtest.`a``tick`.x"}) {
     EXPECT_EQ(InsertRow(bad, {}, 99).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
   }
   EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.`atick` FORMAT TSV"),
@@ -732,7 +733,8 @@ TEST_F(HostileCallerTest, AllowedTableFunctionsRun) {
   // The remote() call itself may fail (the local server refuses the default user over the
   // network, say), but it is ClickHouse answering, not chgate's refusal.
   if (!o.status.ok()) {
-    EXPECT_NE(o.status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << o.status.error_message();
+    EXPECT_NE(o.status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << o.status.error_message();
     EXPECT_FALSE(absl::StrContains(o.status.error_message(), "--query-allow-table-functions"));
   }
   EXPECT_EQ(Run("SELECT * FROM url('http://127.0.0.1:1/', TSV, 'x String')").status.error_code(),
@@ -743,14 +745,15 @@ TEST_F(HostileCallerTest, InlineInsertDataIsJudgedByTokens) {
   START_OR_SKIP({.allow_writes = true});
   clickhouse::testing::Exec(*probe_, "DROP TABLE IF EXISTS chgate_chtest.withdrawals");
   clickhouse::testing::Exec(*probe_, "DROP TABLE IF EXISTS chgate_chtest.t_values_copy");
-  clickhouse::testing::Exec(
-      *probe_, "CREATE TABLE chgate_chtest.withdrawals (x UInt64) ENGINE = Memory");
-  clickhouse::testing::Exec(
-      *probe_, "CREATE TABLE chgate_chtest.t_values_copy (x UInt64) ENGINE = Memory");
+  clickhouse::testing::Exec(*probe_,
+                            "CREATE TABLE chgate_chtest.withdrawals (x UInt64) ENGINE = Memory");
+  clickhouse::testing::Exec(*probe_,
+                            "CREATE TABLE chgate_chtest.t_values_copy (x UInt64) ENGINE = Memory");
   EXPECT_EQ(Run("INSERT INTO chgate_chtest.withdrawals VALUES (1)").status.error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
-  Outcome o = Run("INSERT INTO chgate_chtest.t_values_copy SELECT number FROM system.numbers "
-                  "LIMIT 3");
+  Outcome o =
+      Run("INSERT INTO chgate_chtest.t_values_copy SELECT number FROM system.numbers "
+          "LIMIT 3");
   ASSERT_TRUE(o.status.ok()) << o.status.error_message();
   EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.t_values_copy FORMAT TSV"), "3\n");
   EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.withdrawals FORMAT TSV"), "0\n");

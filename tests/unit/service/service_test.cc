@@ -478,8 +478,9 @@ TEST_F(ServiceTest, UnparseableRequestsAreInvalidArgumentWithAMessage) {
   Start();
   // A length-delimited field that promises 100 bytes and carries 3; a lone group start; a tag
   // with field number 0.
-  for (const std::string& bytes :
-       {std::string("\x0a\x64" "abc"), std::string("\x0b"), std::string("\x00\x01", 2)}) {
+  for (const std::string& bytes : {std::string("\x0a\x64"
+                                               "abc"),
+                                   std::string("\x0b"), std::string("\x00\x01", 2)}) {
     for (const char* method : {"/chgate.v1.Ingest/Insert", "/chgate.v1.Ingest/InsertStream"}) {
       grpc::Status status = RawCall(api_channel_, method, bytes);
       EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
@@ -546,7 +547,8 @@ TEST_F(ServiceTest, TenKilobyteNamesKeepStatusAndTrailersSmall) {
     v1::InsertResponse response;
     grpc::Status status = Insert(c.request, &response, &context);
     // Before names were cut, the client saw RESOURCE_EXHAUSTED: its trailers were over 8 KiB.
-    EXPECT_EQ(status.error_code(), c.code) << c.what << ": " << status.error_message().substr(0, 200);
+    EXPECT_EQ(status.error_code(), c.code)
+        << c.what << ": " << status.error_message().substr(0, 200);
     EXPECT_LE(status.error_message().size(), kMaxStatusMessageBytes) << c.what;
     std::optional<v1::Status> detail = StatusTrailer(context);
     ASSERT_TRUE(detail.has_value()) << c.what;
@@ -579,8 +581,8 @@ TEST_F(ServiceTest, ClickHouseCodesMapToTheirMeaning) {
                 "UNKNOWN_TABLE"},
            Case{99999, grpc::StatusCode::UNKNOWN, ""},
        }) {
-    grpc::Status status = ToGrpcStatus(clickhouse::ExceptionToStatus(
-        {.code = c.code, .name = "DB::Exception", .message = "m"}));
+    grpc::Status status = ToGrpcStatus(
+        clickhouse::ExceptionToStatus({.code = c.code, .name = "DB::Exception", .message = "m"}));
     EXPECT_EQ(status.error_code(), c.expected) << c.code;
     if (*c.symbol != '\0') {
       EXPECT_THAT(status.error_message(), HasSubstr(c.symbol)) << c.code;
