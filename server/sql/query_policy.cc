@@ -18,6 +18,11 @@ inline absl::string_view A(std::string_view s) { return absl::string_view(s.data
 
 constexpr std::string_view kReadStatements[] = {"SELECT",  "WITH",   "SHOW", "DESCRIBE", "DESC",
                                                 "EXPLAIN", "EXISTS", "SET",  "USE"};
+// Statements that are not reads; refused with PERMISSION_DENIED in read-only mode.
+constexpr std::string_view kOtherStatements[] = {
+    "KILL",    "SYSTEM", "INSERT", "CREATE", "DROP",   "ALTER",  "RENAME",   "TRUNCATE", "OPTIMIZE",
+    "ATTACH",  "DETACH", "GRANT",  "REVOKE", "DELETE", "UPDATE", "EXCHANGE", "UNDROP",   "BACKUP",
+    "RESTORE", "CHECK",  "WATCH",  "MOVE",   "BEGIN",  "COMMIT", "ROLLBACK", "REPLACE",  "UPSERT"};
 constexpr std::string_view kSessionKeepingStatements[] = {"SELECT", "WITH",    "SHOW",  "DESCRIBE",
                                                           "DESC",   "EXPLAIN", "EXISTS"};
 
@@ -129,16 +134,18 @@ absl::Status CheckTokens(const std::vector<Token>& tokens, const QueryPolicy& po
     }
     bool reads = false;
     for (std::string_view keyword : kReadStatements) reads = reads || IsKeyword(*first, keyword);
-    if (!reads) {
-      const std::string kind = first->kind == TokenKind::kBareWord
-                                   ? absl::AsciiStrToUpper(A(first->text.substr(0, 32)))
-                                   : std::string("this");
-      return absl::PermissionDeniedError(absl::StrCat(
-          kind,
-          " statements are refused: Query is read-only (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN, "
-          "EXISTS, SET, USE); an operator can allow writes, DDL and KILL with "
-          "--query-allow-writes"));
-    }
+    if (reads) continue;
+    bool known = false;
+    for (std::string_view keyword : kOtherStatements) known = known || IsKeyword(*first, keyword);
+    const std::string kind = first->kind == TokenKind::kBareWord
+                                 ? absl::AsciiStrToUpper(A(first->text.substr(0, 32)))
+                                 : std::string("this");
+    // A word that starts no statement ClickHouse knows is a syntax error there; it is refused
+    // here too (nothing unknown reaches the server), as the caller's mistake.
+    return (known ? absl::PermissionDeniedError : absl::InvalidArgumentError)(absl::StrCat(
+        kind, known ? " statements are refused" : " does not start a statement chgate knows",
+        ": Query is read-only (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN, EXISTS, SET, USE); an "
+        "operator can allow writes, DDL and KILL with --query-allow-writes"));
   }
   return absl::OkStatus();
 }

@@ -3,8 +3,9 @@
 //
 //   Read-only (the default)  the statement must start with SELECT, WITH, SHOW, DESCRIBE, DESC,
 //                            EXPLAIN, EXISTS, SET or USE (or `(` before one of them). KILL,
-//                            SYSTEM and every writing or DDL statement are refused; ClickHouse's
-//                            readonly = 2 is a second fence behind this one.
+//                            SYSTEM and every writing or DDL statement are refused
+//                            (PERMISSION_DENIED), a word that starts no known statement too
+//                            (INVALID_ARGUMENT); ClickHouse's readonly = 2 is a second fence.
 //   Writes allowed           any statement, except an INSERT that carries its rows inline
 //                            (VALUES, FORMAT or FROM INFILE): its data cannot travel through
 //                            Query; callers use Insert. INSERT ... SELECT runs.

@@ -149,6 +149,11 @@ TEST(QueryPolicyTest, ReadOnlyRefusesKillSystemAndWrites) {
   }
 }
 
+TEST(QueryPolicyTest, ReadOnlyRefusesUnknownStatementsAsInvalid) {
+  EXPECT_EQ(Check("SELEC 1").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Check("`SELECT` 1").code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(QueryPolicyTest, RefusesTableFunctionsAnywhere) {
   for (const char* sql : {
            "SELECT * FROM url('http://x', CSV, 'a String')",
