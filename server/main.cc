@@ -207,6 +207,7 @@ int Serve(const config::Config& config) {
        .response_bytes = static_cast<uint32_t>(config.query_response_bytes),
        .max_buffered_bytes = config.query_buffer_bytes,
        .allow_writes = config.query_allow_writes,
+       .allowed_table_functions = config.query_allow_table_functions,
        .default_timeout = config.query_default_timeout,
        .cancel_drain_timeout = config.query_cancel_drain},
       &metrics.query());

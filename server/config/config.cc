@@ -1,5 +1,6 @@
 #include "server/config/config.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "server/sql/query_policy.h"
 
 namespace chgate::config {
 namespace {
@@ -239,8 +241,22 @@ const std::vector<Option>& Options() {
        "response bytes per query waiting for a slow caller before chgate stops reading ClickHouse",
        Bytes("query-buffer-bytes", &Config::query_buffer_bytes, false)},
       {"query-allow-writes", "false",
-       "run queries without ClickHouse's readonly = 2 (lets callers write and run DDL)",
+       "run queries without ClickHouse's readonly = 2 and let them be any statement (writes, DDL, "
+       "KILL); INSERT with inline data stays refused",
        Bool("query-allow-writes", &Config::query_allow_writes)},
+      {"query-allow-table-functions", "",
+       absl::StrCat("comma-separated table functions queries may call; all of these are refused "
+                    "by default because they make ClickHouse reach outside itself: ",
+                    sql::RefusedTableFunctionList()),
+       [](absl::string_view v, Config* c) {
+         absl::flat_hash_set<std::string> names;
+         if (absl::Status st = sql::ParseAllowedTableFunctions(std::string(v), &names); !st.ok()) {
+           return Bad("query-allow-table-functions", v, st.message());
+         }
+         c->query_allow_table_functions.assign(names.begin(), names.end());
+         std::sort(c->query_allow_table_functions.begin(), c->query_allow_table_functions.end());
+         return absl::OkStatus();
+       }},
       {"query-default-timeout", "5m", "deadline of Query calls that set none",
        Duration("query-default-timeout", &Config::query_default_timeout)},
       {"query-cancel-drain", "2s",

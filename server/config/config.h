@@ -74,6 +74,8 @@ struct Config {
   uint64_t query_response_bytes = 1 << 20;
   uint64_t query_buffer_bytes = 4 << 20;
   bool query_allow_writes = false;
+  // Table functions Query may call (lower case, from sql::RefusedTableFunctions()).
+  std::vector<std::string> query_allow_table_functions;
   absl::Duration query_default_timeout = absl::Minutes(5);
   absl::Duration query_cancel_drain = absl::Seconds(2);
   // One-shot mode: run this query, print the result as TSV and exit.

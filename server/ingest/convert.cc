@@ -1490,8 +1490,9 @@ absl::Status ColumnError(const absl::Status& status, std::string_view name, cons
   error.column = std::string(name);
   error.type = column.type_name();
   return WithValueError(
-      absl::Status(status.code(), absl::StrCat("column '", std::string(name), "' (",
-                                               column.type_name(), "): ", status.message())),
+      absl::Status(status.code(),
+                   absl::StrCat("column '", PrintableName(name), "' (",
+                                PrintableName(column.type_name()), "): ", status.message())),
       error);
 }
 

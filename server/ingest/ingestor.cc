@@ -4,10 +4,13 @@
 #include <cmath>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/common/status_macros.h"
+#include "server/sql/identifier.h"
 
 namespace chgate::ingest {
 namespace {
@@ -58,40 +61,9 @@ Clock* RealClock() {
 }
 
 absl::StatusOr<TableId> ParseTableName(std::string_view text, const std::string& default_database) {
-  std::vector<std::string> parts;
-  std::string current;
-  bool quoted = false, was_quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (quoted) {
-      if (c == '\\' && i + 1 < text.size()) {
-        current.push_back(text[++i]);
-      } else if (c == '`') {
-        quoted = false;
-      } else {
-        current.push_back(c);
-      }
-    } else if (c == '`') {
-      quoted = was_quoted = true;
-    } else if (c == '.') {
-      parts.push_back(std::move(current));
-      current.clear();
-    } else {
-      current.push_back(c);
-    }
-  }
-  if (quoted)
-    return absl::InvalidArgumentError(
-        absl::StrCat("unterminated ` in table name '", std::string(text), "'"));
-  parts.push_back(std::move(current));
-  (void)was_quoted;
-  if (parts.size() > 2 ||
-      std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "table must be \"table\" or \"database.table\", got '", std::string(text), "'"));
-  }
-  if (parts.size() == 1) return TableId{default_database, parts[0]};
-  return TableId{parts[0], parts[1]};
+  ASSIGN_OR_RETURN(sql::QualifiedName name, sql::ParseQualifiedName(text));
+  if (name.database.empty()) return TableId{default_database, std::move(name.name)};
+  return TableId{std::move(name.database), std::move(name.name)};
 }
 
 struct Ingestor::Pending {
@@ -134,6 +106,38 @@ std::unique_ptr<clickhouse::Block> EmptyBlock(const TableSchema& schema) {
     block->AddColumn(schema.names[i], schema.prototypes[i]->CloneEmpty());
   }
   return block;
+}
+
+std::string SchemaKey(const TableId& table, const std::vector<std::string>& columns) {
+  return absl::StrCat(table.database.size(), ":", table.database, table.table.size(), ":",
+                      table.table, "|", absl::StrJoin(columns, ","));
+}
+
+// Whether a failed insert says the table is not what its cached header described.
+bool IsTableChangeError(const absl::Status& status) {
+  namespace ec = clickhouse::error_code;
+  if (std::optional<int32_t> code = clickhouse::ClickHouseCode(status)) {
+    switch (*code) {
+      case ec::kUnknownTable:
+      case ec::kUnknownDatabase:
+      case ec::kTableIsDropped:
+      case ec::kNoSuchColumnInTable:
+      case ec::kThereIsNoColumn:
+      case ec::kNotFoundColumnInBlock:
+      case ec::kTypeMismatch:
+      case ec::kIllegalColumn:
+      case ec::kIncorrectNumberOfColumns:
+      case ec::kNumberOfColumnsDoesntMatch:
+      case ec::kCannotConvertType:
+      case ec::kUnknownIdentifier:
+        return true;
+      default:
+        return false;
+    }
+  }
+  // chgate's own comparison of the block with the header the server sent for the INSERT.
+  return status.code() == absl::StatusCode::kInvalidArgument ||
+         status.code() == absl::StatusCode::kNotFound;
 }
 
 bool SameTypes(const TableSchema& a, const TableSchema& b) {
@@ -278,21 +282,67 @@ void Ingestor::Submit(Request request, std::function<void()> on_admitted,
 }
 
 absl::StatusOr<std::shared_ptr<const TableSchema>> Ingestor::Schema(
-    const TableId& table, const std::vector<std::string>& columns, absl::Time deadline) {
-  const std::string key =
-      absl::StrCat(table.database, ".", table.table, "|", absl::StrJoin(columns, ","));
-  {
+    const TableId& table, const std::vector<std::string>& columns, absl::Time deadline,
+    bool refresh, bool* fetched) {
+  const std::string key = SchemaKey(table, columns);
+  *fetched = false;
+  if (!refresh) {
     absl::MutexLock lock(&mu_);
     auto it = schemas_.find(key);
     if (it != schemas_.end() && clock_->Now() - it->second.fetched < options_.schema_ttl) {
       return it->second.schema;
     }
   }
-  ASSIGN_OR_RETURN(TableSchema fetched, inserter_->Describe(table, columns, deadline));
-  auto schema = std::make_shared<const TableSchema>(std::move(fetched));
+  ASSIGN_OR_RETURN(TableSchema described, inserter_->Describe(table, columns, deadline));
+  auto schema = std::make_shared<const TableSchema>(std::move(described));
+  *fetched = true;
   absl::MutexLock lock(&mu_);
   schemas_[key] = {schema, clock_->Now()};
   return schema;
+}
+
+void Ingestor::ForgetSchemas(const TableId& table) {
+  const std::string prefix = SchemaKey(table, {});
+  absl::MutexLock lock(&mu_);
+  for (auto it = schemas_.begin(); it != schemas_.end();) {
+    if (absl::StartsWith(it->first, prefix)) {
+      schemas_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+absl::Status Ingestor::Convert(const Request& request, const TableSchema& s, Pending* p) {
+  p->staged = EmptyBlock(s);
+  std::vector<clickhouse::Column*> columns;
+  for (size_t i = 0; i < s.names.size(); ++i) columns.push_back(p->staged->column(i).column.get());
+  if (request.rows != nullptr) {
+    ConvertOptions convert = options_.convert;
+    absl::TimeZone tz;
+    if (!s.server_time_zone.empty() && absl::LoadTimeZone(s.server_time_zone, &tz)) {
+      convert.server_time_zone = tz;
+    }
+    return AppendRows(*request.rows, s.names, columns, convert);
+  }
+  if (request.block != nullptr) {
+    const clickhouse::Block& b = *request.block;
+    RETURN_IF_ERROR(b.Validate());
+    if (b.column_count() != s.names.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block has ", b.column_count(), " columns, the insert expects ", s.names.size()));
+    }
+    for (size_t i = 0; i < s.names.size(); ++i) {
+      const clickhouse::ColumnPtr& col = b.column(i).column;
+      if (col->type_name() != s.prototypes[i]->type_name()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "column '", PrintableName(s.names[i]), "' has type ", PrintableName(col->type_name()),
+            ", the table has ", PrintableName(s.prototypes[i]->type_name())));
+      }
+      columns[i]->AppendRange(*col, 0, b.rows());
+    }
+  }
+  return absl::OkStatus();
 }
 
 void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
@@ -337,42 +387,25 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
     }
   }
   p->key = absl::StrCat(label, "|", absl::StrJoin(p->columns, ","));
+  bool fetched = false;
   absl::StatusOr<std::shared_ptr<const TableSchema>> schema =
-      Schema(p->table, p->columns, p->deadline);
+      Schema(p->table, p->columns, p->deadline, /*refresh=*/false, &fetched);
   if (!schema.ok()) return Complete(p, {.status = schema.status()});
+  absl::Status converted = Convert(request, **schema, p.get());
+  if (!converted.ok() && !fetched) {
+    // The rows were judged by a cached header; the table may have changed since (ALTER ...
+    // MODIFY COLUMN, ADD COLUMN). Ask the server once more before calling the rows bad.
+    absl::StatusOr<std::shared_ptr<const TableSchema>> fresh =
+        Schema(p->table, p->columns, p->deadline, /*refresh=*/true, &fetched);
+    if (!fresh.ok()) return Complete(p, {.status = fresh.status()});
+    if (!SameTypes(**fresh, **schema)) {
+      schema = std::move(fresh);
+      converted = Convert(request, **schema, p.get());
+    }
+  }
   // Only tables that exist become metric labels.
   p->label = label;
   p->schema = *schema;
-  const TableSchema& s = **schema;
-  p->staged = EmptyBlock(s);
-  std::vector<clickhouse::Column*> columns;
-  for (size_t i = 0; i < s.names.size(); ++i) columns.push_back(p->staged->column(i).column.get());
-  absl::Status converted;
-  if (request.rows != nullptr) {
-    ConvertOptions convert = options_.convert;
-    absl::TimeZone tz;
-    if (!s.server_time_zone.empty() && absl::LoadTimeZone(s.server_time_zone, &tz)) {
-      convert.server_time_zone = tz;
-    }
-    converted = AppendRows(*request.rows, s.names, columns, convert);
-  } else if (request.block != nullptr) {
-    const clickhouse::Block& b = *request.block;
-    converted = b.Validate();
-    if (converted.ok() && b.column_count() != s.names.size()) {
-      converted = absl::InvalidArgumentError(absl::StrCat(
-          "block has ", b.column_count(), " columns, the insert expects ", s.names.size()));
-    }
-    for (size_t i = 0; converted.ok() && i < s.names.size(); ++i) {
-      const clickhouse::ColumnPtr& col = b.column(i).column;
-      if (col->type_name() != s.prototypes[i]->type_name()) {
-        converted = absl::InvalidArgumentError(absl::StrCat("column '", s.names[i], "' has type ",
-                                                            col->type_name(), ", the table has ",
-                                                            s.prototypes[i]->type_name()));
-      } else {
-        columns[i]->AppendRange(*col, 0, b.rows());
-      }
-    }
-  }
   if (!converted.ok()) return Complete(p, {.status = converted});
   p->rows = p->staged->rows();
   p->bytes = p->staged->ByteSize();
@@ -515,17 +548,18 @@ void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
 
 bool Ingestor::ShouldRetry(const absl::Status& status) const {
   if (auto code = clickhouse::ClickHouseCode(status)) {
+    namespace ec = clickhouse::error_code;
     switch (*code) {
-      case 159:  // TIMEOUT_EXCEEDED
-      case 202:  // TOO_MANY_SIMULTANEOUS_QUERIES
-      case 209:  // SOCKET_TIMEOUT
-      case 210:  // NETWORK_ERROR
-      case 241:  // MEMORY_LIMIT_EXCEEDED
-      case 242:  // TABLE_IS_READ_ONLY
-      case 252:  // TOO_MANY_PARTS
-      case 285:  // TOO_FEW_LIVE_REPLICAS
-      case 319:  // UNKNOWN_STATUS_OF_INSERT
-      case 425:  // SYSTEM_ERROR
+      case ec::kTimeoutExceeded:
+      case ec::kTooManySimultaneousQueries:
+      case ec::kSocketTimeout:
+      case ec::kNetworkError:
+      case ec::kMemoryLimitExceeded:
+      case ec::kTableIsReadOnly:
+      case ec::kTooManyParts:
+      case ec::kTooFewLiveReplicas:
+      case ec::kUnknownStatusOfInsert:
+      case ec::kSystemError:
         return true;
       default:
         return false;
@@ -576,11 +610,10 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
       status = absl::Status(status.code(), absl::StrCat(status.message(), " (gave up after ",
                                                         attempt.attempt, " attempts)"));
     }
-    if (status.code() == absl::StatusCode::kNotFound ||
-        status.code() == absl::StatusCode::kInvalidArgument) {
-      // The table changed (dropped, column removed or retyped): look it up again next time.
-      absl::MutexLock lock(&mu_);
-      schemas_.clear();
+    if (IsTableChangeError(status)) {
+      // The table changed under the batch (dropped, column removed or retyped): the next
+      // request asks the server for its header again.
+      ForgetSchemas(batch->table);
     }
   }
   if (metrics_ != nullptr) {

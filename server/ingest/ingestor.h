@@ -150,9 +150,16 @@ class Ingestor {
   void WorkerLoop(bool flush_queue);
   void SchedulerLoop();
   void Admit(std::shared_ptr<Pending> pending, Request request);
+  // The insert header of (table, columns): cached unless `refresh` or older than schema_ttl.
+  // `*fetched` says whether it came from the server just now.
   absl::StatusOr<std::shared_ptr<const TableSchema>> Schema(const TableId& table,
                                                             const std::vector<std::string>& columns,
-                                                            absl::Time deadline);
+                                                            absl::Time deadline, bool refresh,
+                                                            bool* fetched);
+  // Drops every cached header of `table` (any column list).
+  void ForgetSchemas(const TableId& table) ABSL_LOCKS_EXCLUDED(mu_);
+  // Converts the request's rows or block into p->staged, laid out as `schema`.
+  absl::Status Convert(const Request& request, const TableSchema& schema, Pending* p);
   void Append(std::shared_ptr<Pending> pending) ABSL_LOCKS_EXCLUDED(mu_);
   // Admits waiting requests that fit; their callbacks go to `after`, to run once mu_ is released.
   void AdmitWaitingLocked(std::vector<std::function<void()>>* after)
@@ -201,7 +208,9 @@ class Ingestor {
   std::vector<std::thread> threads_;
 };
 
-// Splits "db.table" (backticks allowed around either part) into a TableId.
+// Splits "table" or "db.table" into a TableId as ClickHouse would read it (sql::ParseQualifiedName:
+// quoted parts with ` or ", doubled-quote and backslash escapes); `default_database` when the text
+// names no database. InvalidArgument for text ClickHouse would not read as one table name.
 absl::StatusOr<TableId> ParseTableName(std::string_view text, const std::string& default_database);
 
 }  // namespace chgate::ingest

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/common/status_macros.h"
+#include "server/sql/identifier.h"
 
 namespace chgate::ingest {
 namespace {
@@ -27,25 +28,15 @@ class DeadlineScope {
 
 }  // namespace
 
-std::string QuoteIdentifier(std::string_view name) {
-  std::string out = "`";
-  for (char c : name) {
-    if (c == '`' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out.push_back('`');
-  return out;
-}
-
 std::string InsertQuery(const TableId& table, const std::vector<std::string>& columns) {
   std::string sql = "INSERT INTO ";
-  if (!table.database.empty()) absl::StrAppend(&sql, QuoteIdentifier(table.database), ".");
-  absl::StrAppend(&sql, QuoteIdentifier(table.table));
+  if (!table.database.empty()) absl::StrAppend(&sql, sql::QuoteIdentifier(table.database), ".");
+  absl::StrAppend(&sql, sql::QuoteIdentifier(table.table));
   if (!columns.empty()) {
     sql += " (";
     for (size_t i = 0; i < columns.size(); ++i) {
       if (i != 0) sql += ", ";
-      sql += QuoteIdentifier(columns[i]);
+      sql += sql::QuoteIdentifier(columns[i]);
     }
     sql += ")";
   }

@@ -45,9 +45,8 @@ class Inserter {
                               const InsertAttempt& attempt, absl::Time deadline) = 0;
 };
 
-// Quotes a name for SQL with backticks.
-std::string QuoteIdentifier(std::string_view name);
-// `INSERT INTO db.table (a, b) VALUES` (no column list when `columns` is empty).
+// `INSERT INTO db.table (a, b) VALUES`, every name quoted (sql::QuoteIdentifier) (no column list
+// when `columns` is empty).
 std::string InsertQuery(const TableId& table, const std::vector<std::string>& columns);
 
 class ClickHouseInserter final : public Inserter {

@@ -116,6 +116,10 @@ bool GetString(std::string_view* in, std::string* out) {
 ValueError Normalized(const ValueError& error) {
   ValueError e = error;
   e.value = PrintableValue(error.value);
+  e.column = TruncateText(error.column, kMaxNameTextBytes);
+  e.type = TruncateText(error.type, 2 * kMaxNameTextBytes);
+  e.path = TruncateText(error.path, kMaxNameTextBytes);
+  e.kind = TruncateText(error.kind, kMaxNameTextBytes);
   return e;
 }
 
@@ -135,6 +139,23 @@ void Attach(const ValueError& e, absl::Status* status) {
 
 }  // namespace
 
+std::string PrintableName(std::string_view name) {
+  std::string out;
+  AppendPrintable(name, kMaxNameTextBytes, &out);
+  return out;
+}
+
+std::string TruncateText(std::string_view text, size_t limit) {
+  constexpr std::string_view kEllipsis = "...";
+  if (text.size() <= limit) return std::string(text);
+  size_t cut = limit > kEllipsis.size() ? limit - kEllipsis.size() : 0;
+  // Back up over UTF-8 continuation bytes so no character is split.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  std::string out(text.substr(0, cut));
+  out.append(kEllipsis);
+  return out;
+}
+
 std::string PrintableValue(std::string_view bytes) {
   std::string out;
   AppendPrintable(bytes, kMaxValueTextBytes, &out);
@@ -146,13 +167,13 @@ absl::Status InvalidValue(const ValueError& error, std::string_view what) {
   std::string message;
   if (e.row.has_value()) absl::StrAppend(&message, "row ", *e.row, ", ");
   message.append("column '");
-  AppendPrintable(e.column, 1024, &message);
+  AppendPrintable(e.column, kMaxNameTextBytes, &message);
   message.append("' (");
-  AppendPrintable(e.type, 4096, &message);
+  AppendPrintable(e.type, 2 * kMaxNameTextBytes, &message);
   message.push_back(')');
   if (!e.path.empty()) {
     message.append(" at ");
-    AppendPrintable(e.path, 1024, &message);
+    AppendPrintable(e.path, kMaxNameTextBytes, &message);
   }
   message.append(": cannot convert");
   if (!e.kind.empty()) absl::StrAppend(&message, " ", e.kind);

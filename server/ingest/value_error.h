@@ -16,6 +16,11 @@ namespace chgate::ingest {
 
 // Longest printable value text (bytes) kept in a ValueError and its message.
 inline constexpr size_t kMaxValueTextBytes = 256;
+// Longest name (table, column, type, path) echoed in a message or a ValueError, in bytes. Names
+// are the caller's text too: echoed whole, a 10 KB name would push the status past what gRPC
+// clients accept in trailing metadata (8 KiB by default), which they report as
+// RESOURCE_EXHAUSTED.
+inline constexpr size_t kMaxNameTextBytes = 128;
 
 struct ValueError {
   // Zero-based row index in the request; unset for errors about a whole column.
@@ -50,6 +55,13 @@ absl::Status WithValueError(absl::Status status, const ValueError& error);
 
 // The ValueError attached by InvalidValue or WithValueError, or nullopt.
 std::optional<ValueError> GetValueError(const absl::Status& status);
+
+// `name` as printable text for a message (PrintableValue's escaping), cut to kMaxNameTextBytes.
+std::string PrintableName(std::string_view name);
+
+// `text` cut at a UTF-8 character boundary to at most `limit` bytes, ending in "..." when cut;
+// the bytes kept are not escaped (for structured fields that carry names as data).
+std::string TruncateText(std::string_view text, size_t limit);
 
 // `bytes` as printable UTF-8: valid UTF-8 sequences are kept; control bytes and bytes that are
 // not valid UTF-8 become \n, \t, \r or \xHH; a backslash becomes \\. Cut at a character boundary

@@ -13,6 +13,7 @@
 #include "server/common/status_macros.h"
 #include "server/ingest/value_error.h"
 #include "server/service/proto_values.h"
+#include "server/service/raw_messages.h"
 #include "server/service/status.h"
 
 namespace chgate::service {
@@ -38,7 +39,8 @@ absl::Status CheckColumnNames(const std::vector<std::string>& names) {
     }
     if (!seen.insert(names[i]).second) {
       return ingest::WithValueError(
-          absl::InvalidArgumentError(absl::StrCat("column '", names[i], "' is listed twice")),
+          absl::InvalidArgumentError(
+              absl::StrCat("column '", ingest::PrintableName(names[i]), "' is listed twice")),
           {.column = names[i]});
     }
   }
@@ -67,8 +69,9 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
       const std::string& target = columns[static_cast<size_t>(i)];
       if (!name.empty() && name != target) {
         return ingest::WithValueError(
-            absl::InvalidArgumentError(absl::StrCat("block column ", i, " is named '", name,
-                                                    "' but `columns` has '", target, "' there")),
+            absl::InvalidArgumentError(
+                absl::StrCat("block column ", i, " is named '", ingest::PrintableName(name),
+                             "' but `columns` has '", ingest::PrintableName(target), "' there")),
             {.column = target});
       }
     }
@@ -177,6 +180,13 @@ absl::Status ShuttingDown() {
       kShuttingDownMessage, "; retry against another instance with the same idempotency_key"));
 }
 
+// A streaming call that ends at once with a status.
+class FinishedWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit FinishedWriter(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -186,22 +196,25 @@ absl::Status ShuttingDown() {
 class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
  public:
   InsertCall(IngestService* service, grpc::CallbackServerContext* context,
-             const v1::InsertRequest* request, v1::InsertResponse* response)
+             const grpc::ByteBuffer* raw_request, grpc::ByteBuffer* raw_response)
       : service_(service),
         context_(context),
-        request_(request),
-        response_(response),
+        raw_request_(raw_request),
+        raw_response_(raw_response),
         state_(std::make_shared<State>()) {
     absl::MutexLock lock(&state_->mu);
     state_->call = this;
   }
 
   void Start() {
+    if (absl::Status parsed = ParseRawMessage(*raw_request_, &request_); !parsed.ok()) {
+      return FinishEarly(parsed);
+    }
     if (service_->shutting_down()) return FinishEarly(ShuttingDown());
     const absl::Time deadline = HasDeadline(*context_)
                                     ? absl::FromChrono(context_->deadline())
                                     : absl::Now() + service_->options_.default_deadline;
-    if (absl::Status s = Prepare(*request_, deadline, &state_->prepared); !s.ok()) {
+    if (absl::Status s = Prepare(request_, deadline, &state_->prepared); !s.ok()) {
       return FinishEarly(s);
     }
     // The callbacks keep the state (and so the prepared views) alive; the request message lives
@@ -262,14 +275,18 @@ class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
       call->Finish(ToGrpcStatus(result.status, call->context_));
       return;
     }
-    FillSuccess(result, state.prepared, call->response_);
+    v1::InsertResponse response;
+    FillSuccess(result, state.prepared, &response);
+    SerializeRawMessage(response, call->raw_response_);
     call->Finish(grpc::Status::OK);
   }
 
   IngestService* const service_;
   grpc::CallbackServerContext* const context_;
-  const v1::InsertRequest* const request_;
-  v1::InsertResponse* const response_;
+  const grpc::ByteBuffer* const raw_request_;
+  grpc::ByteBuffer* const raw_response_;
+  // Parsed from raw_request_ in Start; lives until the reactor is deleted, after every use.
+  v1::InsertRequest request_;
   const std::shared_ptr<State> state_;
 };
 
@@ -281,7 +298,7 @@ class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
 // Slot) until the Ingestor has dropped both of its callbacks, so callbacks that arrive after the
 // stream ended still find a live object; they see `finished_` and do nothing.
 class IngestService::StreamCall final
-    : public grpc::ServerBidiReactor<v1::InsertRequest, v1::InsertAck> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   StreamCall(IngestService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {}
@@ -315,6 +332,11 @@ class IngestService::StreamCall final
         return MaybeFinishLocked();
       }
       if (finished_) return;
+      if (absl::Status parsed = ParseRawMessage(slot->raw, &slot->request); !parsed.ok()) {
+        // The message has no sequence to acknowledge: end the stream with the reason, after
+        // the acks already owed.
+        return DrainLocked(parsed);
+      }
       ++unacked_;
       if (draining_) {
         AckLocked(FailureAck(slot->request.sequence(), drain_status_));
@@ -353,6 +375,7 @@ class IngestService::StreamCall final
     Slot& operator=(const Slot&) = delete;
 
     StreamCall* const call;
+    grpc::ByteBuffer raw;
     v1::InsertRequest request;
     PreparedInsert prepared;
     bool deadline_from_stream = false;
@@ -418,7 +441,7 @@ class IngestService::StreamCall final
   void StartReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (read_closed_ || draining_ || broken_ || finished_ || reading_ != nullptr) return;
     reading_ = std::make_shared<Slot>(this);
-    StartRead(&reading_->request);
+    StartRead(&reading_->raw);
   }
 
   void AckLocked(v1::InsertAck ack) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -432,7 +455,8 @@ class IngestService::StreamCall final
     writing_ack_ = std::move(acks_.front());
     acks_.pop_front();
     writing_ = true;
-    StartWrite(&writing_ack_);
+    SerializeRawMessage(writing_ack_, &writing_bytes_);
+    StartWrite(&writing_bytes_);
   }
 
   void DrainLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -472,6 +496,7 @@ class IngestService::StreamCall final
   uint64_t unacked_ ABSL_GUARDED_BY(mu_) = 0;  // read, no ack queued yet
   std::deque<v1::InsertAck> acks_ ABSL_GUARDED_BY(mu_);
   v1::InsertAck writing_ack_ ABSL_GUARDED_BY(mu_);
+  grpc::ByteBuffer writing_bytes_ ABSL_GUARDED_BY(mu_);  // writing_ack_, serialized
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
@@ -485,24 +510,25 @@ IngestService::IngestService(ingest::Ingestor* ingestor, IngestServiceOptions op
 IngestService::~IngestService() = default;
 
 grpc::ServerUnaryReactor* IngestService::Insert(grpc::CallbackServerContext* context,
-                                                const v1::InsertRequest* request,
-                                                v1::InsertResponse* response) {
+                                                const grpc::ByteBuffer* request,
+                                                grpc::ByteBuffer* response) {
   auto* call = new InsertCall(this, context, request, response);
   call->Start();
   return call;
 }
 
-grpc::ServerBidiReactor<v1::InsertRequest, v1::InsertAck>* IngestService::InsertStream(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* IngestService::InsertStream(
     grpc::CallbackServerContext* context) {
   auto* call = new StreamCall(this, context);
   call->Start();
   return call;
 }
 
-grpc::ServerWriteReactor<v1::QueryResponse>* IngestService::Query(
-    grpc::CallbackServerContext* context, const v1::QueryRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* IngestService::Query(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   if (options_.queries != nullptr) return options_.queries->Start(context, request);
-  return v1::Ingest::CallbackService::Query(context, request);
+  return new FinishedWriter(
+      grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Query is not enabled on this server"));
 }
 
 void IngestService::BeginShutdown() {

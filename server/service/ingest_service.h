@@ -45,7 +45,15 @@ struct IngestServiceOptions {
   QueryExecutor* queries = nullptr;
 };
 
-class IngestService final : public v1::Ingest::CallbackService {
+// The three methods are registered raw (grpc::ByteBuffer): the service parses each request
+// itself so that bytes that are not a valid message end the call (or the stream, after the acks
+// it owes) with INVALID_ARGUMENT and a message, where gRPC's own parsing would answer
+// UNIMPLEMENTED with none. The wire format is unchanged.
+using IngestRawService =
+    v1::Ingest::WithRawCallbackMethod_Insert<v1::Ingest::WithRawCallbackMethod_InsertStream<
+        v1::Ingest::WithRawCallbackMethod_Query<v1::Ingest::Service>>>;
+
+class IngestService final : public IngestRawService {
  public:
   // `ingestor` must outlive the service.
   IngestService(ingest::Ingestor* ingestor, IngestServiceOptions options);
@@ -54,12 +62,12 @@ class IngestService final : public v1::Ingest::CallbackService {
   IngestService& operator=(const IngestService&) = delete;
 
   grpc::ServerUnaryReactor* Insert(grpc::CallbackServerContext* context,
-                                   const v1::InsertRequest* request,
-                                   v1::InsertResponse* response) override;
-  grpc::ServerBidiReactor<v1::InsertRequest, v1::InsertAck>* InsertStream(
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InsertStream(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerWriteReactor<v1::QueryResponse>* Query(grpc::CallbackServerContext* context,
-                                                     const v1::QueryRequest* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Query(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request) override;
 
   // From now on Insert and InsertStream calls are refused with UNAVAILABLE (kShuttingDownMessage);
   // open streams stop reading, send the acks of the requests they hold as those complete, then

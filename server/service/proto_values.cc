@@ -196,8 +196,8 @@ struct Position {
 };
 
 absl::Status LayoutError(const Position& pos, std::string_view what) {
-  std::string message =
-      absl::StrCat("block column '", pos.scope->column, "' (", pos.scope->type, ")");
+  std::string message = absl::StrCat("block column '", ingest::PrintableName(pos.scope->column),
+                                     "' (", ingest::PrintableName(pos.scope->type), ")");
   if (!pos.where.empty()) absl::StrAppend(&message, " ", pos.where);
   absl::StrAppend(&message, ": ", Sv(what));
   return ingest::WithValueError(absl::InvalidArgumentError(message),
@@ -929,7 +929,7 @@ absl::Status ConvertBlock(const v1::Block& block, std::span<const std::string> n
     if (src.type().empty()) {
       return ingest::WithValueError(
           absl::InvalidArgumentError(absl::StrCat(
-              "block column '", name,
+              "block column '", ingest::PrintableName(name),
               "': `type` is required on insert (the full ClickHouse type of the target column, "
               "e.g. \"Nullable(String)\")")),
           {.column = name});
@@ -937,9 +937,10 @@ absl::Status ConvertBlock(const v1::Block& block, std::span<const std::string> n
     absl::StatusOr<clickhouse::ColumnPtr> column = clickhouse::CreateColumn(src.type());
     if (!column.ok()) {
       return ingest::WithValueError(
-          absl::Status(column.status().code(),
-                       absl::StrCat("block column '", name, "' (", src.type(),
-                                    "): ", column.status().message())),
+          absl::Status(
+              column.status().code(),
+              absl::StrCat("block column '", ingest::PrintableName(name), "' (",
+                           ingest::PrintableName(src.type()), "): ", column.status().message())),
           {.column = name, .type = src.type()});
     }
     RETURN_IF_ERROR(AppendProtoColumn(src, block.rows(), name, column->get()));

@@ -20,7 +20,10 @@
 #include "server/common/status_macros.h"
 #include "server/ingest/inserter.h"
 #include "server/service/query_block.h"
+#include "server/service/raw_messages.h"
 #include "server/service/status.h"
+#include "server/sql/identifier.h"
+#include "server/sql/query_policy.h"
 
 namespace chgate::service {
 namespace {
@@ -42,50 +45,6 @@ std::string GenerateQueryId() {
                          ((lo >> 48) & 0x3fff) | 0x8000, lo & 0xffffffffffffULL);
 }
 
-// Skips whitespace and SQL comments at the start of `sql`.
-absl::string_view StripLeading(absl::string_view sql) {
-  while (true) {
-    sql = absl::StripLeadingAsciiWhitespace(sql);
-    if (absl::StartsWith(sql, "--")) {
-      const size_t nl = sql.find('\n');
-      sql = nl == absl::string_view::npos ? absl::string_view() : sql.substr(nl + 1);
-    } else if (absl::StartsWith(sql, "/*")) {
-      const size_t end = sql.find("*/");
-      sql = end == absl::string_view::npos ? absl::string_view() : sql.substr(end + 2);
-    } else {
-      return sql;
-    }
-  }
-}
-
-// An INSERT whose rows the server would ask the client for (VALUES or FORMAT data rather than
-// INSERT ... SELECT): the native protocol has no way to send them through Query.
-bool IsInsertWithData(absl::string_view sql) {
-  absl::string_view s = StripLeading(sql);
-  if (s.size() < 6 || !absl::EqualsIgnoreCase(s.substr(0, 6), "INSERT")) return false;
-  // The first of the keywords that can follow the target decides (data may contain the others).
-  const std::string upper = absl::AsciiStrToUpper(s);
-  size_t data = std::min(upper.find("VALUES"), upper.find("FORMAT"));
-  size_t select = std::min(upper.find("SELECT"), upper.find("WITH"));
-  return select == std::string::npos || data < select;
-}
-
-// Whether a statement leaves the session as it found it, so its connection may serve the next
-// caller. Anything else (USE, SET, CREATE TEMPORARY TABLE, ...) could change the database,
-// settings or temporary tables that later queries and inserts on the connection would see.
-bool KeepsSession(absl::string_view sql) {
-  absl::string_view s = StripLeading(sql);
-  while (!s.empty() && s.front() == '(') s = StripLeading(s.substr(1));
-  for (const char* keyword : {"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "EXISTS"}) {
-    const size_t n = std::strlen(keyword);
-    if (s.size() >= n && absl::EqualsIgnoreCase(s.substr(0, n), keyword) &&
-        (s.size() == n || !absl::ascii_isalnum(static_cast<unsigned char>(s[n])))) {
-      return true;
-    }
-  }
-  return false;
-}
-
 void ToProto(const clickhouse::Progress& p, v1::Progress* out) {
   out->set_read_rows(p.rows);
   out->set_read_bytes(p.bytes);
@@ -100,11 +59,10 @@ void ToProto(const clickhouse::Progress& p, v1::Progress* out) {
 
 // One Query call. The worker thread builds and queues responses (Send), the gRPC thread writes
 // them one at a time (OnWriteDone); Finish waits until the queue is empty.
-class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryResponse> {
+class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  Call(QueryExecutor* executor, grpc::CallbackServerContext* context,
-       const v1::QueryRequest* request)
-      : executor_(executor), context_(context), request_(request) {
+  Call(QueryExecutor* executor, grpc::CallbackServerContext* context)
+      : executor_(executor), context_(context) {
     const auto deadline = context->deadline();
     deadline_ = deadline == std::chrono::system_clock::time_point::max()
                     ? absl::Now() + executor->options_.default_timeout
@@ -112,7 +70,9 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
   }
 
   grpc::CallbackServerContext* context() const { return context_; }
-  const v1::QueryRequest& request() const { return *request_; }
+  const v1::QueryRequest& request() const { return request_; }
+  // Parses the serialized request; called once, before the call is queued.
+  absl::Status Parse(const grpc::ByteBuffer& raw) { return ParseRawMessage(raw, &request_); }
   absl::Time deadline() const { return deadline_; }
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
   bool shutting_down() const { return shutdown_.load(std::memory_order_acquire); }
@@ -155,7 +115,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
       context_->TryCancel();
       return false;
     }
-    if (start != nullptr) StartWrite(start);
+    if (start != nullptr) Write(*start);
     return true;
   }
 
@@ -209,7 +169,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
       cv_.SignalAll();
     }
     if (next != nullptr) {
-      StartWrite(next);
+      Write(*next);
     } else if (finish.has_value()) {
       Finish(*finish);
     }
@@ -232,9 +192,17 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<v1::QueryRespo
   void OnDone() override { delete this; }
 
  private:
+  // Starts writing `message` (the front of the queue); one write is in flight at a time, so
+  // writing_bytes_ is free.
+  void Write(const v1::QueryResponse& message) {
+    SerializeRawMessage(message, &writing_bytes_);
+    StartWrite(&writing_bytes_);
+  }
+
   QueryExecutor* const executor_;
   grpc::CallbackServerContext* const context_;
-  const v1::QueryRequest* const request_;
+  v1::QueryRequest request_;  // set by Parse before the call is queued, read-only afterwards
+  grpc::ByteBuffer writing_bytes_;
   absl::Time deadline_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> shutdown_{false};
@@ -346,7 +314,7 @@ class ResponseBuilder {
 // The message of a ClickHouse refusal caused by read-only mode, with what to do about it.
 absl::Status ExplainReadOnly(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kPermissionDenied ||
-      clickhouse::ClickHouseCode(status) != 164) {
+      clickhouse::ClickHouseCode(status) != clickhouse::error_code::kReadonly) {
     return status;
   }
   return absl::PermissionDeniedError(
@@ -359,7 +327,12 @@ absl::Status ExplainReadOnly(const absl::Status& status) {
 
 QueryExecutor::QueryExecutor(clickhouse::Pool* pool, QueryServiceOptions options,
                              const metrics::QueryMetrics* metrics)
-    : pool_(pool), options_(std::move(options)), metrics_(metrics) {
+    : pool_(pool),
+      options_(std::move(options)),
+      policy_{.allow_writes = options_.allow_writes,
+              .allowed_table_functions = {options_.allowed_table_functions.begin(),
+                                          options_.allowed_table_functions.end()}},
+      metrics_(metrics) {
   const size_t n = std::max<size_t>(1, options_.max_concurrent_queries);
   workers_.reserve(n);
   for (size_t i = 0; i < n; ++i) workers_.emplace_back([this] { WorkerLoop(); });
@@ -382,15 +355,17 @@ size_t QueryExecutor::waiting() const {
   return waiting_.size();
 }
 
-grpc::ServerWriteReactor<v1::QueryResponse>* QueryExecutor::Start(
-    grpc::CallbackServerContext* context, const v1::QueryRequest* request) {
-  auto* call = new Call(this, context, request);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* QueryExecutor::Start(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw_request) {
+  auto* call = new Call(this, context);
   auto refuse = [&](const absl::Status& status) {
     if (metrics_ != nullptr) metrics_->QueryRefused(metrics::ResultLabel(status.code()));
     call->Finish(ToGrpcStatus(status, context));
     return call;
   };
-  if (StripLeading(request->sql()).empty()) {
+  if (absl::Status parsed = call->Parse(*raw_request); !parsed.ok()) return refuse(parsed);
+  const v1::QueryRequest* request = &call->request();
+  if (sql::IsEmptyStatement(request->sql())) {
     return refuse(absl::InvalidArgumentError("QueryRequest.sql is empty"));
   }
   for (const auto& [name, value] : request->settings()) {
@@ -401,10 +376,8 @@ grpc::ServerWriteReactor<v1::QueryResponse>* QueryExecutor::Start(
       }
     }
   }
-  if (options_.allow_writes && IsInsertWithData(request->sql())) {
-    return refuse(absl::InvalidArgumentError(
-        "an INSERT with VALUES or FORMAT data cannot run through Query; send rows with Insert or "
-        "InsertStream (Query runs INSERT ... SELECT)"));
+  if (absl::Status allowed = sql::CheckQuery(request->sql(), policy_); !allowed.ok()) {
+    return refuse(allowed);
   }
   {
     absl::MutexLock lock(&mu_);
@@ -546,7 +519,7 @@ void QueryExecutor::Run(Call* call) {
     }
     // A statement that may change the session (USE, SET, temporary tables) does not hand its
     // connection back to the pool.
-    bool discard = !KeepsSession(request.sql());
+    bool discard = !sql::KeepsSession(request.sql());
     // Runs after the cursor below is gone (it is declared later) and before `conn` returns to
     // the pool: a connection switched to another database, or not drained, is closed instead.
     absl::Cleanup discard_if_needed = [&] {
@@ -557,7 +530,7 @@ void QueryExecutor::Run(Call* call) {
       // and close it afterwards rather than hand a changed session back to the pool.
       discard = true;
       absl::Status used =
-          conn->Select({.query = absl::StrCat("USE ", ingest::QuoteIdentifier(request.database()))},
+          conn->Select({.query = absl::StrCat("USE ", sql::QuoteIdentifier(request.database()))},
                        [](const clickhouse::Block&) { return absl::OkStatus(); });
       if (!used.ok()) return used;
     }

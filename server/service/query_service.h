@@ -12,7 +12,11 @@
 //                  ClickHouse; the connection is drained within `cancel_drain_timeout` and goes
 //                  back to the pool, or is closed. The call's deadline also becomes the query's
 //                  `max_execution_time` (rounded up to whole seconds).
-//   Read-only      unless `allow_writes`, queries run with ClickHouse's `readonly = 2`.
+//   Policy         before a call is admitted its SQL is checked by sql::CheckQuery: read-only
+//                  statements only unless `allow_writes`, no table function that reaches outside
+//                  the server unless named in `allowed_table_functions` (PERMISSION_DENIED), no
+//                  INSERT with inline data. Unless `allow_writes`, queries also run with
+//                  ClickHouse's `readonly = 2`.
 //
 // Thread-safe. Must outlive the grpc::Server the calls run on (its destructor cancels running
 // queries and joins the workers); `pool` and `metrics` must outlive it.
@@ -33,6 +37,7 @@
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/pool.h"
 #include "server/metrics/metrics.h"
+#include "server/sql/query_policy.h"
 
 namespace chgate::service {
 
@@ -47,6 +52,8 @@ struct QueryServiceOptions {
   // How long rows may wait for more to fill a message while ClickHouse sends nothing new.
   absl::Duration coalesce_delay = absl::Milliseconds(20);
   bool allow_writes = false;
+  // Lower-case names from sql::RefusedTableFunctions() that queries may call.
+  std::vector<std::string> allowed_table_functions;
   // Deadline of calls that carry none.
   absl::Duration default_timeout = absl::Minutes(5);
   absl::Duration cancel_drain_timeout = absl::Seconds(2);
@@ -64,9 +71,11 @@ class QueryExecutor {
   QueryExecutor(const QueryExecutor&) = delete;
   QueryExecutor& operator=(const QueryExecutor&) = delete;
 
-  // The reactor for one Query call (what Ingest::CallbackService::Query returns).
-  grpc::ServerWriteReactor<v1::QueryResponse>* Start(grpc::CallbackServerContext* context,
-                                                     const v1::QueryRequest* request);
+  // The reactor for one Query call; `request` is the serialized QueryRequest (the method is
+  // registered raw, see ingest_service.h). Bytes that do not parse end the call with
+  // INVALID_ARGUMENT.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Start(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request);
 
   // New calls end with UNAVAILABLE, waiting ones too; running queries are cancelled. Idempotent.
   void BeginShutdown();
@@ -87,6 +96,7 @@ class QueryExecutor {
 
   clickhouse::Pool* const pool_;
   const QueryServiceOptions options_;
+  const sql::QueryPolicy policy_;
   const metrics::QueryMetrics* const metrics_;
 
   mutable absl::Mutex mu_;

@@ -27,21 +27,29 @@ std::string_view ClickHouseExceptionName(const absl::Status& status) {
   return inside;
 }
 
+std::string StatusMessageText(const absl::Status& status) {
+  const std::string_view message(status.message().data(), status.message().size());
+  return ingest::TruncateText(message, kMaxStatusMessageBytes);
+}
+
 void ToProtoStatus(const absl::Status& status, v1::Status* out) {
   out->Clear();
   out->set_code(static_cast<int32_t>(status.code()));
   if (status.ok()) return;
-  out->set_message(std::string(status.message()));
+  // Every text field is cut: names and values come from callers and from ClickHouse messages
+  // that repeat them, and the whole detail must fit a client's trailing-metadata limit.
+  out->set_message(StatusMessageText(status));
   if (std::optional<int32_t> code = clickhouse::ClickHouseCode(status)) {
     out->set_clickhouse_code(*code);
-    out->set_clickhouse_exception_name(std::string(ClickHouseExceptionName(status)));
+    out->set_clickhouse_exception_name(
+        ingest::TruncateText(ClickHouseExceptionName(status), ingest::kMaxNameTextBytes));
   }
   if (std::optional<ingest::ValueError> error = ingest::GetValueError(status)) {
     v1::ValueError* v = out->mutable_value_error();
     if (error->row.has_value()) v->set_row_index(*error->row);
-    v->set_column(std::move(error->column));
-    v->set_type(std::move(error->type));
-    v->set_value(std::move(error->value));
+    v->set_column(ingest::TruncateText(error->column, ingest::kMaxNameTextBytes));
+    v->set_type(ingest::TruncateText(error->type, 2 * ingest::kMaxNameTextBytes));
+    v->set_value(ingest::TruncateText(error->value, ingest::kMaxValueTextBytes));
   }
 }
 
@@ -52,7 +60,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase* c
     ToProtoStatus(status, &detail);
     context->AddTrailingMetadata(kStatusTrailerKey, detail.SerializeAsString());
   }
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), StatusMessageText(status));
 }
 
 }  // namespace chgate::service

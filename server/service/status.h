@@ -6,6 +6,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -15,6 +17,14 @@ namespace chgate::service {
 
 // Key of the binary trailing-metadata entry that holds a serialized chgate.v1.Status.
 inline constexpr char kStatusTrailerKey[] = "chgate-status-bin";
+
+// Longest status message sent to a caller, in bytes (cut at a UTF-8 boundary, ending in "...").
+// With the capped fields of the detail, grpc-message plus chgate-status-bin stay under about
+// 6 KiB even when every byte needs escaping, inside gRPC's default 8 KiB metadata limit.
+inline constexpr size_t kMaxStatusMessageBytes = 1024;
+
+// `status`'s message as sent to callers: cut to kMaxStatusMessageBytes.
+std::string StatusMessageText(const absl::Status& status);
 
 // Fills `out` from `status`: code (the absl and gRPC codes have the same numbers), message,
 // `clickhouse_code` (from clickhouse::ClickHouseCode), `clickhouse_exception_name` (read from the
@@ -26,9 +36,9 @@ void ToProtoStatus(const absl::Status& status, v1::Status* out);
 // status did not come from a ClickHouse exception.
 std::string_view ClickHouseExceptionName(const absl::Status& status);
 
-// The gRPC status for `status`, same code number and message. When `context` is given and the
-// status is not OK, the chgate.v1.Status detail is also added to the call's trailing metadata
-// under kStatusTrailerKey; call it before Finish.
+// The gRPC status for `status`, same code number and message (StatusMessageText). When `context` is
+// given and the status is not OK, the chgate.v1.Status detail is also added to the call's trailing
+// metadata under kStatusTrailerKey; call it before Finish.
 grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase* context = nullptr);
 
 }  // namespace chgate::service

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/clickhouse/types/type_ast.h"
 #include "server/common/status_macros.h"
@@ -347,119 +348,8 @@ absl::Status ReadProfileInfo(ReadBuffer& in, uint64_t revision, ProfileInfo* out
   return absl::OkStatus();
 }
 
-std::string_view ClickHouseErrorName(int32_t code) {
-  static const auto* names = new absl::flat_hash_map<int32_t, std::string_view>{
-      {3, "UNEXPECTED_END_OF_FILE"},
-      {6, "CANNOT_PARSE_TEXT"},
-      {16, "NO_SUCH_COLUMN_IN_TABLE"},
-      {27, "CANNOT_PARSE_INPUT_ASSERTION_FAILED"},
-      {36, "BAD_ARGUMENTS"},
-      {41, "CANNOT_PARSE_DATETIME"},
-      {43, "ILLEGAL_TYPE_OF_ARGUMENT"},
-      {46, "UNKNOWN_FUNCTION"},
-      {47, "UNKNOWN_IDENTIFIER"},
-      {48, "NOT_IMPLEMENTED"},
-      {49, "LOGICAL_ERROR"},
-      {50, "UNKNOWN_TYPE"},
-      {53, "TYPE_MISMATCH"},
-      {57, "TABLE_ALREADY_EXISTS"},
-      {60, "UNKNOWN_TABLE"},
-      {62, "SYNTAX_ERROR"},
-      {73, "UNKNOWN_FORMAT"},
-      {81, "UNKNOWN_DATABASE"},
-      {82, "DATABASE_ALREADY_EXISTS"},
-      {115, "UNKNOWN_SETTING"},
-      {117, "INCORRECT_DATA"},
-      {159, "TIMEOUT_EXCEEDED"},
-      {160, "TOO_SLOW"},
-      {164, "READONLY"},
-      {192, "UNKNOWN_USER"},
-      {193, "WRONG_PASSWORD"},
-      {194, "REQUIRED_PASSWORD"},
-      {195, "IP_ADDRESS_NOT_ALLOWED"},
-      {202, "TOO_MANY_SIMULTANEOUS_QUERIES"},
-      {203, "NO_FREE_CONNECTION"},
-      {209, "SOCKET_TIMEOUT"},
-      {210, "NETWORK_ERROR"},
-      {241, "MEMORY_LIMIT_EXCEEDED"},
-      {242, "TABLE_IS_READ_ONLY"},
-      {252, "TOO_MANY_PARTS"},
-      {279, "ALL_CONNECTION_TRIES_FAILED"},
-      {285, "TOO_FEW_LIVE_REPLICAS"},
-      {319, "UNKNOWN_STATUS_OF_INSERT"},
-      {394, "QUERY_WAS_CANCELLED"},
-      {497, "ACCESS_DENIED"},
-      {516, "AUTHENTICATION_FAILED"},
-  };
-  auto it = names->find(code);
-  return it == names->end() ? std::string_view() : it->second;
-}
-
 absl::Status ExceptionToStatus(const ServerException& e) {
-  absl::StatusCode code;
-  switch (e.code) {
-    case 60:
-    case 81:
-      code = absl::StatusCode::kNotFound;
-      break;
-    case 6:
-    case 16:
-    case 27:
-    case 36:
-    case 41:
-    case 43:
-    case 46:
-    case 47:
-    case 50:
-    case 53:
-    case 62:
-    case 73:
-    case 115:
-    case 117:
-      code = absl::StatusCode::kInvalidArgument;
-      break;
-    case 57:
-    case 82:
-      code = absl::StatusCode::kAlreadyExists;
-      break;
-    case 164:
-    case 497:
-      code = absl::StatusCode::kPermissionDenied;
-      break;
-    case 192:
-    case 193:
-    case 194:
-    case 195:
-    case 516:
-      code = absl::StatusCode::kUnauthenticated;
-      break;
-    case 159:
-    case 160:
-    case 209:
-      code = absl::StatusCode::kDeadlineExceeded;
-      break;
-    case 241:
-      code = absl::StatusCode::kResourceExhausted;
-      break;
-    case 202:
-    case 203:
-    case 210:
-    case 242:
-    case 252:
-    case 279:
-    case 285:
-    case 319:
-      code = absl::StatusCode::kUnavailable;
-      break;
-    case 394:
-      code = absl::StatusCode::kCancelled;
-      break;
-    case 48:
-      code = absl::StatusCode::kUnimplemented;
-      break;
-    default:
-      code = absl::StatusCode::kUnknown;
-  }
+  const absl::StatusCode code = StatusCodeForClickHouseError(e.code);
   std::string symbol(ClickHouseErrorName(e.code));
   std::string message =
       absl::StrCat("ClickHouse error ", e.code, " (", symbol.empty() ? "" : symbol,

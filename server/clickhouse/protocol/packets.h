@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
 
@@ -142,7 +143,5 @@ SettingKind KindOfSetting(std::string_view name);
 absl::Status ExceptionToStatus(const ServerException& e);
 // The ClickHouse error code carried by a status, if it came from a server exception.
 std::optional<int32_t> ClickHouseCode(const absl::Status& status);
-// The symbolic name of a ClickHouse error code ("UNKNOWN_TABLE"), or "" if not known here.
-std::string_view ClickHouseErrorName(int32_t code);
 
 }  // namespace chgate::clickhouse

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
+#include "server/sql/identifier.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -42,15 +43,10 @@ class Parser {
 
   absl::Status ParseIdentifier(std::string* out) {
     SkipSpaces();
-    if (pos_ < text_.size() && text_[pos_] == '`') {
-      ++pos_;
-      out->clear();
-      while (pos_ < text_.size() && text_[pos_] != '`') {
-        if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) ++pos_;
-        out->push_back(text_[pos_++]);
-      }
-      if (pos_ == text_.size()) return Error("unterminated backquoted name");
-      ++pos_;
+    if (pos_ < text_.size() && (text_[pos_] == '`' || text_[pos_] == '"')) {
+      absl::StatusOr<std::string> name = sql::ReadQuotedIdentifier(text_, &pos_);
+      if (!name.ok()) return Error(std::string(name.status().message()));
+      *out = *std::move(name);
       return absl::OkStatus();
     }
     if (pos_ >= text_.size() || !IsIdentStart(text_[pos_])) return Error("expected a name");
@@ -182,12 +178,7 @@ void AppendName(std::string_view name, bool element, std::string* out) {
     out->append(name);
     return;
   }
-  out->push_back('`');
-  for (char c : name) {
-    if (c == '`' || c == '\\') out->push_back('\\');
-    out->push_back(c);
-  }
-  out->push_back('`');
+  out->append(sql::QuoteIdentifier(name));
 }
 
 void FormatInto(const TypeAst& t, std::string* out) {

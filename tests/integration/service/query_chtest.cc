@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/pool.h"
+#include "server/clickhouse/protocol/error_codes.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
 #include "server/metrics/metrics.h"
@@ -574,6 +576,187 @@ TEST_F(QueryServiceTest, DatabaseFieldSelectsTheDefaultDatabase) {
   o = Run("SELECT currentDatabase()");
   ASSERT_TRUE(o.status.ok()) << o.status.error_message();
   EXPECT_NE(ResultTsv(o), "system\n");
+}
+
+// ---- the holes a hostile caller finds (issue 10, section 3) ----
+
+class HostileCallerTest : public QueryServiceTest {
+ protected:
+  grpc::Status InsertRow(const std::string& table, const std::vector<std::string>& columns,
+                         uint64_t value, v1::Status* detail = nullptr) {
+    v1::InsertRequest request;
+    request.set_table(table);
+    for (const std::string& c : columns) request.add_columns(c);
+    request.mutable_rows()->add_rows()->add_values()->set_uint64_value(value);
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    v1::InsertResponse response;
+    grpc::Status status = stub_->Insert(&context, request, &response);
+    const auto& trailers = context.GetServerTrailingMetadata();
+    if (auto it = trailers.find(kStatusTrailerKey); detail != nullptr && it != trailers.end()) {
+      EXPECT_TRUE(detail->ParseFromString(std::string(it->second.data(), it->second.size())));
+    }
+    return status;
+  }
+};
+
+TEST_F(HostileCallerTest, EveryQuotedFormOfANameReachesThatTable) {
+  START_OR_SKIP();
+  // Tables whose names need quoting, and the tables a naive reading would hit instead.
+  const std::vector<std::string> created = {
+      "`a``tick`",       "`atick`",     "`q\"uote`", "`quote`",
+      "`back\\\\slash`", "`backslash`", "`dot.ted`", "`ted`"};
+  for (const std::string& t : created) {
+    clickhouse::testing::Exec(*probe_, absl::StrCat("DROP TABLE IF EXISTS chgate_chtest.", t));
+    clickhouse::testing::Exec(
+        *probe_, absl::StrCat("CREATE TABLE chgate_chtest.", t, " (x UInt64) ENGINE = Memory"));
+  }
+  struct Form {
+    std::string table;   // as a caller writes it
+    std::string target;  // the table (as created above) it must reach
+  };
+  const std::vector<Form> forms = {
+      {"chgate_chtest.`a``tick`", "`a``tick`"},
+      {"chgate_chtest.`a\\`tick`", "`a``tick`"},
+      {"chgate_chtest.\"a`tick\"", "`a``tick`"},
+      {"`chgate_chtest`.\"a`tick\"", "`a``tick`"},
+      {"\"chgate_chtest\" . `a``tick`", "`a``tick`"},
+      {"chgate_chtest.\"q\"\"uote\"", "`q\"uote`"},
+      {"chgate_chtest.\"q\\\"uote\"", "`q\"uote`"},
+      {"chgate_chtest.`q\"uote`", "`q\"uote`"},
+      {"chgate_chtest.`back\\\\slash`", "`back\\\\slash`"},
+      {"chgate_chtest.`back\\x5cslash`", "`back\\\\slash`"},
+      {"chgate_chtest.`dot.ted`", "`dot.ted`"},
+      {"chgate_chtest.`\\x61tick`", "`atick`"},
+  };
+  std::map<std::string, int> expected;
+  for (size_t i = 0; i < forms.size(); ++i) {
+    grpc::Status status = InsertRow(forms[i].table, {}, i);
+    EXPECT_TRUE(status.ok()) << forms[i].table << ": " << status.error_message();
+    ++expected[forms[i].target];
+  }
+  for (const std::string& t : created) {
+    EXPECT_EQ(
+        ClickHouseClient(absl::StrCat("SELECT count() FROM chgate_chtest.", t, " FORMAT TSV")),
+        absl::StrCat(expected[t], "\n"))
+        << t;
+  }
+  // Forms ClickHouse would not read as one table name are refused, and nothing is written.
+  for (const char* bad : {"chgate_chtest.`a`tick`", "chgate_chtest.`a\\qtick`",
+                          "chgate_chtest.a`tick", "chgate_chtest.`a``tick`.x"}) {
+    EXPECT_EQ(InsertRow(bad, {}, 99).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+  }
+  EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.`atick` FORMAT TSV"),
+            absl::StrCat(expected["`atick`"], "\n"));
+}
+
+TEST_F(HostileCallerTest, AnInsertRightAfterAlterModifyColumnIsAccepted) {
+  START_OR_SKIP();
+  clickhouse::testing::Exec(*probe_, "DROP TABLE IF EXISTS chgate_chtest.altered");
+  clickhouse::testing::Exec(*probe_,
+                            "CREATE TABLE chgate_chtest.altered (k UInt8, v UInt16) "
+                            "ENGINE = MergeTree ORDER BY k");
+  ASSERT_TRUE(InsertRow("chgate_chtest.altered", {"v"}, 1).ok());  // caches v UInt16
+  clickhouse::testing::Exec(*probe_, "ALTER TABLE chgate_chtest.altered MODIFY COLUMN v UInt32");
+  grpc::Status status = InsertRow("chgate_chtest.altered", {"v"}, 70000);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(ClickHouseClient("SELECT max(v) FROM chgate_chtest.altered FORMAT TSV"), "70000\n");
+  // A value that is wrong for the new type is still refused.
+  EXPECT_EQ(InsertRow("chgate_chtest.altered", {"v"}, 1ULL << 40).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(HostileCallerTest, AMaterializedColumnIsInvalidArgument) {
+  START_OR_SKIP();
+  clickhouse::testing::Exec(*probe_, "DROP TABLE IF EXISTS chgate_chtest.materialized");
+  clickhouse::testing::Exec(*probe_,
+                            "CREATE TABLE chgate_chtest.materialized "
+                            "(a UInt64, m UInt64 MATERIALIZED a * 2) ENGINE = Memory");
+  v1::Status detail;
+  grpc::Status status = InsertRow("chgate_chtest.materialized", {"m"}, 1, &detail);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_EQ(detail.clickhouse_code(), clickhouse::error_code::kIllegalColumn);
+}
+
+TEST_F(HostileCallerTest, ASecondQueryWithARunningQueryIdIsAlreadyExists) {
+  START_OR_SKIP();
+  const std::string id = absl::StrCat("chgate-dup-", absl::ToUnixNanos(absl::Now()));
+  grpc::ClientContext first_context;
+  first_context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+  v1::QueryRequest first;
+  first.set_sql("SELECT count() FROM system.numbers");
+  first.set_query_id(id);
+  auto reader = stub_->Query(&first_context, first);
+  const absl::Time until = absl::Now() + absl::Seconds(20);
+  while (ClickHouseClient(absl::StrCat("SELECT count() FROM system.processes WHERE query_id = '",
+                                       id, "' FORMAT TSV")) != "1\n") {
+    ASSERT_LT(absl::Now(), until) << "the first query never started";
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  v1::QueryRequest second;
+  second.set_sql("SELECT 1");
+  second.set_query_id(id);
+  Outcome o = Run(second);
+  EXPECT_EQ(o.status.error_code(), grpc::StatusCode::ALREADY_EXISTS) << o.status.error_message();
+  EXPECT_EQ(o.detail.clickhouse_code(), clickhouse::error_code::kQueryWithSameIdIsAlreadyRunning);
+  first_context.TryCancel();
+  v1::QueryResponse ignored;
+  while (reader->Read(&ignored)) {
+  }
+  (void)reader->Finish();
+  EXPECT_TRUE(QueryGone(id));
+}
+
+TEST_F(HostileCallerTest, ReadOnlyRefusesKillAndTableFunctionsThatLeaveTheServer) {
+  START_OR_SKIP();
+  for (const std::string& sql :
+       {std::string("KILL QUERY WHERE query_id = 'nobody' SYNC"),
+        std::string("kill query where 1 = 0"),
+        absl::StrCat("SELECT * FROM url('http://", clickhouse::testing::LiveServer().host,
+                     ":1/', TSV, 'x String')"),
+        std::string("SELECT * FROM remote('127.0.0.1', system.one)"),
+        std::string("SELECT * FROM `cluster`('test_shard_localhost', system.one)"),
+        std::string("SELECT * FROM /* /* */ url('http://127.0.0.1:1/') -- */ system.one")}) {
+    Outcome o = Run(sql);
+    EXPECT_EQ(o.status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << sql << ": " << o.status.error_message();
+  }
+  // Names inside strings and comments are not calls.
+  Outcome o = Run("SELECT 'url(1)', 'KILL QUERY' -- remote(\n");
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(ResultTsv(o), "url(1)\tKILL QUERY\n");
+}
+
+TEST_F(HostileCallerTest, AllowedTableFunctionsRun) {
+  START_OR_SKIP({.allowed_table_functions = {"remote"}});
+  Outcome o = Run("SELECT dummy FROM remote('127.0.0.1', system.one)");
+  // The remote() call itself may fail (the local server refuses the default user over the
+  // network, say), but it is ClickHouse answering, not chgate's refusal.
+  if (!o.status.ok()) {
+    EXPECT_NE(o.status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << o.status.error_message();
+    EXPECT_FALSE(absl::StrContains(o.status.error_message(), "--query-allow-table-functions"));
+  }
+  EXPECT_EQ(Run("SELECT * FROM url('http://127.0.0.1:1/', TSV, 'x String')").status.error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(HostileCallerTest, InlineInsertDataIsJudgedByTokens) {
+  START_OR_SKIP({.allow_writes = true});
+  clickhouse::testing::Exec(*probe_, "DROP TABLE IF EXISTS chgate_chtest.withdrawals");
+  clickhouse::testing::Exec(*probe_, "DROP TABLE IF EXISTS chgate_chtest.t_values_copy");
+  clickhouse::testing::Exec(*probe_,
+                            "CREATE TABLE chgate_chtest.withdrawals (x UInt64) ENGINE = Memory");
+  clickhouse::testing::Exec(*probe_,
+                            "CREATE TABLE chgate_chtest.t_values_copy (x UInt64) ENGINE = Memory");
+  EXPECT_EQ(Run("INSERT INTO chgate_chtest.withdrawals VALUES (1)").status.error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  Outcome o =
+      Run("INSERT INTO chgate_chtest.t_values_copy SELECT number FROM system.numbers "
+          "LIMIT 3");
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.t_values_copy FORMAT TSV"), "3\n");
+  EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.withdrawals FORMAT TSV"), "0\n");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/columns/string.h"
+#include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 
 namespace chgate::ingest {
@@ -65,7 +66,7 @@ class FakeInserter final : public Inserter {
     for (const std::string& n : names) {
       if (n != "id" && n != "s") return absl::InvalidArgumentError("No such column " + n);
       s.names.push_back(n);
-      s.prototypes.push_back(*clickhouse::CreateColumn(n == "id" ? "UInt64" : "String"));
+      s.prototypes.push_back(*clickhouse::CreateColumn(n == "id" ? id_type : "String"));
     }
     return s;
   }
@@ -85,6 +86,7 @@ class FakeInserter final : public Inserter {
     return st;
   }
   int describes = 0;
+  std::string id_type = "UInt64";  // what Describe reports for `id` (ALTER ... MODIFY COLUMN)
   std::vector<InsertCall> calls;
   std::deque<absl::Status> script;  // results of the next inserts (then OK)
 };
@@ -98,6 +100,23 @@ clickhouse::Block Rows(uint64_t first, size_t n, size_t string_size = 3) {
     static_cast<clickhouse::ColumnString&>(*s).Append(std::string(string_size, 'x'));
   }
   b.AddColumn("id", id);
+  b.AddColumn("s", s);
+  return b;
+}
+
+// One row (id, "x") with `id` of type `type` (UInt16 or UInt32).
+clickhouse::Block IdRow(const std::string& type, uint32_t id) {
+  clickhouse::Block b;
+  auto col = *clickhouse::CreateColumn(type);
+  auto& fixed = static_cast<clickhouse::ColumnFixed&>(*col);
+  if (type == "UInt16") {
+    fixed.Append<uint16_t>(static_cast<uint16_t>(id));
+  } else {
+    fixed.Append<uint32_t>(id);
+  }
+  auto s = *clickhouse::CreateColumn("String");
+  static_cast<clickhouse::ColumnString&>(*s).Append("x");
+  b.AddColumn("id", col);
   b.AddColumn("s", s);
   return b;
 }
@@ -479,6 +498,80 @@ TEST_F(IngestorTest, RepeatedIdempotencyKeysInsertOnce) {
   ASSERT_TRUE(retry->done);
   EXPECT_TRUE(retry->result.status.ok());
   EXPECT_FALSE(retry->result.deduplicated);
+}
+
+TEST_F(IngestorTest, ATypeMismatchWithACachedHeaderAsksTheServerAgainOnce) {
+  Make(Options());
+  inserter_.id_type = "UInt16";
+  auto before = IdRow("UInt16", 1);
+  Outcome* first = Submit(before);
+  ASSERT_TRUE(first->admitted) << first->result.status;
+  EXPECT_EQ(inserter_.describes, 1);
+  // ALTER TABLE events MODIFY COLUMN id UInt32: the cached header still says UInt16.
+  inserter_.id_type = "UInt32";
+  auto after = IdRow("UInt32", 70000);
+  Outcome* second = Submit(after);
+  EXPECT_TRUE(second->admitted) << second->result.status;
+  EXPECT_FALSE(second->done && !second->result.status.ok()) << second->result.status;
+  EXPECT_EQ(inserter_.describes, 2);
+  // Rows that are wrong for the fresh header are still rejected, after one more look at most.
+  auto wrong = IdRow("UInt16", 2);
+  Outcome* third = Submit(wrong);
+  ASSERT_TRUE(third->done);
+  EXPECT_EQ(third->result.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(inserter_.describes, 3);
+  EXPECT_THAT(third->result.status.message(), HasSubstr("UInt32"));
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(second->done);
+  EXPECT_TRUE(second->result.status.ok()) << second->result.status;
+  EXPECT_TRUE(first->done);
+}
+
+TEST_F(IngestorTest, AColumnErrorFromTheServerDropsTheCachedHeader) {
+  Make(Options());
+  inserter_.script = {ClickHouseError(clickhouse::error_code::kNoSuchColumnInTable, "No column")};
+  auto a = Rows(0, 1);
+  Outcome* oa = Submit(a);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(oa->done);
+  EXPECT_FALSE(oa->result.status.ok());
+  EXPECT_EQ(inserter_.describes, 1);
+  auto b = Rows(1, 1);
+  Outcome* ob = Submit(b);
+  EXPECT_EQ(inserter_.describes, 2);  // looked up again, not judged by the old header
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_TRUE(ob->done);
+}
+
+TEST_F(IngestorTest, ATransientErrorKeepsTheCachedHeader) {
+  Make(Options());
+  inserter_.script = {ClickHouseError(clickhouse::error_code::kTooManyParts, "Too many parts")};
+  auto a = Rows(0, 1);
+  Submit(a);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  auto b = Rows(1, 1);
+  Outcome* ob = Submit(b);
+  EXPECT_EQ(inserter_.describes, 1);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_TRUE(ob->done);
+}
+
+TEST(ParseTableNameTest, ReadsNamesAsClickHouseDoes) {
+  EXPECT_EQ(*ParseTableName("`a``tick`", "db"), (TableId{"db", "a`tick"}));
+  EXPECT_EQ(*ParseTableName("`a\\`tick`", "db"), (TableId{"db", "a`tick"}));
+  EXPECT_EQ(*ParseTableName("\"d\"\"q\".`t`", "db"), (TableId{"d\"q", "t"}));
+  EXPECT_FALSE(ParseTableName("`a`tick`", "db").ok());
+  EXPECT_FALSE(ParseTableName("a.b.c", "db").ok());
 }
 
 TEST(ParseTableNameTest, AcceptsQuotedPartsAndDefaultsTheDatabase) {

@@ -26,6 +26,7 @@
 #include "absl/synchronization/notification.h"
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/columns/factory.h"
+#include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/ingest/ingestor.h"
 #include "server/service/server.h"
@@ -189,6 +190,28 @@ absl::StatusOr<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
   google::protobuf::Int32Value response;
   if (!response.ParseFromString(bytes)) return absl::InternalError("bad response");
   return response.value();
+}
+
+// One call of `method` carrying `bytes` as the request message, through the generic stub (so
+// the bytes need not be a valid message). For streaming methods this sends one message and
+// half-closes; the status is what the server ended the call with.
+grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                     const std::string& bytes) {
+  grpc::GenericStub stub(channel);
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request_bytes(&slice, 1);
+  grpc::ByteBuffer response_bytes;
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Seconds(10));
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request_bytes, &response_bytes,
+                 [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  return status;
 }
 
 // Two rows with one value of each column type, by rows.
@@ -449,6 +472,122 @@ TEST_F(ServiceTest, BadBlocksAreInvalidArgument) {
   no_table.clear_table();
   EXPECT_EQ(Insert(no_table, &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(inserter_.rows().empty());
+}
+
+TEST_F(ServiceTest, UnparseableRequestsAreInvalidArgumentWithAMessage) {
+  Start();
+  // A length-delimited field that promises 100 bytes and carries 3; a lone group start; a tag
+  // with field number 0.
+  for (const std::string& bytes : {std::string("\x0a\x64"
+                                               "abc"),
+                                   std::string("\x0b"), std::string("\x00\x01", 2)}) {
+    for (const char* method : {"/chgate.v1.Ingest/Insert", "/chgate.v1.Ingest/InsertStream"}) {
+      grpc::Status status = RawCall(api_channel_, method, bytes);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+          << method << ": " << status.error_message();
+      EXPECT_THAT(status.error_message(), HasSubstr("chgate.v1.InsertRequest")) << method;
+    }
+  }
+  EXPECT_TRUE(inserter_.rows().empty());
+  // The service still works for well-formed calls.
+  v1::InsertResponse response;
+  EXPECT_TRUE(Insert(RowsRequest(), &response).ok());
+}
+
+// Sum of the sizes gRPC counts against a client's metadata limit (name + value + 32 per entry),
+// for the trailers and the status message the server sent.
+size_t TrailerBytes(const grpc::ClientContext& context, const grpc::Status& status) {
+  size_t total = status.error_message().size() * 3 + 32;  // grpc-message, percent-encoded at worst
+  for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
+    total += key.size() + (value.size() * 4 + 2) / 3 + 32;  // binary values travel as base64
+  }
+  return total;
+}
+
+TEST_F(ServiceTest, TenKilobyteNamesKeepStatusAndTrailersSmall) {
+  Start();
+  const std::string huge(10 << 10, 'n');
+  struct Case {
+    std::string what;
+    v1::InsertRequest request;
+    grpc::StatusCode code;
+  };
+  std::vector<Case> cases;
+  {
+    // The fake echoes the table name in its UNKNOWN_TABLE message, as ClickHouse does.
+    v1::InsertRequest r = RowsRequest();
+    r.set_table(absl::StrCat("`", huge, "`"));
+    cases.push_back({"table", r, grpc::StatusCode::NOT_FOUND});
+  }
+  {
+    v1::InsertRequest r = RowsRequest();
+    r.set_table(huge + " x");  // not a name at all: the parse error echoes it
+    cases.push_back({"unparseable table", r, grpc::StatusCode::INVALID_ARGUMENT});
+  }
+  {
+    v1::InsertRequest r = RowsRequest();
+    r.add_columns(huge);  // the fake echoes unknown columns
+    cases.push_back({"column", r, grpc::StatusCode::INVALID_ARGUMENT});
+  }
+  {
+    v1::InsertRequest r = BlockRequest();
+    r.mutable_block()->mutable_columns(0)->set_name(huge);
+    r.mutable_block()->mutable_columns(0)->clear_type();
+    cases.push_back({"block column", r, grpc::StatusCode::INVALID_ARGUMENT});
+  }
+  {
+    v1::InsertRequest r = RowsRequest();
+    r.add_columns(huge);
+    r.add_columns(huge);  // listed twice: echoes the name with a value error
+    cases.push_back({"listed twice", r, grpc::StatusCode::INVALID_ARGUMENT});
+  }
+  for (const Case& c : cases) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::InsertResponse response;
+    grpc::Status status = Insert(c.request, &response, &context);
+    // Before names were cut, the client saw RESOURCE_EXHAUSTED: its trailers were over 8 KiB.
+    EXPECT_EQ(status.error_code(), c.code)
+        << c.what << ": " << status.error_message().substr(0, 200);
+    EXPECT_LE(status.error_message().size(), kMaxStatusMessageBytes) << c.what;
+    std::optional<v1::Status> detail = StatusTrailer(context);
+    ASSERT_TRUE(detail.has_value()) << c.what;
+    EXPECT_EQ(detail->code(), static_cast<int>(c.code)) << c.what;
+    EXPECT_LE(detail->value_error().column().size(), 128u) << c.what;
+    EXPECT_LT(TrailerBytes(context, status), 6u << 10) << c.what;
+  }
+}
+
+TEST_F(ServiceTest, ClickHouseCodesMapToTheirMeaning) {
+  struct Case {
+    int32_t code;
+    grpc::StatusCode expected;
+    const char* symbol;
+  };
+  for (const Case& c : {
+           Case{clickhouse::error_code::kIllegalColumn, grpc::StatusCode::INVALID_ARGUMENT,
+                "ILLEGAL_COLUMN"},
+           Case{clickhouse::error_code::kQueryWithSameIdIsAlreadyRunning,
+                grpc::StatusCode::ALREADY_EXISTS, "QUERY_WITH_SAME_ID_IS_ALREADY_RUNNING"},
+           Case{clickhouse::error_code::kThereIsNoColumn, grpc::StatusCode::INVALID_ARGUMENT,
+                "THERE_IS_NO_COLUMN"},
+           Case{clickhouse::error_code::kThereIsNoQuery, grpc::StatusCode::NOT_FOUND,
+                "THERE_IS_NO_QUERY"},
+           Case{clickhouse::error_code::kQuotaExpired, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "QUOTA_EXPIRED"},
+           Case{clickhouse::error_code::kReadonlySetting, grpc::StatusCode::PERMISSION_DENIED,
+                "READONLY_SETTING"},
+           Case{clickhouse::error_code::kUnknownTable, grpc::StatusCode::NOT_FOUND,
+                "UNKNOWN_TABLE"},
+           Case{99999, grpc::StatusCode::UNKNOWN, ""},
+       }) {
+    grpc::Status status = ToGrpcStatus(
+        clickhouse::ExceptionToStatus({.code = c.code, .name = "DB::Exception", .message = "m"}));
+    EXPECT_EQ(status.error_code(), c.expected) << c.code;
+    if (*c.symbol != '\0') {
+      EXPECT_THAT(status.error_message(), HasSubstr(c.symbol)) << c.code;
+    }
+  }
 }
 
 TEST_F(ServiceTest, UnknownTableIsNotFoundWithClickHouseCode) {

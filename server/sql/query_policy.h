@@ -1,0 +1,62 @@
+// QueryPolicy: what a Query statement may do, judged from its tokens (lexer.h) before it reaches
+// ClickHouse. Plain functions and a value type, thread-safe.
+//
+//   Read-only (the default)  the statement must start with SELECT, WITH, SHOW, DESCRIBE, DESC,
+//                            EXPLAIN, EXISTS, SET or USE (or `(` before one of them). KILL,
+//                            SYSTEM and every writing or DDL statement are refused
+//                            (PERMISSION_DENIED), a word that starts no known statement too
+//                            (INVALID_ARGUMENT); ClickHouse's readonly = 2 is a second fence.
+//   Writes allowed           any statement, except an INSERT that carries its rows inline
+//                            (VALUES, FORMAT or FROM INFILE): its data cannot travel through
+//                            Query; callers use Insert. INSERT ... SELECT runs.
+//   Table functions          in both modes, a call of one of RefusedTableFunctions() (a name,
+//                            bare or quoted, followed by `(`, anywhere in the statement) is
+//                            refused unless named in `allowed_table_functions`: those functions
+//                            make the server reach outside itself (URLs, other servers, files,
+//                            programs) or read the caller's input.
+//
+// The statement is tokenized under every lexical reading ClickHouse versions have used (nested
+// comments or not, heredoc strings or not); it is refused when any reading finds something
+// refused, so a comment or string that one server version closes earlier cannot hide a call.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+
+namespace chgate::sql {
+
+struct QueryPolicy {
+  bool allow_writes = false;
+  // Lower-case names from RefusedTableFunctions() that statements may call.
+  absl::flat_hash_set<std::string> allowed_table_functions;
+};
+
+// Table functions refused unless allowed, lower case, in the order the README lists them.
+const std::vector<std::string_view>& RefusedTableFunctions();
+
+// RefusedTableFunctions() joined with commas (for help texts).
+std::string RefusedTableFunctionList();
+
+// Builds the allowed set from a comma-separated list ("url,remote"; case-insensitive; empty: none).
+// InvalidArgument naming a name that is not in RefusedTableFunctions().
+absl::Status ParseAllowedTableFunctions(std::string_view list,
+                                        absl::flat_hash_set<std::string>* out);
+
+// OK when `sql` may run under `policy`. PermissionDenied naming the statement kind or the table
+// function, and the option that would allow it; InvalidArgument for an INSERT with inline data
+// (when writes are allowed), an empty statement, or SQL the lexer cannot split (unterminated
+// quote or comment).
+absl::Status CheckQuery(std::string_view sql, const QueryPolicy& policy);
+
+// Whether the statement leaves its session as it found it (SELECT, WITH, SHOW, DESCRIBE, DESC,
+// EXPLAIN, EXISTS, optionally after `(`), so its connection may serve the next caller.
+bool KeepsSession(std::string_view sql);
+
+// Whether `sql` has no tokens (empty, or only whitespace and comments).
+bool IsEmptyStatement(std::string_view sql);
+
+}  // namespace chgate::sql

@@ -1,0 +1,248 @@
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/sql/identifier.h"
+#include "server/sql/lexer.h"
+#include "server/sql/query_policy.h"
+
+namespace chgate::sql {
+namespace {
+
+std::vector<std::string> Texts(std::string_view sql, LexerOptions options = {}) {
+  absl::StatusOr<std::vector<Token>> tokens = Tokenize(sql, options);
+  EXPECT_TRUE(tokens.ok()) << tokens.status();
+  std::vector<std::string> out;
+  if (tokens.ok()) {
+    for (const Token& t : *tokens) out.emplace_back(t.text);
+  }
+  return out;
+}
+
+using Strings = std::vector<std::string>;
+
+TEST(LexerTest, KeepsQuotedTextWholeAndDropsComments) {
+  EXPECT_EQ(Texts("SELECT 'a''b\\'c', `x``y`, \"q\"\"r\" -- url(\n# url(\n/* url( */ 1"),
+            (Strings{"SELECT", "'a''b\\'c'", ",", "`x``y`", ",", "\"q\"\"r\"", "1"}));
+}
+
+TEST(LexerTest, HashIsACommentOnlyBeforeSpaceOrBang) {
+  EXPECT_EQ(Texts("#!x\n#y"), (Strings{"#", "y"}));
+}
+
+TEST(LexerTest, NestedCommentsDependOnTheReading) {
+  const std::string sql = "/* /* */ url('x') */ 1";
+  EXPECT_EQ(Texts(sql, {.nested_comments = true}), (Strings{"1"}));
+  EXPECT_EQ(Texts(sql, {.nested_comments = false}),
+            (Strings{"url", "(", "'x'", ")", "*", "/", "1"}));
+}
+
+TEST(LexerTest, HeredocIsOneStringWhenRead) {
+  EXPECT_EQ(Texts("$$ url( $$ x", {.heredoc = true}), (Strings{"$$ url( $$", "x"}));
+  EXPECT_EQ(Texts("$$ url( $$ x", {.heredoc = false}), (Strings{"$$", "url", "(", "$$", "x"}));
+}
+
+TEST(LexerTest, NumbersFollowedByLettersAreWords) {
+  absl::StatusOr<std::vector<Token>> tokens = Tokenize("1url( 1.5e-3 0x1F t.1.2");
+  ASSERT_TRUE(tokens.ok());
+  EXPECT_EQ((*tokens)[0].kind, TokenKind::kBareWord);
+  EXPECT_EQ((*tokens)[0].text, "1url");
+  EXPECT_EQ((*tokens)[2].text, "1.5e-3");
+  EXPECT_EQ((*tokens)[2].kind, TokenKind::kNumber);
+  EXPECT_EQ((*tokens)[3].text, "0x1F");
+  EXPECT_EQ(Texts("t.1.2"), (Strings{"t", ".", "1", ".", "2"}));
+}
+
+TEST(LexerTest, NonAsciiBytesSeparateTokens) {
+  // U+00A0 (no-break space) between a name and its bracket.
+  EXPECT_EQ(Texts("url\xc2\xa0("), (Strings{"url", "("}));
+}
+
+TEST(LexerTest, UnterminatedQuotesAndCommentsAreErrors) {
+  for (const char* sql : {"'abc", "`abc", "\"abc", "/* abc", "'a\\'", "`a``"}) {
+    absl::StatusOr<std::vector<Token>> tokens = Tokenize(sql);
+    ASSERT_FALSE(tokens.ok()) << sql;
+    EXPECT_EQ(tokens.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(IdentifierTest, UnquotesEveryFormClickHouseReads) {
+  EXPECT_EQ(*UnquoteIdentifier("`a``tick`"), "a`tick");
+  EXPECT_EQ(*UnquoteIdentifier("`a\\`tick`"), "a`tick");
+  EXPECT_EQ(*UnquoteIdentifier("\"a\"\"q\""), "a\"q");
+  EXPECT_EQ(*UnquoteIdentifier("\"a\\\"q\""), "a\"q");
+  EXPECT_EQ(*UnquoteIdentifier("`a\\\\b`"), "a\\b");
+  EXPECT_EQ(*UnquoteIdentifier("`a\\nb\\tc`"), "a\nb\tc");
+  EXPECT_EQ(*UnquoteIdentifier("`\\x41\\x62`"), "Ab");
+  EXPECT_EQ(*UnquoteIdentifier("`a.b`"), "a.b");
+  EXPECT_EQ(*UnquoteIdentifier("`it's`"), "it's");
+}
+
+TEST(IdentifierTest, RefusesEscapesThatVersionsReadDifferently) {
+  for (const char* quoted :
+       {"`a\\qb`", "`a\\ab`", "`a\\vb`", "`a\\eb`", "`a\\Nb`", "`a\\.b`", "`\\x4`", "`\\xZZ`"}) {
+    absl::StatusOr<std::string> name = UnquoteIdentifier(quoted);
+    EXPECT_FALSE(name.ok()) << quoted;
+  }
+}
+
+TEST(IdentifierTest, QuoteRoundTripsThroughUnquote) {
+  for (const std::string& name :
+       std::vector<std::string>{"plain", "a`tick", "back\\slash", "two``ticks", "dot.ted", "x\ny",
+                                std::string("nul\0byte", 8), "ünï"}) {
+    EXPECT_EQ(*UnquoteIdentifier(QuoteIdentifier(name)), name) << name;
+  }
+  EXPECT_EQ(QuoteIdentifier("a`b\\c"), "`a\\`b\\\\c`");
+}
+
+TEST(IdentifierTest, ParsesQualifiedNames) {
+  EXPECT_EQ(*ParseQualifiedName("t"), (QualifiedName{"", "t"}));
+  EXPECT_EQ(*ParseQualifiedName("db.t"), (QualifiedName{"db", "t"}));
+  EXPECT_EQ(*ParseQualifiedName("`a``tick`"), (QualifiedName{"", "a`tick"}));
+  EXPECT_EQ(*ParseQualifiedName("`my.db`.`t`"), (QualifiedName{"my.db", "t"}));
+  EXPECT_EQ(*ParseQualifiedName("\"d\"\"b\".t"), (QualifiedName{"d\"b", "t"}));
+  EXPECT_EQ(*ParseQualifiedName(" db . `t` "), (QualifiedName{"db", "t"}));
+  EXPECT_EQ(*ParseQualifiedName("`a\\`b`"), (QualifiedName{"", "a`b"}));
+}
+
+TEST(IdentifierTest, RefusesWhatClickHouseWouldNotReadAsOneName) {
+  for (const char* text : {"", "a.", ".t", "a.b.c", "`a", "`a``", "a b", "my-table", "1t", "``",
+                           "`a`b`", "`a`.`b`c"}) {
+    absl::StatusOr<QualifiedName> name = ParseQualifiedName(text);
+    ASSERT_FALSE(name.ok()) << text;
+    EXPECT_EQ(name.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(IdentifierTest, ErrorsEchoOnlyAShortPrefix) {
+  const std::string huge(10000, 'x');
+  absl::StatusOr<QualifiedName> name = ParseQualifiedName(huge + " y");
+  ASSERT_FALSE(name.ok());
+  EXPECT_LT(name.status().message().size(), 400u);
+}
+
+absl::Status Check(std::string_view sql, bool allow_writes = false,
+                   std::vector<std::string> allowed = {}) {
+  QueryPolicy policy{.allow_writes = allow_writes,
+                     .allowed_table_functions = {allowed.begin(), allowed.end()}};
+  return CheckQuery(sql, policy);
+}
+
+TEST(QueryPolicyTest, ReadOnlyAllowsReadingStatements) {
+  for (const char* sql :
+       {"SELECT 1", "  -- c\n select * from t", "WITH 1 AS x SELECT x",
+        "(SELECT 1) UNION ALL (SELECT 2)", "SHOW TABLES", "DESCRIBE TABLE t", "EXPLAIN SELECT 1",
+        "EXISTS TABLE t", "SET max_threads = 1", "USE db", "SELECT 1;",
+        "SELECT 'KILL QUERY', `url`, url FROM remote_copy", "SELECT * FROM numbers(10)",
+        "SELECT count() FROM t WHERE file_name = 'x'"}) {
+    EXPECT_TRUE(Check(sql).ok()) << sql << ": " << Check(sql);
+  }
+}
+
+TEST(QueryPolicyTest, ReadOnlyRefusesKillSystemAndWrites) {
+  for (const char* sql : {"KILL QUERY WHERE 1", "kill mutation where 1", "/* x */ KILL QUERY ALL",
+                          "SYSTEM SHUTDOWN", "INSERT INTO t SELECT 1", "DROP TABLE t",
+                          "SELECT 1; KILL QUERY WHERE 1", "OPTIMIZE TABLE t"}) {
+    absl::Status st = Check(sql);
+    EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied) << sql << ": " << st;
+    EXPECT_NE(st.message().find("--query-allow-writes"), std::string_view::npos) << st;
+  }
+}
+
+TEST(QueryPolicyTest, ReadOnlyRefusesUnknownStatementsAsInvalid) {
+  EXPECT_EQ(Check("SELEC 1").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Check("`SELECT` 1").code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(QueryPolicyTest, RefusesTableFunctionsAnywhere) {
+  for (const char* sql : {
+           "SELECT * FROM url('http://x', CSV, 'a String')",
+           "select * from URL ('http://x')",
+           "SELECT * FROM remote('h', system.one)",
+           "SELECT * FROM remoteSecure('h', system.one)",
+           "SELECT * FROM cluster('c', system.one)",
+           "SELECT * FROM clusterAllReplicas('c', system.one)",
+           "SELECT * FROM s3('https://b/k')",
+           "SELECT * FROM `url`('http://x')",
+           "SELECT * FROM \"mysql\"('h', 'd', 't', 'u', 'p')",
+           "SELECT * FROM t JOIN file('x') USING a",
+           "SELECT (SELECT count() FROM executable('x', TSV, 'a Int8'))",
+           "SELECT * FROM url\n  -- comment\n  ('http://x')",
+           "SELECT * FROM url/* c */('http://x')",
+           "SELECT * FROM /* /* */ url('http://x') -- */",
+           "SELECT $$ ' $$, url('http://x') -- '",
+           "SELECT * FROM t WHERE 1 -- \nUNION ALL SELECT * FROM input('a Int8')",
+           "DESCRIBE TABLE url('http://x')",
+       }) {
+    absl::Status st = Check(sql);
+    EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied) << sql << ": " << st;
+    EXPECT_NE(st.message().find("--query-allow-table-functions="), std::string_view::npos) << st;
+  }
+  // Also with writes allowed.
+  EXPECT_EQ(Check("INSERT INTO t SELECT * FROM url('http://x')", true).code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+TEST(QueryPolicyTest, TableFunctionsInStringsAndCommentsAreNotCalls) {
+  for (const char* sql : {"SELECT 'url(1)'", "SELECT 1 -- url(\n", "SELECT 1 /* remote( */",
+                          "SELECT `url(x)` FROM t", "SELECT url FROM t", "SELECT 1 # url(",
+                          "SELECT urlencode('x')", "SELECT * FROM t AS remote"}) {
+    EXPECT_TRUE(Check(sql).ok()) << sql << ": " << Check(sql);
+  }
+}
+
+TEST(QueryPolicyTest, AllowedTableFunctionsPass) {
+  EXPECT_TRUE(Check("SELECT * FROM url('http://x')", false, {"url"}).ok());
+  EXPECT_EQ(Check("SELECT * FROM remote('h', t)", false, {"url"}).code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+TEST(QueryPolicyTest, InlineInsertDataIsJudgedByTokens) {
+  // Writes allowed: INSERT ... SELECT runs, INSERT with data is refused.
+  EXPECT_EQ(Check("INSERT INTO withdrawals VALUES (1)", true).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Check("insert into t (a, b) format TSV", true).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Check("INSERT INTO t FROM INFILE 'x'", true).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Check("INSERT INTO t", true).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Check("INSERT INTO t SETTINGS a = 1 VALUES (1)", true).code(),
+            absl::StatusCode::kInvalidArgument);
+  for (const char* sql :
+       {"INSERT INTO t_values_copy SELECT * FROM t_values", "INSERT INTO db.`values` (a) SELECT 1",
+        "INSERT INTO t WITH 1 AS x SELECT x", "INSERT INTO t (a) (SELECT 1)",
+        "INSERT INTO t (format) SELECT 'VALUES'", "INSERT INTO `VALUES` SELECT 1",
+        "DROP TABLE t"}) {
+    EXPECT_TRUE(Check(sql, true).ok()) << sql << ": " << Check(sql, true);
+  }
+}
+
+TEST(QueryPolicyTest, EmptyAndUnterminatedStatementsAreInvalid) {
+  EXPECT_EQ(Check("  -- nothing\n").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Check("SELECT 'abc").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(IsEmptyStatement(" /* x */ "));
+  EXPECT_FALSE(IsEmptyStatement("SELECT 1"));
+}
+
+TEST(QueryPolicyTest, ParsesTheAllowedList) {
+  absl::flat_hash_set<std::string> names;
+  ASSERT_TRUE(ParseAllowedTableFunctions("url, Remote", &names).ok());
+  EXPECT_EQ(names, (absl::flat_hash_set<std::string>{"url", "remote"}));
+  ASSERT_TRUE(ParseAllowedTableFunctions("", &names).ok());
+  EXPECT_TRUE(names.empty());
+  absl::Status bad = ParseAllowedTableFunctions("url,numbers", &names);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("numbers"), std::string_view::npos);
+}
+
+TEST(QueryPolicyTest, KeepsSessionOnlyForSingleReadingStatements) {
+  EXPECT_TRUE(KeepsSession("SELECT 1"));
+  EXPECT_TRUE(KeepsSession("(SELECT 1)"));
+  EXPECT_FALSE(KeepsSession("USE db"));
+  EXPECT_FALSE(KeepsSession("SET a = 1"));
+  EXPECT_FALSE(KeepsSession("SELECT 1; SET a = 1"));
+  EXPECT_FALSE(KeepsSession("CREATE TEMPORARY TABLE t (a Int8)"));
+}
+
+}  // namespace
+}  // namespace chgate::sql
