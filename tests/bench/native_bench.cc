@@ -4,7 +4,12 @@
 // clickhouse-client doing the same work in the same run.
 //
 //   build/tests/chgate_native_bench [--scale=full|smoke] [--clickhouse=host:port]
+//                                   [--clickhouse-tls=host:port] [--clickhouse-tls-ca=file]
 //                                   [--only=substring] [--client=clickhouse-client]
+//
+// Rows whose case ends in "tls" run the same work over TLS (a TLS-terminating null server, or
+// the local ClickHouse's secure port); their ratio is to the plain row's wall time, and a
+// summary after the table gives TLS's client CPU per GB relative to plain.
 //
 // Columns: wall time (best of the repetitions), MB/s of column data (10^6 bytes), the ratio to
 // the raw loopback throughput (null server) or to clickhouse-client's wall time (real server),
@@ -40,7 +45,9 @@
 #include "server/clickhouse/columns/low_cardinality.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/connection.h"
+#include "server/clickhouse/wire/tls.h"
 #include "tests/bench/null_server.h"
+#include "tests/unit/clickhouse/test_tls.h"
 
 // ---- Allocation counting (client thread only) ----
 namespace {
@@ -75,6 +82,10 @@ struct Options {
   uint16_t port = 29000;
   std::string only;
   std::string client = "clickhouse-client";
+  // The local ClickHouse's secure port and the CA file its certificate verifies against.
+  std::string tls_host = "127.0.0.1";
+  uint16_t tls_port = 29440;
+  std::string tls_ca;
 };
 
 struct Measure {
@@ -427,20 +438,64 @@ const char* MethodName(CompressionMethod m) {
   return "?";
 }
 
+// Certificates for the TLS rows, made once: the null server's (a CA of the run's own) and the
+// client contexts for it and for the local ClickHouse.
+struct TlsSetup {
+  std::string dir;
+  std::unique_ptr<testing::TestCa> ca;
+  std::shared_ptr<asio::ssl::context> server;
+  std::shared_ptr<TlsClientContext> null_client;
+  std::shared_ptr<TlsClientContext> live_client;
+  std::string error;
+};
+
+TlsSetup& Tls(const Options& o) {
+  static TlsSetup* setup = [&o] {
+    auto* t = new TlsSetup;
+    t->dir = testing::MakeTempDir("chgate-bench-tls");
+    auto ca = testing::TestCa::Create(t->dir, "bench");
+    if (!ca.ok()) {
+      t->error = std::string(ca.status().message());
+      return t;
+    }
+    t->ca = *std::move(ca);
+    auto files = t->ca->Issue("server", {});
+    auto server = files.ok() ? testing::ServerContext(*files) : files.status();
+    auto client = TlsClientContext::Create({.ca_file = t->ca->cert_file()});
+    if (!server.ok() || !client.ok()) {
+      t->error = "cannot make the benchmark's TLS contexts";
+      return t;
+    }
+    t->server = *server;
+    t->null_client = *client;
+    auto live = TlsClientContext::Create({.ca_file = o.tls_ca});
+    if (live.ok()) t->live_client = *live;
+    return t;
+  }();
+  return *setup;
+}
+
+std::string TlsSuffix(bool tls) { return tls ? " tls" : ""; }
+
 bool Selected(const Options& o, const std::string& name) {
   return o.only.empty() || name.find(o.only) != std::string::npos;
 }
 
 void InsertToNullServer(const Options& o, Shape shape, uint64_t rows, CompressionMethod method,
-                        double raw_bps) {
-  std::string name = absl::StrCat("insert ", ShapeName(shape), " ", rows, " ", MethodName(method));
+                        double raw_bps, bool tls = false) {
+  std::string name = absl::StrCat("insert ", ShapeName(shape), " ", rows, " ", MethodName(method),
+                                  TlsSuffix(tls));
   if (!Selected(o, name)) return;
   // One block holding every row, as a caller with its columns in memory would send.
   std::vector<Block> blocks = MakeBlocks(shape, rows, rows);
   NullServerOptions so;
   so.insert_header = HeaderOf(blocks[0]);
+  if (tls) so.tls = Tls(o).server;
   Child child = StartNullServer(std::move(so));
-  auto conn = Connection::Connect({.host = "127.0.0.1", .port = child.port, .compression = method});
+  auto conn = Connection::Connect({.host = "127.0.0.1",
+                                   .port = child.port,
+                                   .compression = method,
+                                   .tls = tls ? Tls(o).null_client : nullptr});
   Row row{"null-server", name, "", rows, DataBytes(blocks)};
   if (!conn.ok()) {
     row.m.ok = false;
@@ -465,14 +520,19 @@ void InsertToNullServer(const Options& o, Shape shape, uint64_t rows, Compressio
 }
 
 void SelectFromNullServer(const Options& o, uint64_t block_rows, uint64_t repeats,
-                          CompressionMethod method, double raw_bps) {
-  std::string name = absl::StrCat("select UInt64 ", block_rows * repeats, " ", MethodName(method));
+                          CompressionMethod method, double raw_bps, bool tls = false) {
+  std::string name = absl::StrCat("select UInt64 ", block_rows * repeats, " ", MethodName(method),
+                                  TlsSuffix(tls));
   if (!Selected(o, name)) return;
   NullServerOptions so;
   so.select_block = std::move(MakeBlocks(Shape::kUInt64, block_rows, block_rows)[0]);
   so.select_repeats = repeats;
+  if (tls) so.tls = Tls(o).server;
   Child child = StartNullServer(std::move(so));
-  auto conn = Connection::Connect({.host = "127.0.0.1", .port = child.port, .compression = method});
+  auto conn = Connection::Connect({.host = "127.0.0.1",
+                                   .port = child.port,
+                                   .compression = method,
+                                   .tls = tls ? Tls(o).null_client : nullptr});
   Row row{"null-server", name, "", block_rows * repeats, block_rows * repeats * 8};
   if (!conn.ok()) {
     row.m.ok = false;
@@ -503,12 +563,26 @@ absl::Status Exec(Connection& conn, const std::string& sql) {
   return conn.Select({.query = sql}, [](const Block&) { return absl::OkStatus(); });
 }
 
+// A connection to the local ClickHouse: its plain port, or its secure port with `tls`.
+absl::StatusOr<std::unique_ptr<Connection>> ConnectLive(const Options& o,
+                                                         CompressionMethod method, bool tls) {
+  if (!tls) return Connection::Connect({.host = o.host, .port = o.port, .compression = method});
+  if (Tls(o).live_client == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no CA file for the secure port (--clickhouse-tls-ca): '", o.tls_ca, "'"));
+  }
+  return Connection::Connect({.host = o.tls_host,
+                              .port = o.tls_port,
+                              .compression = method,
+                              .tls = Tls(o).live_client});
+}
+
 void InsertToClickHouse(const Options& o, Shape shape, uint64_t rows, CompressionMethod method,
-                        bool merging) {
+                        bool merging, bool tls = false) {
   std::string name = absl::StrCat("insert ", ShapeName(shape), " ", rows, " ", MethodName(method),
-                                  merging ? "" : " nomerge");
+                                  merging ? "" : " nomerge", TlsSuffix(tls));
   if (!Selected(o, name)) return;
-  auto conn = Connection::Connect({.host = o.host, .port = o.port, .compression = method});
+  auto conn = ConnectLive(o, method, tls);
   if (!conn.ok()) {
     Row row{"clickhouse", name};
     row.m.ok = false;
@@ -536,6 +610,11 @@ void InsertToClickHouse(const Options& o, Shape shape, uint64_t rows, Compressio
   const Block* first[] = {ptrs.front()};
   (void)(*conn)->Insert(q, first);
   row.m = Best(reps, [&] { return (*conn)->Insert(q, ptrs); });
+  if (tls) {
+    // Compared with the plain row of the same case (see Summary()).
+    g_rows.push_back(std::move(row));
+    return;
+  }
   // The peer: clickhouse-client inserting the same rows from a Native file.
   std::string path = absl::StrCat("/tmp/chgate-bench-", getpid(), ".native");
   {
@@ -574,10 +653,11 @@ void InsertToClickHouse(const Options& o, Shape shape, uint64_t rows, Compressio
   g_rows.push_back(std::move(peer));
 }
 
-void SelectFromClickHouse(const Options& o, uint64_t rows, CompressionMethod method) {
-  std::string name = absl::StrCat("select_numbers ", rows, " ", MethodName(method));
+void SelectFromClickHouse(const Options& o, uint64_t rows, CompressionMethod method,
+                          bool tls = false) {
+  std::string name = absl::StrCat("select_numbers ", rows, " ", MethodName(method), TlsSuffix(tls));
   if (!Selected(o, name)) return;
-  auto conn = Connection::Connect({.host = o.host, .port = o.port, .compression = method});
+  auto conn = ConnectLive(o, method, tls);
   Row row{"clickhouse", name, "", rows, rows * 8};
   if (!conn.ok()) {
     row.m.ok = false;
@@ -597,6 +677,10 @@ void SelectFromClickHouse(const Options& o, uint64_t rows, CompressionMethod met
   if (row.m.ok && seen != rows) {
     row.m.ok = false;
     row.m.error = absl::StrCat("saw ", seen, " rows");
+  }
+  if (tls) {
+    g_rows.push_back(std::move(row));
+    return;
   }
   std::vector<std::string> argv = {o.client,
                                    "--host",
@@ -619,8 +703,68 @@ void SelectFromClickHouse(const Options& o, uint64_t rows, CompressionMethod met
   g_rows.push_back(std::move(peer));
 }
 
+// Each TLS row's ratio: the plain row of the same case (the latest before it) over it, in wall
+// time (1.0 = as fast as plain).
+void CompareTls() {
+  for (size_t i = 0; i < g_rows.size(); ++i) {
+    Row& t = g_rows[i];
+    if (t.name.size() < 4 || t.name.compare(t.name.size() - 4, 4, " tls") != 0) continue;
+    const std::string plain = t.name.substr(0, t.name.size() - 4);
+    for (size_t j = i; j-- > 0;) {
+      if (g_rows[j].group == t.group && g_rows[j].name == plain && g_rows[j].m.ok && t.m.ok) {
+        t.ratio = g_rows[j].m.wall / t.m.wall;
+        t.ratio_of = "plain";
+        break;
+      }
+    }
+  }
+}
+
+// Client CPU per GB of column data over TLS relative to plain, per case.
+void PrintTlsSummary() {
+  bool header = false;
+  for (size_t i = 0; i < g_rows.size(); ++i) {
+    const Row& t = g_rows[i];
+    if (t.ratio_of != "plain") continue;
+    const std::string plain = t.name.substr(0, t.name.size() - 4);
+    for (size_t j = i; j-- > 0;) {
+      const Row& p = g_rows[j];
+      if (p.group != t.group || p.name != plain) continue;
+      if (!header) {
+        std::printf("\nTLS cost (client CPU per GB of column data, TLS / plain; wall ratio is "
+                    "plain / TLS):\n");
+        header = true;
+      }
+      const double gb = static_cast<double>(t.bytes) / 1e9;
+      std::printf("%-12s %-40s cpu/GB plain %7.3f s  tls %7.3f s  = %5.2fx   wall %5.2f\n",
+                  t.group.c_str(), plain.c_str(), p.m.cpu / gb, t.m.cpu / gb,
+                  p.m.cpu > 0 ? t.m.cpu / p.m.cpu : 0.0, t.ratio);
+      break;
+    }
+  }
+  std::fflush(stdout);
+}
+
+// "host:port" into the two fields (the port only when it parses).
+void SplitHostPort(const std::string& text, std::string* host, uint16_t* port) {
+  size_t colon = text.rfind(':');
+  *host = text.substr(0, colon);
+  uint32_t p = 0;
+  if (colon != std::string::npos && absl::SimpleAtoi(text.substr(colon + 1), &p)) {
+    *port = static_cast<uint16_t>(p);
+  }
+}
+
 Options ParseArgs(int argc, char** argv) {
   Options o;
+  if (const char* env = std::getenv("CHGATE_CLICKHOUSE_TLS"); env != nullptr && *env != '\0') {
+    SplitHostPort(env, &o.tls_host, &o.tls_port);
+  }
+  if (const char* env = std::getenv("CHGATE_CLICKHOUSE_TLS_CA"); env != nullptr) {
+    o.tls_ca = env;
+  } else {
+    o.tls_ca = ".local/clickhouse/tls/ca.crt";
+  }
   if (const char* env = std::getenv("CHGATE_CLICKHOUSE")) {
     std::string text(env);
     size_t colon = text.rfind(':');
@@ -640,6 +784,10 @@ Options ParseArgs(int argc, char** argv) {
       o.only = a.substr(7);
     else if (a.rfind("--client=", 0) == 0)
       o.client = a.substr(9);
+    else if (a.rfind("--clickhouse-tls=", 0) == 0)
+      SplitHostPort(a.substr(17), &o.tls_host, &o.tls_port);
+    else if (a.rfind("--clickhouse-tls-ca=", 0) == 0)
+      o.tls_ca = a.substr(20);
     else if (a.rfind("--clickhouse=", 0) == 0) {
       std::string text = a.substr(13);
       size_t colon = text.rfind(':');
@@ -651,7 +799,8 @@ Options ParseArgs(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: chgate_native_bench [--scale=full|smoke] [--clickhouse=host:port] "
-                   "[--only=substring] [--client=clickhouse-client]\n");
+                   "[--clickhouse-tls=host:port] [--clickhouse-tls-ca=file] [--only=substring] "
+                   "[--client=clickhouse-client]\n");
       std::exit(a == "--help" ? 0 : 2);
     }
   }
@@ -692,7 +841,24 @@ int Main(int argc, char** argv) {
     InsertToClickHouse(o, Shape::kMixed, s ? 10000 : 1000000, M::kLz4, merging);
   }
   for (M m : {M::kNone, M::kLz4}) SelectFromClickHouse(o, s ? 1000000 : 500000000, m);
+  // TLS against plain: the same work over both, one after the other.
+  for (M m : {M::kNone, M::kLz4}) {
+    for (bool tls : {false, true}) {
+      InsertToNullServer(o, Shape::kUInt64, s ? 100000 : 10000000, m, raw, tls);
+    }
+  }
+  for (bool tls : {false, true}) {
+    SelectFromNullServer(o, s ? 65536 : 1048576, s ? 4 : 200, M::kNone, raw, tls);
+  }
+  for (M m : {M::kNone, M::kLz4}) {
+    for (bool tls : {false, true}) {
+      InsertToClickHouse(o, Shape::kUInt64, s ? 100000 : 10000000, m, /*merging=*/true, tls);
+    }
+  }
+  for (bool tls : {false, true}) SelectFromClickHouse(o, s ? 1000000 : 200000000, M::kNone, tls);
+  CompareTls();
   Print();
+  PrintTlsSummary();
   for (const Row& r : g_rows) {
     if (!r.m.ok) return 1;
   }
