@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
 #include "server/ingest/value_error.h"
+#include "server/service/api_security.h"
 #include "server/service/proto_values.h"
 #include "server/service/status.h"
 
@@ -198,6 +199,10 @@ class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
 
   void Start() {
     if (service_->shutting_down()) return FinishEarly(ShuttingDown());
+    if (service_->auth_enabled()) {
+      absl::Status allowed = service_->AuthorizeInsert(CallCredentials(*context_), *request_);
+      if (!allowed.ok()) return FinishEarly(allowed);
+    }
     const absl::Time deadline = HasDeadline(*context_)
                                     ? absl::FromChrono(context_->deadline())
                                     : absl::Now() + service_->options_.default_deadline;
@@ -288,6 +293,16 @@ class IngestService::StreamCall final
 
   void Start() {
     registered_ = service_->Register(this);
+    if (registered_ && service_->auth_enabled()) {
+      // Once per stream; every request is then checked against the policy in force when it is
+      // read, so a revoked token or grant takes effect on open streams too.
+      credentials_ = CallCredentials(*context_);
+      absl::Status who = service_->Refused(service_->options_.authorizer->Authenticate(credentials_));
+      if (!who.ok()) {
+        absl::MutexLock lock(&mu_);
+        return FinishLocked(who);
+      }
+    }
     absl::MutexLock lock(&mu_);
     if (!registered_) return DrainLocked(ShuttingDown());
     StartReadLocked();
@@ -368,7 +383,11 @@ class IngestService::StreamCall final
         slot->deadline_from_stream = true;
       }
     }
-    if (absl::Status s = Prepare(slot->request, deadline, &slot->prepared); !s.ok()) {
+    absl::Status s = service_->auth_enabled()
+                         ? service_->AuthorizeInsert(credentials_, slot->request)
+                         : absl::OkStatus();
+    if (s.ok()) s = Prepare(slot->request, deadline, &slot->prepared);
+    if (!s.ok()) {
       absl::MutexLock lock(&mu_);
       AckLocked(FailureAck(slot->request.sequence(), s));
       ReleaseReadLocked(*slot);
@@ -461,6 +480,7 @@ class IngestService::StreamCall final
   grpc::CallbackServerContext* const context_;  // valid until finished_
   std::atomic<int> refs_{1};
   bool registered_ = false;  // written in Start, read in OnDone
+  auth::Credentials credentials_;  // written in Start, read-only afterwards
 
   absl::Mutex mu_;
   std::shared_ptr<Slot> reading_ ABSL_GUARDED_BY(mu_);  // the read in flight, if any
@@ -478,6 +498,50 @@ class IngestService::StreamCall final
 // ---------------------------------------------------------------------------------------------
 // Service
 // ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// A Query refused before it started: ends at once with `status`.
+class RefusedQuery final : public grpc::ServerWriteReactor<v1::QueryResponse> {
+ public:
+  explicit RefusedQuery(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+absl::string_view AckName(v1::AckMode requested, ingest::AckMode fallback) {
+  switch (requested) {
+    case v1::ACK_MODE_COMMITTED:
+      return "committed";
+    case v1::ACK_MODE_ACCEPTED:
+      return "accepted";
+    default:
+      return fallback == ingest::AckMode::kAccepted ? "accepted" : "committed";
+  }
+}
+
+}  // namespace
+
+absl::Status IngestService::Refused(const auth::Decision& decision) const {
+  if (!decision.status.ok() && options_.auth_metrics != nullptr) {
+    options_.auth_metrics->Failure(auth::DenyReasonLabel(decision.reason));
+  }
+  return decision.status;
+}
+
+absl::Status IngestService::AuthorizeInsert(const auth::Credentials& credentials,
+                                            const v1::InsertRequest& request) const {
+  // The Ingestor's own parser and default database, so the policy judges the table the rows
+  // would go to. A name that does not parse is refused by Prepare or the Ingestor; an empty one
+  // by Prepare.
+  absl::StatusOr<ingest::TableId> table =
+      ingest::ParseTableName(request.table(), options_.default_database);
+  if (!table.ok() || request.table().empty()) {
+    return Refused(options_.authorizer->Authenticate(credentials));
+  }
+  return Refused(options_.authorizer->AuthorizeInsert(
+      credentials, table->database, table->table,
+      AckName(request.ack_mode(), options_.default_ack)));
+}
 
 IngestService::IngestService(ingest::Ingestor* ingestor, IngestServiceOptions options)
     : ingestor_(ingestor), options_(options) {}
@@ -501,6 +565,10 @@ grpc::ServerBidiReactor<v1::InsertRequest, v1::InsertAck>* IngestService::Insert
 
 grpc::ServerWriteReactor<v1::QueryResponse>* IngestService::Query(
     grpc::CallbackServerContext* context, const v1::QueryRequest* request) {
+  if (auth_enabled()) {
+    absl::Status allowed = Refused(options_.authorizer->AuthorizeQuery(CallCredentials(*context)));
+    if (!allowed.ok()) return new RefusedQuery(ToGrpcStatus(allowed, context));
+  }
   if (options_.queries != nullptr) return options_.queries->Start(context, request);
   return v1::Ingest::CallbackService::Query(context, request);
 }
