@@ -180,13 +180,13 @@ int Serve(const config::Config& config) {
     std::cerr << "chgate: " << authorizer.status().message() << "\n";
     return 1;
   }
-  const service::ApiTlsOptions api_tls{
-      .cert_file = config.api_tls_cert_file,
-      .key_file = config.api_tls_key_file,
-      .client_ca_file = config.api_tls_client_ca_file,
-      .client_auth = config.api_tls_client_auth == "optional" ? service::ClientAuth::kOptional
-                                                              : service::ClientAuth::kRequire,
-      .reload_interval = config.api_reload_interval};
+  const service::ApiTlsOptions api_tls{.cert_file = config.api_tls_cert_file,
+                                       .key_file = config.api_tls_key_file,
+                                       .client_ca_file = config.api_tls_client_ca_file,
+                                       .client_auth = config.api_tls_client_auth == "optional"
+                                                          ? service::ClientAuth::kOptional
+                                                          : service::ClientAuth::kRequire,
+                                       .reload_interval = config.api_reload_interval};
 
   auto server = service::StartServer({.api_address = config.listen,
                                       .health_address = config.health_listen,

@@ -151,8 +151,7 @@ void Authorizer::ReloadChanged() {
                                static_cast<uint64_t>(st.st_dev)};
     return !(now == file.stamp);
   };
-  auto report = [this](std::string_view kind, const std::string& path,
-                       const absl::Status& status) {
+  auto report = [this](std::string_view kind, const std::string& path, const absl::Status& status) {
     if (options_.on_reload) options_.on_reload(kind, path, status);
   };
   if (!tokens_file_.path.empty() && changed(tokens_file_)) {
@@ -178,9 +177,9 @@ Decision Authorizer::Resolve(const Credentials& credentials, const Policy& polic
                              const TokenSet* tokens, const Grant** grant) const {
   if (credentials.has_token) {
     if (credentials.token_malformed) {
-      return Deny(absl::UnauthenticatedError(
-                      "the authorization header is not a single \"Bearer <token>\""),
-                  DenyReason::kBadToken);
+      return Deny(
+          absl::UnauthenticatedError("the authorization header is not a single \"Bearer <token>\""),
+          DenyReason::kBadToken);
     }
     if (tokens == nullptr) {
       return Deny(absl::UnauthenticatedError(
@@ -194,8 +193,8 @@ Decision Authorizer::Resolve(const Credentials& credentials, const Policy& polic
     }
     *grant = policy.Find(*identity);
     if (*grant == nullptr) {
-      return Deny(absl::PermissionDeniedError(absl::StrCat(
-                      "identity '", Echo(*identity), "' has no section in the API policy")),
+      return Deny(absl::PermissionDeniedError(absl::StrCat("identity '", Echo(*identity),
+                                                           "' has no section in the API policy")),
                   DenyReason::kUnknownIdentity, *identity);
     }
     return Decision{absl::OkStatus(), DenyReason::kNone, *std::move(identity)};
@@ -209,9 +208,9 @@ Decision Authorizer::Resolve(const Credentials& credentials, const Policy& polic
     for (size_t i = 0; i < credentials.certificate_names.size() && i < 4; ++i) {
       names.push_back(Echo(credentials.certificate_names[i]));
     }
-    return Deny(absl::PermissionDeniedError(
-                    absl::StrCat("no name of the client certificate (", absl::StrJoin(names, ", "),
-                                 ") has a section in the API policy")),
+    return Deny(absl::PermissionDeniedError(absl::StrCat("no name of the client certificate (",
+                                                         absl::StrJoin(names, ", "),
+                                                         ") has a section in the API policy")),
                 DenyReason::kUnknownIdentity, credentials.certificate_names.front());
   }
   return Deny(absl::UnauthenticatedError(
@@ -245,9 +244,9 @@ Decision Authorizer::AuthorizeInsert(const Credentials& credentials, absl::strin
                 DenyReason::kInsertDenied, decision.identity);
   }
   if (!grant->MayAck(ack_mode)) {
-    return Deny(absl::PermissionDeniedError(absl::StrCat(
-                    "identity '", Echo(decision.identity), "' may not use ack mode ", ack_mode,
-                    " (table ", Echo(database), ".", Echo(table), ")")),
+    return Deny(absl::PermissionDeniedError(
+                    absl::StrCat("identity '", Echo(decision.identity), "' may not use ack mode ",
+                                 ack_mode, " (table ", Echo(database), ".", Echo(table), ")")),
                 DenyReason::kAckDenied, decision.identity);
   }
   return decision;

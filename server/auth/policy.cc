@@ -22,7 +22,8 @@ absl::StatusOr<Grant::TablePattern> ParsePattern(absl::string_view item) {
   if (item == "*") return Grant::TablePattern{"*", "*"};
   // The same parser as InsertRequest.table, so a pattern means what a request naming it means.
   // No default database: a pattern must say which database it opens.
-  absl::StatusOr<ingest::TableId> id = ingest::ParseTableName(std::string_view(item.data(), item.size()), "");
+  absl::StatusOr<ingest::TableId> id =
+      ingest::ParseTableName(std::string_view(item.data(), item.size()), "");
   if (!id.ok() || id->database.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", item, "' is not database.table, database.* or *"));
@@ -101,8 +102,7 @@ absl::StatusOr<Policy> Policy::Parse(absl::string_view text) {
         current->ack_modes.emplace_back(item);
       }
     } else {
-      return LineError(line_number,
-                       absl::StrCat("unknown key '", key, "' (insert, query, ack)"));
+      return LineError(line_number, absl::StrCat("unknown key '", key, "' (insert, query, ack)"));
     }
   }
   return policy;

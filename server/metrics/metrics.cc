@@ -36,8 +36,8 @@ constexpr char kQueriesInFlight[] = "chgate_queries_in_flight";
 constexpr char kAuthFailures[] = "chgate_api_auth_failures_total";
 constexpr char kAuthReloads[] = "chgate_api_auth_reloads_total";
 // Reasons of kAuthFailures (auth::DenyReasonLabel), exported from the start.
-constexpr const char* kAuthFailureReasons[] = {"no_credentials", "bad_token",     "unknown_identity",
-                                               "insert_denied",  "ack_denied",    "query_denied"};
+constexpr const char* kAuthFailureReasons[] = {"no_credentials", "bad_token",  "unknown_identity",
+                                               "insert_denied",  "ack_denied", "query_denied"};
 // ClickHouse I/O (ByteCountersCollectable).
 constexpr char kReceivedBytes[] = "chgate_clickhouse_received_bytes_total";
 constexpr char kDecodedBytes[] = "chgate_clickhouse_decoded_bytes_total";

@@ -52,8 +52,8 @@ std::unique_ptr<BIO, BioFree> MemoryBio(const std::string& text) {
 
 // The first certificate of `pem`, and how many there are.
 absl::StatusOr<std::unique_ptr<X509, X509Free>> FirstCertificate(const std::string& pem,
-                                                                  const std::string& path,
-                                                                  const char* flag, int* count) {
+                                                                 const std::string& path,
+                                                                 const char* flag, int* count) {
   auto bio = MemoryBio(pem);
   std::unique_ptr<X509, X509Free> first;
   *count = 0;
@@ -89,8 +89,8 @@ absl::Status CheckFiles(const ApiTlsOptions& options) {
       PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   if (key == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("--api-tls-key-file: '", options.key_file,
-                                                   "' holds no PEM private key (",
-                                                   OpenSslError(), ")"));
+                                                   "' holds no PEM private key (", OpenSslError(),
+                                                   ")"));
   }
   if (X509_check_private_key(cert->get(), key.get()) != 1) {
     ERR_clear_error();

@@ -297,7 +297,8 @@ class IngestService::StreamCall final
       // Once per stream; every request is then checked against the policy in force when it is
       // read, so a revoked token or grant takes effect on open streams too.
       credentials_ = CallCredentials(*context_);
-      absl::Status who = service_->Refused(service_->options_.authorizer->Authenticate(credentials_));
+      absl::Status who =
+          service_->Refused(service_->options_.authorizer->Authenticate(credentials_));
       if (!who.ok()) {
         absl::MutexLock lock(&mu_);
         return FinishLocked(who);
@@ -479,7 +480,7 @@ class IngestService::StreamCall final
   IngestService* const service_;
   grpc::CallbackServerContext* const context_;  // valid until finished_
   std::atomic<int> refs_{1};
-  bool registered_ = false;  // written in Start, read in OnDone
+  bool registered_ = false;        // written in Start, read in OnDone
   auth::Credentials credentials_;  // written in Start, read-only afterwards
 
   absl::Mutex mu_;
@@ -538,9 +539,9 @@ absl::Status IngestService::AuthorizeInsert(const auth::Credentials& credentials
   if (!table.ok() || request.table().empty()) {
     return Refused(options_.authorizer->Authenticate(credentials));
   }
-  return Refused(options_.authorizer->AuthorizeInsert(
-      credentials, table->database, table->table,
-      AckName(request.ack_mode(), options_.default_ack)));
+  return Refused(
+      options_.authorizer->AuthorizeInsert(credentials, table->database, table->table,
+                                           AckName(request.ack_mode(), options_.default_ack)));
 }
 
 IngestService::IngestService(ingest::Ingestor* ingestor, IngestServiceOptions options)

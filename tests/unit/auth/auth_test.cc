@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "server/auth/authorizer.h"
 #include "server/auth/policy.h"
 #include "server/auth/tokens.h"
-#include "absl/strings/str_cat.h"
 #include "tests/unit/tls/test_pki.h"
 
 namespace chgate::auth {
@@ -27,9 +27,9 @@ Credentials Certificate(std::vector<std::string> names) {
 }
 
 TEST(TokenSetTest, FindsTheIdentityOfEachToken) {
-  auto tokens = TokenSet::Parse(absl::StrCat("# comment\n\nwriter ", kWriterToken,
-                                             "\n  other\t", kOtherToken, "  \nwriter ",
-                                             "writer-second-token-xyz\n"));
+  auto tokens =
+      TokenSet::Parse(absl::StrCat("# comment\n\nwriter ", kWriterToken, "\n  other\t", kOtherToken,
+                                   "  \nwriter ", "writer-second-token-xyz\n"));
   ASSERT_TRUE(tokens.ok()) << tokens.status();
   EXPECT_EQ(tokens->size(), 3u);
   EXPECT_EQ(tokens->Find(DigestToken(kWriterToken)), "writer");
@@ -243,8 +243,7 @@ TEST_F(AuthorizerTest, ReloadsChangedFilesAndKeepsTheOldOnesWhenTheNewOnesAreBad
   pki_.Write("tokens", absl::StrCat("stranger ", kOtherToken, "\n"));
   a->ReloadChanged();
   EXPECT_EQ(reloads_.back(), "tokens:ok");
-  EXPECT_EQ(a->Authenticate(Token(kWriterToken)).status.code(),
-            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(a->Authenticate(Token(kWriterToken)).status.code(), absl::StatusCode::kUnauthenticated);
 
   // A deleted file keeps the last good content.
   std::filesystem::remove(pki_.Path("tokens"));

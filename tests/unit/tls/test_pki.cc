@@ -42,8 +42,8 @@ bool TestPki::Issue(const std::string& name, const std::string& ca, const std::s
                            "\nbasicConstraints=CA:FALSE\n"
                            "extendedKeyUsage=serverAuth,clientAuth\n");
   // A negative -days puts notAfter before now: the certificate has expired.
-  return Run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " +
-             name + ".key -out " + name + ".csr -subj /CN=" + name) &&
+  return Run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + name +
+             ".key -out " + name + ".csr -subj /CN=" + name) &&
          Run("openssl x509 -req -in " + name + ".csr -CA " + ca + ".crt -CAkey " + ca +
              ".key -CAcreateserial -out " + name + ".crt -days " + std::to_string(days) +
              " -extfile " + name + ".ext");

@@ -19,8 +19,7 @@ class TestPki {
   bool MakeCa(const std::string& name);
   // Makes <name>.crt and <name>.key signed by CA `ca` with `sans` ("DNS:localhost,IP:127.0.0.1",
   // "URI:spiffe://test/a"). days < 0 makes a certificate whose validity ended yesterday.
-  bool Issue(const std::string& name, const std::string& ca, const std::string& sans,
-             int days = 2);
+  bool Issue(const std::string& name, const std::string& ca, const std::string& sans, int days = 2);
 
   // Path of a file in the directory (e.g. Path("ca.crt")).
   std::string Path(const std::string& file) const { return dir_ + "/" + file; }
