@@ -21,7 +21,7 @@ PACKAGES=(
   # independent gRPC client for end-to-end checks
   python3 python3-grpcio python3-grpc-tools grpc-proto
   # tools the scripts use
-  curl procps
+  curl procps openssl
 )
 
 # shellcheck source=deploy/apt-lib.sh

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "server/auth/authorizer.h"
 #include "server/clickhouse/connection.h"
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/wire/tls.h"
@@ -211,16 +212,51 @@ int Serve(const config::Config& config) {
        .default_timeout = config.query_default_timeout,
        .cancel_drain_timeout = config.query_cancel_drain},
       &metrics.query());
+  // API security: the Authorizer reloads the tokens and policy files, the TLS credentials the
+  // certificate files, each when they change.
+  const metrics::AuthMetrics& auth_metrics = metrics.auth();
+  auto authorizer = auth::Authorizer::Create(
+      {.tokens_file = config.api_tokens_file,
+       .policy_file = config.api_policy_file,
+       .reload_interval = config.api_reload_interval,
+       .on_reload = [&auth_metrics](std::string_view kind, const std::string& path,
+                                    const absl::Status& status) {
+         auth_metrics.Reloaded(kind, status.ok());
+         std::cerr << "chgate: " << kind << " file " << path
+                   << (status.ok() ? " reloaded"
+                                   : absl::StrCat(" kept its previous content: ", status.message()))
+                   << std::endl;
+       }});
+  if (!authorizer.ok()) {
+    std::cerr << "chgate: " << authorizer.status().message() << "\n";
+    return 1;
+  }
+  const service::ApiTlsOptions api_tls{.cert_file = config.api_tls_cert_file,
+                                       .key_file = config.api_tls_key_file,
+                                       .client_ca_file = config.api_tls_client_ca_file,
+                                       .client_auth = config.api_tls_client_auth == "optional"
+                                                          ? service::ClientAuth::kOptional
+                                                          : service::ClientAuth::kRequire,
+                                       .reload_interval = config.api_reload_interval};
+
   auto server = service::StartServer({.api_address = config.listen,
                                       .health_address = config.health_listen,
                                       .default_deadline = config.default_deadline,
-                                      .queries = &queries},
+                                      .queries = &queries,
+                                      .tls = api_tls,
+                                      .authorizer = authorizer->get(),
+                                      .auth_metrics = &auth_metrics,
+                                      .default_database = config.database,
+                                      .default_ack = ingest_options.default_ack},
                                      &ingestor);
   if (!server.ok()) {
     std::cerr << "chgate: " << server.status().message() << "\n";
     return 1;
   }
   std::cerr << "chgate: serving the API on " << config.listen << " (port " << (*server)->api_port()
+            << (api_tls.enabled() ? (api_tls.client_ca_file.empty() ? ", TLS" : ", mutual TLS")
+                                  : ", plaintext")
+            << ((*authorizer)->enabled() ? ", policy " + config.api_policy_file : "")
             << "), health on "
             << (config.health_listen.empty() ? config.listen : config.health_listen) << " (port "
             << (*server)->health_port() << "), metrics on "

@@ -107,8 +107,10 @@ int RunBench(const Command& command, const CliIo& io) {
     *io.err << "chgate-cli: " << row.status().message() << "\n";
     return kExitUsage;
   }
-  absl::StatusOr<std::unique_ptr<client::Client>> client = client::Client::Create(
-      command.addr, client::ClientOptions{.default_timeout = command.timeout});
+  absl::StatusOr<client::ClientOptions> options = ClientOptionsFor(command);
+  absl::StatusOr<std::unique_ptr<client::Client>> client =
+      options.ok() ? client::Client::Create(command.addr, *std::move(options))
+                   : absl::StatusOr<std::unique_ptr<client::Client>>(options.status());
   if (!client.ok()) {
     *io.err << "chgate-cli: " << client::FormatError(client.status()) << "\n";
     return kExitUsage;

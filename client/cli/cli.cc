@@ -34,6 +34,12 @@ std::vector<FlagSpec> GlobalFlags() {
       {"addr", "ADDR", "chgate API address (default 127.0.0.1:50051; for health 127.0.0.1:50052)"},
       {"timeout", "DURATION",
        "deadline of each call; for insert, the longest wait for one ack (default 30s)"},
+      {"tls", "", "connect with TLS (implied by the --tls-* options)"},
+      {"tls-ca-file", "FILE", "PEM CA bundle that signed chgate's certificate (default: system)"},
+      {"tls-cert-file", "FILE", "PEM client certificate for mutual TLS"},
+      {"tls-key-file", "FILE", "PEM key of --tls-cert-file"},
+      {"tls-server-name", "NAME", "name to verify chgate's certificate against (default: host)"},
+      {"token-file", "FILE", "file holding a bearer token sent with every call"},
       {"help", "", "show help"},
   };
 }
@@ -342,8 +348,10 @@ class Progress {
 
 int RunInsert(const Command& command, const CliIo& io) {
   const InsertArgs& args = command.insert;
-  absl::StatusOr<std::unique_ptr<client::Client>> client = client::Client::Create(
-      command.addr, client::ClientOptions{.default_timeout = command.timeout});
+  absl::StatusOr<client::ClientOptions> options = ClientOptionsFor(command);
+  absl::StatusOr<std::unique_ptr<client::Client>> client =
+      options.ok() ? client::Client::Create(command.addr, *std::move(options))
+                   : absl::StatusOr<std::unique_ptr<client::Client>>(options.status());
   if (!client.ok()) {
     PrintError(io, client::FormatError(client.status()));
     return kExitUsage;
@@ -527,8 +535,11 @@ void AppendCsvName(std::string_view name, std::string* out) {
 
 int RunQuery(const Command& command, const CliIo& io) {
   const QueryArgs& args = command.query;
-  absl::StatusOr<std::unique_ptr<client::Client>> client = client::Client::Create(
-      command.addr, client::ClientOptions{.default_timeout = command.timeout});
+  absl::StatusOr<client::ClientOptions> client_options = ClientOptionsFor(command);
+  absl::StatusOr<std::unique_ptr<client::Client>> client =
+      client_options.ok()
+          ? client::Client::Create(command.addr, *std::move(client_options))
+          : absl::StatusOr<std::unique_ptr<client::Client>>(client_options.status());
   if (!client.ok()) {
     PrintError(io, client::FormatError(client.status()));
     return kExitUsage;
@@ -623,10 +634,16 @@ int RunQuery(const Command& command, const CliIo& io) {
 // ---- health ----------------------------------------------------------------------------
 
 int RunHealth(const Command& command, const CliIo& io) {
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(command.addr, grpc::InsecureChannelCredentials());
+  absl::StatusOr<client::ClientOptions> options = ClientOptionsFor(command);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      options.ok() ? client::CreateChannel(command.addr, *options)
+                   : absl::StatusOr<std::shared_ptr<grpc::Channel>>(options.status());
+  if (!channel.ok()) {
+    PrintError(io, client::FormatError(channel.status()));
+    return kExitUsage;
+  }
   absl::StatusOr<client::ServingStatus> status =
-      client::CheckHealth(channel, command.health.service, command.timeout);
+      client::CheckHealth(*channel, command.health.service, command.timeout);
   if (!status.ok()) {
     PrintError(io, absl::StrCat("health check of ", command.addr,
                                 " failed: ", client::FormatError(status.status())));
@@ -659,6 +676,16 @@ std::string ToolHelp() {
       "  echo '{\"id\":1,\"msg\":\"hi\"}' | chgate-cli insert --table app.events\n"
       "  chgate-cli query 'SELECT * FROM app.events LIMIT 10' --format jsonl\n"
       "  chgate-cli health --service readiness\n");
+}
+
+absl::StatusOr<client::ClientOptions> ClientOptionsFor(const Command& command) {
+  client::ClientOptions options{.default_timeout = command.timeout, .tls = command.tls};
+  if (!command.token_file.empty()) {
+    absl::StatusOr<std::string> token = client::ReadTokenFile(command.token_file);
+    if (!token.ok()) return token.status();
+    options.bearer_token = *std::move(token);
+  }
+  return options;
 }
 
 int ExitCodeFor(const absl::Status& status) {
@@ -733,6 +760,19 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args) {
   command.addr = flags->Get(
       "addr",
       global_flags->Get("addr", *sub == Subcommand::kHealth ? kDefaultHealthAddr : kDefaultAddr));
+  auto either = [&](const char* flag) { return flags->Get(flag, global_flags->Get(flag)); };
+  command.tls.ca_file = either("tls-ca-file");
+  command.tls.cert_file = either("tls-cert-file");
+  command.tls.key_file = either("tls-key-file");
+  command.tls.server_name = either("tls-server-name");
+  command.tls.enabled = flags->Has("tls") || global_flags->Has("tls") ||
+                        !command.tls.ca_file.empty() || !command.tls.cert_file.empty() ||
+                        !command.tls.key_file.empty() || !command.tls.server_name.empty();
+  if (command.tls.cert_file.empty() != command.tls.key_file.empty()) {
+    return Usage(name,
+                 absl::InvalidArgumentError("--tls-cert-file and --tls-key-file go together"));
+  }
+  command.token_file = either("token-file");
   const std::string timeout = flags->Get("timeout", global_flags->Get("timeout"));
   if (!timeout.empty()) {
     absl::StatusOr<absl::Duration> d = ParseDurationFlag("timeout", timeout);

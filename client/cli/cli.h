@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.pb.h"
+#include "client/sdk/options.h"
 
 namespace chgate::cli {
 
@@ -83,6 +84,8 @@ struct Command {
   std::string help;
   std::string addr;  // already defaulted per subcommand
   absl::Duration timeout = absl::Seconds(30);
+  client::TlsOptions tls;  // --tls, --tls-ca-file, --tls-cert-file, --tls-key-file, ...
+  std::string token_file;  // --token-file
   InsertArgs insert;
   QueryArgs query;
   BenchArgs bench;
@@ -93,6 +96,10 @@ struct Command {
 // text. Returns InvalidArgument (a usage error) for unknown subcommands or options, missing or
 // malformed values.
 absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args);
+
+// The SDK options for `command`: its timeout, TLS settings and the token read from
+// --token-file. Errors: those of client::ReadTokenFile.
+absl::StatusOr<client::ClientOptions> ClientOptionsFor(const Command& command);
 
 // Runs `command`; returns the exit code. Output goes to io.out, diagnostics to io.err.
 int RunCommand(const Command& command, const CliIo& io);

@@ -1,25 +1,100 @@
 #include "client/sdk/client.h"
 
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "client/sdk/internal/call_util.h"
 
 namespace chgate::client {
 
-absl::StatusOr<std::unique_ptr<Client>> Client::Create(const std::string& target,
-                                                       ClientOptions options) {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot read the ", what, " '", path, "'"));
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> TlsCredentials(const TlsOptions& tls) {
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return absl::InvalidArgumentError("a TLS client certificate needs its key, and the reverse");
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!tls.ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadFile(tls.ca_file, "TLS CA file");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+  }
+  if (!tls.cert_file.empty()) {
+    absl::StatusOr<std::string> cert = ReadFile(tls.cert_file, "TLS certificate file");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadFile(tls.key_file, "TLS key file");
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const std::string& target,
+                                                             const ClientOptions& options) {
   if (target.empty()) return absl::InvalidArgumentError("empty chgate target address");
   if (options.max_receive_message_bytes < 0 || options.max_send_message_bytes < 0) {
     return absl::InvalidArgumentError("negative message size limit");
   }
+  const TlsOptions& tls = options.tls;
+  if (!tls.enabled && (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() ||
+                       !tls.server_name.empty())) {
+    return absl::InvalidArgumentError("TLS files or a server name are set but TLS is not enabled");
+  }
+  if (tls.enabled && options.credentials != nullptr) {
+    return absl::InvalidArgumentError("set either credentials or tls, not both");
+  }
   grpc::ChannelArguments args = options.channel_args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   args.SetMaxSendMessageSize(options.max_send_message_bytes);
-  std::shared_ptr<grpc::ChannelCredentials> credentials =
-      options.credentials ? options.credentials : grpc::InsecureChannelCredentials();
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(target, credentials, args);
-  return std::make_unique<Client>(std::move(channel), std::move(options));
+  std::shared_ptr<grpc::ChannelCredentials> credentials = options.credentials;
+  if (tls.enabled) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> made = TlsCredentials(tls);
+    if (!made.ok()) return made.status();
+    credentials = *std::move(made);
+    if (!tls.server_name.empty()) args.SetSslTargetNameOverride(tls.server_name);
+  }
+  if (credentials == nullptr) credentials = grpc::InsecureChannelCredentials();
+  return grpc::CreateCustomChannel(target, credentials, args);
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path, "token file");
+  if (!text.ok()) return text.status();
+  const absl::string_view token = absl::StripAsciiWhitespace(*text);
+  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat("'", path, "' is empty"));
+  if (token.find_first_of(" \t\r\n") != absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' holds more than one word; it should hold only the token"));
+  }
+  return std::string(token);
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(const std::string& target,
+                                                       ClientOptions options) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = CreateChannel(target, options);
+  if (!channel.ok()) return channel.status();
+  return std::make_unique<Client>(*std::move(channel), std::move(options));
+}
+
+void Client::Authorize(grpc::ClientContext* context) const {
+  if (!options_.bearer_token.empty()) {
+    context->AddMetadata("authorization", absl::StrCat("Bearer ", options_.bearer_token));
+  }
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
@@ -35,6 +110,7 @@ absl::StatusOr<InsertResult> Client::Insert(const v1::InsertRequest& request,
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext context;
     internal::SetDeadline(deadline, &context);
+    Authorize(&context);
     v1::InsertResponse response;
     const grpc::Status grpc_status = stub_->Insert(&context, request, &response);
     if (grpc_status.ok()) return internal::ToInsertResult(response);
@@ -50,6 +126,7 @@ std::unique_ptr<InsertStream> Client::OpenInsertStream(const InsertStreamOptions
   auto context = std::make_unique<grpc::ClientContext>();
   internal::SetDeadline(internal::DeadlineFor(options.timeout, options_.stream_timeout),
                         context.get());
+  Authorize(context.get());
   std::unique_ptr<InsertStream::Stream> stream = stub_->InsertStream(context.get());
   return std::unique_ptr<InsertStream>(new InsertStream(std::move(context), std::move(stream)));
 }
@@ -70,6 +147,7 @@ absl::StatusOr<std::unique_ptr<QueryCursor>> Client::Query(const std::string& sq
   for (int attempt = 1;; ++attempt) {
     auto context = std::make_unique<grpc::ClientContext>();
     internal::SetDeadline(deadline, context.get());
+    Authorize(context.get());
     std::unique_ptr<QueryCursor::Reader> reader = stub_->Query(context.get(), request);
     v1::QueryResponse first;
     if (reader->Read(&first)) {

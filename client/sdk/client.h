@@ -31,11 +31,22 @@
 
 namespace chgate::client {
 
+// The channel Client::Create makes: message size limits, channel arguments, and credentials
+// from `options.credentials` or `options.tls`. Errors as Client::Create.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const std::string& target,
+                                                             const ClientOptions& options);
+
+// The token in a file of one line (surrounding whitespace is ignored), for
+// ClientOptions::bearer_token. NotFound when it cannot be read, InvalidArgument when it is empty
+// or holds more than one word.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+
 class Client {
  public:
   // A client for chgate at `target` ("127.0.0.1:50051", "unix:/run/chgate.sock", any gRPC
   // target). Connecting is lazy: an unreachable server shows up as UNAVAILABLE on the first call.
-  // Returns InvalidArgument for an empty target or a negative message size limit.
+  // Returns InvalidArgument for an empty target, a negative message size limit or inconsistent
+  // TLS options, NotFound for a TLS file that cannot be read.
   static absl::StatusOr<std::unique_ptr<Client>> Create(const std::string& target,
                                                         ClientOptions options = {});
 
@@ -64,6 +75,9 @@ class Client {
   const ClientOptions& options() const { return options_; }
 
  private:
+  // Adds the bearer token, if any, to a call's metadata.
+  void Authorize(grpc::ClientContext* context) const;
+
   std::shared_ptr<grpc::Channel> channel_;
   ClientOptions options_;
   std::unique_ptr<v1::Ingest::Stub> stub_;

@@ -28,6 +28,20 @@ struct RetryPolicy {
   double multiplier = 2.0;
 };
 
+// TLS to chgate's API (see the README's Security section). The files are read when the client
+// is created; a rotated client certificate takes effect in clients created afterwards.
+struct TlsOptions {
+  bool enabled = false;
+  // PEM CA bundle that signed chgate's certificate; empty: the system's roots.
+  std::string ca_file;
+  // PEM client certificate (chain) and its key, for mutual TLS; both or neither.
+  std::string cert_file;
+  std::string key_file;
+  // Name to verify chgate's certificate against (and to send as SNI) instead of the target's
+  // host, e.g. when dialing an IP address.
+  std::string server_name;
+};
+
 struct ClientOptions {
   // Deadline of Insert and Query calls that set none. Every call gets a deadline.
   absl::Duration default_timeout = absl::Seconds(30);
@@ -46,8 +60,13 @@ struct ClientOptions {
   // set on top of these.
   grpc::ChannelArguments channel_args;
 
-  // Channel credentials; null means plaintext (chgate listens on loopback in its pod).
+  // Channel credentials; null means `tls` decides (plaintext unless enabled: chgate listens on
+  // loopback in its pod). Setting both is an error.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  TlsOptions tls;
+
+  // Sent as "authorization: Bearer <token>" with every call; empty: none. See ReadTokenFile.
+  std::string bearer_token;
 };
 
 // Per-call options of Insert.

@@ -140,6 +140,31 @@ const std::vector<Option>& Options() {
       {"allow-remote-api", "false",
        "allow --listen on a non-loopback address (exposes the API to the network)",
        Bool("allow-remote-api", &Config::allow_remote_api)},
+      // API security.
+      {"allow-insecure-remote-api", "false",
+       "allow a non-loopback --listen without API TLS (tokens and rows cross the network in "
+       "clear text)",
+       Bool("allow-insecure-remote-api", &Config::allow_insecure_remote_api)},
+      {"api-tls-cert-file", "", "PEM certificate (chain) of the API listener; enables TLS",
+       String(&Config::api_tls_cert_file)},
+      {"api-tls-key-file", "", "PEM private key of --api-tls-cert-file",
+       String(&Config::api_tls_key_file)},
+      {"api-tls-client-ca-file", "",
+       "PEM CA bundle that signs client certificates; enables mutual TLS",
+       String(&Config::api_tls_client_ca_file)},
+      {"api-tls-client-auth", "require",
+       "with --api-tls-client-ca-file: require a client certificate, or verify it only when sent "
+       "(optional: callers may use a bearer token instead)",
+       OneOf("api-tls-client-auth", &Config::api_tls_client_auth, {"require", "optional"})},
+      {"api-tokens-file", "", "file of \"<identity> <token>\" lines for bearer-token callers",
+       String(&Config::api_tokens_file)},
+      {"api-policy-file", "",
+       "policy of what each caller identity may do (\"\" = every caller may do everything)",
+       String(&Config::api_policy_file)},
+      {"api-reload-interval", "10s",
+       "how often the API certificate, key, client CA, tokens and policy files are checked for "
+       "changes",
+       Duration("api-reload-interval", &Config::api_reload_interval)},
       {"health-listen", "0.0.0.0:50052",
        "grpc.health.v1 address for kubelet probes (\"\" = API listener)",
        String(&Config::health_listen)},
@@ -277,6 +302,44 @@ const Option* FindOption(absl::string_view name) {
 
 std::string EnvName(absl::string_view option) {
   return absl::StrCat("CHGATE_", absl::AsciiStrToUpper(absl::StrReplaceAll(option, {{"-", "_"}})));
+}
+
+// The API's exposure and its security options together.
+absl::Status CheckApiSecurity(const Config& c) {
+  const bool tls = !c.api_tls_cert_file.empty();
+  if (!IsLoopbackAddress(c.listen)) {
+    if (!c.allow_remote_api) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--listen=", c.listen,
+          " is not a loopback address: exposing the API needs --allow-remote-api=true (and "
+          "--api-tls-cert-file, see the README's Security section)"));
+    }
+    if (!tls && !c.allow_insecure_remote_api) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--listen=", c.listen,
+          " is not a loopback address and the API has no TLS: set --api-tls-cert-file and "
+          "--api-tls-key-file, or --allow-insecure-remote-api=true to send rows and tokens in "
+          "clear text"));
+    }
+  }
+  if (tls != !c.api_tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--api-tls-cert-file and --api-tls-key-file must be given together");
+  }
+  if (!c.api_tls_client_ca_file.empty() && !tls) {
+    return absl::InvalidArgumentError("--api-tls-client-ca-file needs --api-tls-cert-file");
+  }
+  if (!c.api_tokens_file.empty() && c.api_policy_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--api-tokens-file needs --api-policy-file (tokens name callers, the policy says what "
+        "they may do)");
+  }
+  if (!c.api_policy_file.empty() && c.api_tokens_file.empty() && c.api_tls_client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--api-policy-file needs a way to identify callers: --api-tokens-file or "
+        "--api-tls-client-ca-file");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -447,12 +510,7 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
     return absl::InvalidArgumentError(
         "--clickhouse-tls-cert-file and --clickhouse-tls-key-file go together");
   }
-  if (!config.allow_remote_api && !IsLoopbackAddress(config.listen)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--listen=", config.listen,
-        " is not a loopback address: the API has no authentication, so exposing it needs "
-        "--allow-remote-api=true"));
-  }
+  if (absl::Status s = CheckApiSecurity(config); !s.ok()) return s;
   if (config.query_response_bytes < 1024 || config.query_response_bytes > (3u << 20)) {
     return absl::InvalidArgumentError(
         "--query-response-bytes must be between 1KiB and 3MiB (gRPC's default receive limit is 4 "

@@ -32,6 +32,15 @@ struct Config {
   std::string health_listen = "0.0.0.0:50052";  // grpc.health.v1 for kubelet probes
   std::string metrics_listen = "0.0.0.0:9464";  // Prometheus /metrics
   bool allow_remote_api = false;                // required to put the API on a non-loopback address
+  // API security: TLS of the API listener, caller identities and the policy.
+  std::string api_tls_cert_file;
+  std::string api_tls_key_file;
+  std::string api_tls_client_ca_file;
+  std::string api_tls_client_auth = "require";  // require | optional
+  std::string api_tokens_file;
+  std::string api_policy_file;
+  absl::Duration api_reload_interval = absl::Seconds(10);
+  bool allow_insecure_remote_api = false;  // a non-loopback API without TLS
   // ClickHouse.
   std::vector<Endpoint> endpoints = {{"127.0.0.1", 9000}};
   std::string endpoints_text = "127.0.0.1:9000";  // as given; parsed once every option is read

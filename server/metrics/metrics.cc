@@ -32,6 +32,12 @@ constexpr char kQueryRows[] = "chgate_query_rows_total";
 constexpr char kQueryResponseBytes[] = "chgate_query_response_bytes_total";
 constexpr char kQueryDuration[] = "chgate_query_duration_seconds";
 constexpr char kQueriesInFlight[] = "chgate_queries_in_flight";
+// API authentication and authorization.
+constexpr char kAuthFailures[] = "chgate_api_auth_failures_total";
+constexpr char kAuthReloads[] = "chgate_api_auth_reloads_total";
+// Reasons of kAuthFailures (auth::DenyReasonLabel), exported from the start.
+constexpr const char* kAuthFailureReasons[] = {"no_credentials", "bad_token",  "unknown_identity",
+                                               "insert_denied",  "ack_denied", "query_denied"};
 // ClickHouse I/O (ByteCountersCollectable).
 constexpr char kReceivedBytes[] = "chgate_clickhouse_received_bytes_total";
 constexpr char kDecodedBytes[] = "chgate_clickhouse_decoded_bytes_total";
@@ -153,6 +159,14 @@ void IngestMetrics::RequestDone(const std::string& table, std::string_view resul
                                      {"result", std::string(result)}};
   requests->Add(labels).Increment();
   request_rows->Add(labels).Increment(static_cast<double>(row_count));
+}
+
+void AuthMetrics::Failure(std::string_view reason) const {
+  failures->Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void AuthMetrics::Reloaded(std::string_view file, bool ok) const {
+  reloads->Add({{"file", std::string(file)}, {"result", ok ? "ok" : "error"}}).Increment();
 }
 
 void QueryMetrics::QueryFinished(std::string_view result, double seconds) const {
@@ -335,6 +349,14 @@ Metrics::Metrics()
                            "Duration of Query RPCs, from admission to the end of the stream.")
                          .Add({}, kQueryDurationBuckets);
   query_.in_flight = &Build(BuildGauge(), r, kQueriesInFlight, "Query RPCs running now.").Add({});
+
+  auth_.failures = &Build(BuildCounter(), r, kAuthFailures,
+                          "API calls or insert requests refused by authentication or the policy, "
+                          "by reason.");
+  for (const char* reason : kAuthFailureReasons) auth_.failures->Add({{"reason", reason}});
+  auth_.reloads = &Build(BuildCounter(), r, kAuthReloads,
+                         "Reloads of the API tokens and policy files after a change, by file and "
+                         "result (error: the previous content stays in force).");
 }
 
 Metrics::~Metrics() = default;
@@ -419,6 +441,7 @@ std::vector<std::string> Metrics::MetricNames() {
       kQueryDuration,   kQueriesInFlight, kReceivedBytes,  kDecodedBytes,
       kSentBytes,       kPoolConnections, kPoolConnects,   kPoolConnectFailures,
       kPoolClosed,      kClickHouseUp,    kTlsInsecure,    kTlsReloads,
+      kAuthFailures,    kAuthReloads,
   };
   for (const char* name : kExposerFamilies) names.emplace_back(name);
   return names;

@@ -160,6 +160,18 @@ struct QueryMetrics {
   void QueryRefused(std::string_view result) const;
 };
 
+// The API's authentication and authorization (server/auth, server/service/api_security.h).
+struct AuthMetrics {
+  prometheus::Family<prometheus::Counter>* failures = nullptr;  // {reason}
+  prometheus::Family<prometheus::Counter>* reloads = nullptr;   // {file, result}
+
+  // A call or request was refused; `reason` is auth::DenyReasonLabel (e.g. "bad_token").
+  void Failure(std::string_view reason) const;
+  // A changed tokens or policy file (`file` = "tokens" | "policy") was reloaded, or kept its
+  // previous content because the new one did not load (`ok` false).
+  void Reloaded(std::string_view file, bool ok) const;
+};
+
 // Bytes moved to and from ClickHouse, read at scrape time from counters the native layer keeps as
 // plain atomics (relaxed loads). The atomics must outlive this object.
 // Exports chgate_clickhouse_{received,decoded,sent}_bytes_total.
@@ -232,6 +244,7 @@ class Metrics {
 
   const IngestMetrics& ingest() const { return ingest_; }
   const QueryMetrics& query() const { return query_; }
+  const AuthMetrics& auth() const { return auth_; }
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
   // Returns what /metrics serves: the registry followed by every registered collectable.
@@ -268,6 +281,7 @@ class Metrics {
   std::shared_ptr<Collector> collector_;
   IngestMetrics ingest_;
   QueryMetrics query_;
+  AuthMetrics auth_;
   std::atomic<uint16_t> port_{0};
 };
 

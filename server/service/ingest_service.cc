@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
 #include "server/ingest/value_error.h"
+#include "server/service/api_security.h"
 #include "server/service/proto_values.h"
 #include "server/service/raw_messages.h"
 #include "server/service/status.h"
@@ -211,6 +212,10 @@ class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
       return FinishEarly(parsed);
     }
     if (service_->shutting_down()) return FinishEarly(ShuttingDown());
+    if (service_->auth_enabled()) {
+      absl::Status allowed = service_->AuthorizeInsert(CallCredentials(*context_), request_);
+      if (!allowed.ok()) return FinishEarly(allowed);
+    }
     const absl::Time deadline = HasDeadline(*context_)
                                     ? absl::FromChrono(context_->deadline())
                                     : absl::Now() + service_->options_.default_deadline;
@@ -305,6 +310,17 @@ class IngestService::StreamCall final
 
   void Start() {
     registered_ = service_->Register(this);
+    if (registered_ && service_->auth_enabled()) {
+      // Once per stream; every request is then checked against the policy in force when it is
+      // read, so a revoked token or grant takes effect on open streams too.
+      credentials_ = CallCredentials(*context_);
+      absl::Status who =
+          service_->Refused(service_->options_.authorizer->Authenticate(credentials_));
+      if (!who.ok()) {
+        absl::MutexLock lock(&mu_);
+        return FinishLocked(who);
+      }
+    }
     absl::MutexLock lock(&mu_);
     if (!registered_) return DrainLocked(ShuttingDown());
     StartReadLocked();
@@ -391,7 +407,11 @@ class IngestService::StreamCall final
         slot->deadline_from_stream = true;
       }
     }
-    if (absl::Status s = Prepare(slot->request, deadline, &slot->prepared); !s.ok()) {
+    absl::Status s = service_->auth_enabled()
+                         ? service_->AuthorizeInsert(credentials_, slot->request)
+                         : absl::OkStatus();
+    if (s.ok()) s = Prepare(slot->request, deadline, &slot->prepared);
+    if (!s.ok()) {
       absl::MutexLock lock(&mu_);
       AckLocked(FailureAck(slot->request.sequence(), s));
       ReleaseReadLocked(*slot);
@@ -484,7 +504,8 @@ class IngestService::StreamCall final
   IngestService* const service_;
   grpc::CallbackServerContext* const context_;  // valid until finished_
   std::atomic<int> refs_{1};
-  bool registered_ = false;  // written in Start, read in OnDone
+  bool registered_ = false;        // written in Start, read in OnDone
+  auth::Credentials credentials_;  // written in Start, read-only afterwards
 
   absl::Mutex mu_;
   std::shared_ptr<Slot> reading_ ABSL_GUARDED_BY(mu_);  // the read in flight, if any
@@ -503,6 +524,50 @@ class IngestService::StreamCall final
 // ---------------------------------------------------------------------------------------------
 // Service
 // ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// A Query refused before it started: ends at once with `status`.
+class RefusedQuery final : public grpc::ServerWriteReactor<v1::QueryResponse> {
+ public:
+  explicit RefusedQuery(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+absl::string_view AckName(v1::AckMode requested, ingest::AckMode fallback) {
+  switch (requested) {
+    case v1::ACK_MODE_COMMITTED:
+      return "committed";
+    case v1::ACK_MODE_ACCEPTED:
+      return "accepted";
+    default:
+      return fallback == ingest::AckMode::kAccepted ? "accepted" : "committed";
+  }
+}
+
+}  // namespace
+
+absl::Status IngestService::Refused(const auth::Decision& decision) const {
+  if (!decision.status.ok() && options_.auth_metrics != nullptr) {
+    options_.auth_metrics->Failure(auth::DenyReasonLabel(decision.reason));
+  }
+  return decision.status;
+}
+
+absl::Status IngestService::AuthorizeInsert(const auth::Credentials& credentials,
+                                            const v1::InsertRequest& request) const {
+  // The Ingestor's own parser and default database, so the policy judges the table the rows
+  // would go to. A name that does not parse is refused by Prepare or the Ingestor; an empty one
+  // by Prepare.
+  absl::StatusOr<ingest::TableId> table =
+      ingest::ParseTableName(request.table(), options_.default_database);
+  if (!table.ok() || request.table().empty()) {
+    return Refused(options_.authorizer->Authenticate(credentials));
+  }
+  return Refused(
+      options_.authorizer->AuthorizeInsert(credentials, table->database, table->table,
+                                           AckName(request.ack_mode(), options_.default_ack)));
+}
 
 IngestService::IngestService(ingest::Ingestor* ingestor, IngestServiceOptions options)
     : ingestor_(ingestor), options_(options) {}
@@ -526,6 +591,10 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* IngestService::Inse
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* IngestService::Query(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  if (auth_enabled()) {
+    absl::Status allowed = Refused(options_.authorizer->AuthorizeQuery(CallCredentials(*context)));
+    if (!allowed.ok()) return new FinishedWriter(ToGrpcStatus(allowed, context));
+  }
   if (options_.queries != nullptr) return options_.queries->Start(context, request);
   return new FinishedWriter(
       grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Query is not enabled on this server"));

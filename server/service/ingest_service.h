@@ -29,7 +29,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.grpc.pb.h"
+#include "server/auth/authorizer.h"
 #include "server/ingest/ingestor.h"
+#include "server/metrics/metrics.h"
 #include "server/service/query_service.h"
 
 namespace chgate::service {
@@ -43,6 +45,17 @@ struct IngestServiceOptions {
   absl::Duration default_deadline = absl::Seconds(30);
   // Runs Query calls; must outlive the service. Null: Query is UNIMPLEMENTED.
   QueryExecutor* queries = nullptr;
+  // Caller authorization, checked before any work: a call whose caller cannot be identified
+  // ends with UNAUTHENTICATED before anything is read; Insert, every InsertStream request and
+  // Query are checked against the policy (PERMISSION_DENIED; a stream answers with a failed ack
+  // and goes on). Null, or disabled: everything is allowed. Must outlive the service.
+  const auth::Authorizer* authorizer = nullptr;
+  // Counts refusals; may be null.
+  const metrics::AuthMetrics* auth_metrics = nullptr;
+  // What the Ingestor does for tables without a database and requests without an ack mode; the
+  // policy is checked against the same resolution.
+  std::string default_database = "default";
+  ingest::AckMode default_ack = ingest::AckMode::kCommitted;
 };
 
 // The three methods are registered raw (grpc::ByteBuffer): the service parses each request
@@ -79,6 +92,16 @@ class IngestService final : public IngestRawService {
  private:
   class InsertCall;
   class StreamCall;
+
+  // Counts a refusal and returns its status (OK for an allowed decision).
+  absl::Status Refused(const auth::Decision& decision) const;
+  // Whether the caller with `credentials` may insert `request` (its table and effective ack
+  // mode). OK when allowed or when the table does not parse (Prepare reports that).
+  absl::Status AuthorizeInsert(const auth::Credentials& credentials,
+                               const v1::InsertRequest& request) const;
+  bool auth_enabled() const {
+    return options_.authorizer != nullptr && options_.authorizer->enabled();
+  }
 
   // Adds an open stream; false (and not added) once shutting down.
   bool Register(StreamCall* stream);

@@ -37,8 +37,12 @@ class ServerImpl final : public Server {
   ServerImpl(const ServerOptions& options, ingest::Ingestor* ingestor)
       : options_(options),
         ingestor_(ingestor),
-        service_(ingestor,
-                 {.default_deadline = options.default_deadline, .queries = options.queries}) {}
+        service_(ingestor, {.default_deadline = options.default_deadline,
+                            .queries = options.queries,
+                            .authorizer = options.authorizer,
+                            .auth_metrics = options.auth_metrics,
+                            .default_database = options.default_database,
+                            .default_ack = options.default_ack}) {}
 
   // Not shut down (e.g. a failed Start): stop the listeners at once but leave the ingestor,
   // which the caller owns, alone.
@@ -54,9 +58,12 @@ class ServerImpl final : public Server {
 
   absl::Status Start() {
     InitGrpcOnce();
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> api_credentials =
+        ApiServerCredentials(options_.tls);
+    if (!api_credentials.ok()) return api_credentials.status();
     {
       grpc::ServerBuilder builder;
-      builder.AddListeningPort(options_.api_address, grpc::InsecureServerCredentials(), &api_port_);
+      builder.AddListeningPort(options_.api_address, *api_credentials, &api_port_);
       ExclusivePort(builder);
       builder.RegisterService(&service_);
       builder.SetMaxReceiveMessageSize(

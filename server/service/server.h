@@ -10,7 +10,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/auth/authorizer.h"
 #include "server/ingest/ingestor.h"
+#include "server/metrics/metrics.h"
+#include "server/service/api_security.h"
 #include "server/service/query_service.h"
 
 namespace chgate::service {
@@ -24,6 +27,16 @@ struct ServerOptions {
   absl::Duration default_deadline = absl::Seconds(30);
   // Runs Query calls (must outlive the Server); null: Query is UNIMPLEMENTED.
   QueryExecutor* queries = nullptr;
+  // TLS of the API listener (the health listener stays plaintext: kubelet gRPC probes speak
+  // nothing else). Not enabled: plaintext.
+  ApiTlsOptions tls;
+  // Caller authorization (see IngestServiceOptions); null: everything is allowed. Both must
+  // outlive the Server.
+  const auth::Authorizer* authorizer = nullptr;
+  const metrics::AuthMetrics* auth_metrics = nullptr;
+  // The Ingestor's defaults, for judging requests as it will resolve them.
+  std::string default_database = "default";
+  ingest::AckMode default_ack = ingest::AckMode::kCommitted;
 };
 
 class Server {
@@ -48,7 +61,8 @@ class Server {
 };
 
 // Starts the servers; `ingestor` must outlive the returned Server. Errors: Unavailable (naming
-// the address) when an address cannot be bound. Destroying a Server that was not shut down stops
+// the address) when an address cannot be bound; InvalidArgument for unusable TLS files (see
+// ApiServerCredentials). Destroying a Server that was not shut down stops
 // its listeners at once (the ingestor is left alone).
 absl::StatusOr<std::unique_ptr<Server>> StartServer(const ServerOptions& options,
                                                     ingest::Ingestor* ingestor);

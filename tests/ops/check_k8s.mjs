@@ -9,7 +9,11 @@
 //      probes on the health port and the service names chgate registers, restricted security
 //      context, settings only from real CHGATE_* variables, API on loopback, the password from a
 //      Secret file, a grace period covering preStop + drain, a memory limit above the budget, and a
-//      PodMonitor that selects the pod's metrics port.
+//      PodMonitor that selects the pod's metrics port;
+//   5. the gateway (deploy/kubernetes/gateway): cert-manager Certificates against a small schema
+//      of their own (kubernetes-models has none), the API over TLS with its certificate, client
+//      CA, tokens and policy as files of Secrets, a Service for it, a NetworkPolicy that limits
+//      who reaches it, and the Certificate naming the Service.
 //
 //   node tests/ops/check_k8s.mjs [--chgate build/server/chgate]
 import { readdirSync, existsSync, readFileSync, statSync } from "node:fs";
@@ -33,7 +37,8 @@ const RESTRICTED_VOLUMES = new Set(["configMap", "csi", "downwardAPI", "emptyDir
   "persistentVolumeClaim", "projected", "secret"]);
 
 // --- 1. render ---------------------------------------------------------------------------------
-const dirs = ["base", ...readdirSync(join(K8S, "overlays")).map((d) => `overlays/${d}`), "monitoring"]
+const dirs = ["base", ...readdirSync(join(K8S, "overlays")).map((d) => `overlays/${d}`), "monitoring",
+  "gateway"]
   .filter((d) => existsSync(join(K8S, d, "kustomization.yaml")));
 const rendered = {};
 if (!have("kubectl")) {
@@ -53,11 +58,64 @@ function modelModule(apiVersion, kind) {
   if (group === "monitoring.coreos.com") return `@kubernetes-models/prometheus-operator/${group}/${version}/${kind}`;
   return group ? `kubernetes-models/${group}/${version}/${kind}` : `kubernetes-models/${version}/${kind}`;
 }
+// cert-manager.io/v1 Certificate: the fields chgate's manifests use, with their types and
+// enums (cert-manager's CRD), and no others.
+const CERT_SPEC_FIELDS = new Set(["secretName", "issuerRef", "dnsNames", "uris", "ipAddresses",
+  "commonName", "duration", "renewBefore", "privateKey", "usages", "secretTemplate",
+  "subject", "isCA", "emailAddresses", "revisionHistoryLimit"]);
+const CERT_USAGES = new Set(["signing", "digital signature", "content commitment",
+  "key encipherment", "key agreement", "data encipherment", "cert sign", "crl sign",
+  "encipher only", "decipher only", "any", "server auth", "client auth", "code signing",
+  "email protection", "s/mime", "ipsec end system", "ipsec tunnel", "ipsec user", "timestamping",
+  "ocsp signing", "microsoft sgc", "netscape sgc"]);
+const goDuration = (v) => typeof v === "string" && /^([0-9]+(\.[0-9]+)?(h|m|s|ms))+$/.test(v);
+function checkCertManager(id, doc) {
+  if (doc.kind !== "Certificate") {
+    r.fail(`${id}: no schema for cert-manager.io/v1 ${doc.kind}`);
+    return;
+  }
+  const spec = doc.spec ?? {};
+  const problems = [];
+  for (const k of Object.keys(doc)) {
+    if (!["apiVersion", "kind", "metadata", "spec"].includes(k)) problems.push(`unknown field ${k}`);
+  }
+  for (const k of Object.keys(spec)) if (!CERT_SPEC_FIELDS.has(k)) problems.push(`unknown field spec.${k}`);
+  if (typeof spec.secretName !== "string" || !spec.secretName) problems.push("spec.secretName is required");
+  const ref = spec.issuerRef ?? {};
+  if (typeof ref.name !== "string" || !ref.name) problems.push("spec.issuerRef.name is required");
+  for (const k of Object.keys(ref)) if (!["name", "kind", "group"].includes(k)) problems.push(`unknown field spec.issuerRef.${k}`);
+  if (ref.kind !== undefined && !["Issuer", "ClusterIssuer"].includes(ref.kind) && ref.group === "cert-manager.io") {
+    problems.push(`spec.issuerRef.kind ${ref.kind} is not Issuer or ClusterIssuer`);
+  }
+  if (!(spec.dnsNames?.length || spec.uris?.length || spec.ipAddresses?.length || spec.commonName)) {
+    problems.push("no name: set dnsNames, uris, ipAddresses or commonName");
+  }
+  for (const f of ["dnsNames", "uris", "ipAddresses", "usages"]) {
+    if (spec[f] !== undefined && !(Array.isArray(spec[f]) && spec[f].every((x) => typeof x === "string"))) {
+      problems.push(`spec.${f} is a list of strings`);
+    }
+  }
+  for (const u of spec.usages ?? []) if (!CERT_USAGES.has(u)) problems.push(`unknown usage "${u}"`);
+  for (const f of ["duration", "renewBefore"]) {
+    if (spec[f] !== undefined && !goDuration(spec[f])) problems.push(`spec.${f} "${spec[f]}" is not a duration`);
+  }
+  const pk = spec.privateKey ?? {};
+  for (const k of Object.keys(pk)) if (!["algorithm", "size", "rotationPolicy", "encoding"].includes(k)) problems.push(`unknown field spec.privateKey.${k}`);
+  if (pk.algorithm !== undefined && !["RSA", "ECDSA", "Ed25519"].includes(pk.algorithm)) problems.push(`privateKey.algorithm ${pk.algorithm}`);
+  if (pk.rotationPolicy !== undefined && !["Never", "Always"].includes(pk.rotationPolicy)) problems.push(`privateKey.rotationPolicy ${pk.rotationPolicy}`);
+  if (pk.size !== undefined && !Number.isInteger(pk.size)) problems.push("privateKey.size is an integer");
+  r.check(problems.length === 0, `${id}: valid against chgate's cert-manager.io/v1 Certificate schema`, problems.join("; "));
+}
+
 const tsSources = {};
 for (const [d, docs] of Object.entries(rendered)) {
   const lines = [];
   for (const [i, doc] of docs.entries()) {
     const id = `${d}: ${doc.kind}/${doc.metadata?.name}`;
+    if (doc.apiVersion === "cert-manager.io/v1") {
+      checkCertManager(id, doc);  // no schema in kubernetes-models (a CRD)
+      continue;
+    }
     const mod = modelModule(doc.apiVersion, doc.kind);
     let Model;
     try {
@@ -117,9 +175,14 @@ for (const [d, docs] of Object.entries(rendered)) {
     const id = `${d}: Deployment/${dep.metadata.name}`;
     const pod = dep.spec.template.spec;
     const legacy = d.includes("legacy");
+    const gateway = d === "gateway";
     const init = pod.initContainers ?? [];
     let chgate = init.find((c) => c.name === "chgate");
-    if (legacy) {
+    if (gateway) {
+      chgate = pod.containers.find((c) => c.name === "chgate");
+      r.check(chgate && pod.containers.length === 1 && init.length === 0,
+        `${id}: chgate is the pod's only container (gateway)`);
+    } else if (legacy) {
       r.check(!chgate, `${id}: chgate is not an init container (legacy variant)`);
       chgate = pod.containers.find((c) => c.name === "chgate");
       r.check(chgate && chgate.restartPolicy === undefined, `${id}: chgate is an ordinary container`);
@@ -144,8 +207,12 @@ for (const [d, docs] of Object.entries(rendered)) {
       r.check(unknown.length === 0, `${id}: every setting is a CHGATE_* variable chgate reads`, `unknown: ${unknown.join(", ")}`);
     }
     const listen = env.CHGATE_LISTEN ?? "127.0.0.1:50051";
-    r.check(isLoopback(listen) && env.CHGATE_ALLOW_REMOTE_API === undefined,
-      `${id}: the API listens on loopback only (${listen})`);
+    if (gateway) {
+      checkGateway(id, dep, chgate, env, docs);
+    } else {
+      r.check(isLoopback(listen) && env.CHGATE_ALLOW_REMOTE_API === undefined,
+        `${id}: the API listens on loopback only (${listen})`);
+    }
     const healthPort = portOf(env.CHGATE_HEALTH_LISTEN ?? "0.0.0.0:50052");
     const metricsPort = portOf(env.CHGATE_METRICS_LISTEN ?? "0.0.0.0:9464");
     r.check(!isLoopback(env.CHGATE_HEALTH_LISTEN ?? "0.0.0.0:50052") && !isLoopback(env.CHGATE_METRICS_LISTEN ?? "0.0.0.0:9464"),
@@ -197,7 +264,8 @@ for (const [d, docs] of Object.entries(rendered)) {
     const chgatePreStop = sleepSeconds(chgate.lifecycle?.preStop);
     // Native: chgate is stopped after the app (preStop + its shutdown, allowed 15 s) has exited.
     // Legacy: chgate's own preStop sleep outlasts the app, then it drains.
-    const need = legacy ? Math.max(chgatePreStop, appPreStop + 15) + drain + 10 : appPreStop + 15 + drain + 10;
+    const need = gateway ? chgatePreStop + drain + 10
+      : legacy ? Math.max(chgatePreStop, appPreStop + 15) + drain + 10 : appPreStop + 15 + drain + 10;
     r.check(grace >= need, `${id}: terminationGracePeriodSeconds ${grace} >= ${need} (preStop, app shutdown, ${drain} s drain, margin)`);
     if (legacy) {
       r.check(chgatePreStop >= appPreStop + 10, `${id}: chgate's preStop sleep (${chgatePreStop} s) outlasts the app's (${appPreStop} s)`);
@@ -218,6 +286,52 @@ for (const [d, docs] of Object.entries(rendered)) {
     r.check(monitors.length === 1 && monitors[0].spec.podMetricsEndpoints.some((e) => e.port === "metrics" && (e.path ?? "/metrics") === "/metrics"),
       `${id}: a PodMonitor selects the pod and scrapes port "metrics" at /metrics`);
   }
+}
+
+// The gateway's API: TLS from Secret files, a Service, a NetworkPolicy, a Certificate naming the
+// Service.
+function secretFileOf(pod, container, path) {
+  const mount = (container.volumeMounts ?? []).find((m) => path?.startsWith(m.mountPath + "/"));
+  const vol = mount && (pod.volumes ?? []).find((v) => v.name === mount.name);
+  if (!vol?.secret || !mount.readOnly) return null;
+  const rel = path.slice(mount.mountPath.length + 1);
+  if (vol.secret.items && !vol.secret.items.some((it) => it.path === rel)) return null;
+  return vol.secret.secretName;
+}
+function checkGateway(id, dep, chgate, env, docs) {
+  const pod = dep.spec.template.spec;
+  const listen = env.CHGATE_LISTEN ?? "127.0.0.1:50051";
+  r.check(!isLoopback(listen) && env.CHGATE_ALLOW_REMOTE_API === "true" &&
+    env.CHGATE_ALLOW_INSECURE_REMOTE_API === undefined,
+    `${id}: the API listens on the pod address (${listen}) without the insecure opt-in`);
+  const files = {};
+  for (const v of ["CHGATE_API_TLS_CERT_FILE", "CHGATE_API_TLS_KEY_FILE", "CHGATE_API_TLS_CLIENT_CA_FILE",
+    "CHGATE_API_POLICY_FILE"]) {
+    files[v] = secretFileOf(pod, chgate, env[v]);
+    r.check(Boolean(files[v]), `${id}: ${v} (${env[v]}) is a file of a Secret, mounted read-only`);
+  }
+  if (env.CHGATE_API_TOKENS_FILE !== undefined) {
+    r.check(Boolean(secretFileOf(pod, chgate, env.CHGATE_API_TOKENS_FILE)),
+      `${id}: CHGATE_API_TOKENS_FILE (${env.CHGATE_API_TOKENS_FILE}) is a file of a Secret, mounted read-only`);
+  }
+  const apiPort = portOf(listen);
+  const ports = Object.fromEntries((chgate.ports ?? []).map((p) => [p.name, p.containerPort]));
+  r.check(ports["grpc-api"] === apiPort, `${id}: port grpc-api = CHGATE_LISTEN's port (${apiPort})`);
+  const labels = dep.spec.template.metadata.labels ?? {};
+  const selects = (sel) => Object.entries(sel ?? {}).every(([k, v]) => labels[k] === v);
+  const svc = docs.find((o) => o.kind === "Service" && selects(o.spec.selector) &&
+    o.spec.ports?.some((p) => p.targetPort === "grpc-api" || p.targetPort === apiPort));
+  r.check(Boolean(svc), `${id}: a Service selects the pods and forwards to the API port`);
+  const np = docs.find((o) => o.kind === "NetworkPolicy" && selects(o.spec.podSelector?.matchLabels));
+  const apiRules = (np?.spec.ingress ?? []).filter((rule) => (rule.ports ?? []).some((p) => p.port === apiPort || p.port === "grpc-api"));
+  r.check(Boolean(np) && np.spec.policyTypes?.includes("Ingress") && apiRules.length > 0 &&
+    apiRules.every((rule) => rule.from?.length > 0),
+    `${id}: a NetworkPolicy selects the pods and admits the API port only from selected peers`);
+  const cert = docs.find((o) => o.kind === "Certificate" && o.spec.secretName === files.CHGATE_API_TLS_CERT_FILE);
+  const ns = svc?.metadata.namespace ?? "default";
+  r.check(Boolean(cert) && cert.spec.dnsNames?.includes(`${svc?.metadata.name}.${ns}.svc`),
+    `${id}: a Certificate writes the API's certificate Secret (${files.CHGATE_API_TLS_CERT_FILE}) and names the Service`,
+    JSON.stringify(cert?.spec.dnsNames));
 }
 
 // The monitoring kustomization: rules and dashboard present.

@@ -101,6 +101,16 @@ run_negative_controls() {
   echo "CHGATE_BATCH_DELAY=1s" >>"$tmp/k8s/base/chgate.env"
   expect_fail "kubernetes unknown setting" "CHGATE_BATCH_DELAY" \
     env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  cp deploy/kubernetes/base/chgate.env "$tmp/k8s/base/chgate.env"
+  # Gateway: a misspelled Certificate field, and an API exposed without its TLS certificate.
+  sed -i 's/renewBefore:/renewBefor:/' "$tmp/k8s/gateway/certificate.yaml"
+  expect_fail "cert-manager Certificate unknown field" "spec.renewBefor" \
+    env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  cp deploy/kubernetes/gateway/certificate.yaml "$tmp/k8s/gateway/certificate.yaml"
+  sed -i '/^CHGATE_API_TLS_CERT_FILE=/d' "$tmp/k8s/gateway/gateway.env"
+  expect_fail "gateway API without TLS" "CHGATE_API_TLS_CERT_FILE" \
+    env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  cp deploy/kubernetes/gateway/gateway.env "$tmp/k8s/gateway/gateway.env"
   # Dashboard: a misspelled gridPos key, a metric chgate does not export, a hard-coded datasource.
   jq '.panels[1].gridPos.width = 3' deploy/grafana/dashboards/chgate.json >"$tmp/d1.json"
   expect_fail "dashboard unknown field" '"width"' env CHGATE_OPS_DASHBOARD="$tmp/d1.json" node $OPS/check_dashboard.mjs || rc=1

@@ -80,11 +80,71 @@ TEST(ConfigTest, RefusesARemoteApiWithoutTheExplicitOption) {
   auto c = Parse(2, remote, nullptr);
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(c.status().message()).find("--allow-remote-api"), std::string::npos);
-  const char* allowed[] = {"chgate", "--listen=0.0.0.0:50051", "--allow-remote-api=true"};
-  EXPECT_TRUE(Parse(3, allowed, nullptr).ok());
+  // Allowed, but without TLS only by a second, explicit opt-in.
+  const char* plain[] = {"chgate", "--listen=0.0.0.0:50051", "--allow-remote-api=true"};
+  c = Parse(3, plain, nullptr);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(c.status().message()).find("--allow-insecure-remote-api"),
+            std::string::npos);
+  const char* insecure[] = {"chgate", "--listen=0.0.0.0:50051", "--allow-remote-api=true",
+                            "--allow-insecure-remote-api=true"};
+  EXPECT_TRUE(Parse(4, insecure, nullptr).ok());
+  const char* tls[] = {"chgate", "--listen=0.0.0.0:50051", "--allow-remote-api=true",
+                       "--api-tls-cert-file=server.crt", "--api-tls-key-file=server.key"};
+  EXPECT_TRUE(Parse(5, tls, nullptr).ok());
   EXPECT_TRUE(IsLoopbackAddress("127.0.0.1:1"));
   EXPECT_TRUE(IsLoopbackAddress("[::1]:1"));
   EXPECT_FALSE(IsLoopbackAddress("10.0.0.1:1"));
+}
+
+TEST(ConfigTest, ParsesApiSecurityOptions) {
+  const char* argv[] = {"chgate",
+                        "--api-tls-cert-file=s.crt",
+                        "--api-tls-key-file=s.key",
+                        "--api-tls-client-ca-file=ca.crt",
+                        "--api-tls-client-auth=optional",
+                        "--api-tokens-file=tokens",
+                        "--api-policy-file=policy",
+                        "--api-reload-interval=2s"};
+  auto c = Parse(8, argv, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->api_tls_cert_file, "s.crt");
+  EXPECT_EQ(c->api_tls_key_file, "s.key");
+  EXPECT_EQ(c->api_tls_client_ca_file, "ca.crt");
+  EXPECT_EQ(c->api_tls_client_auth, "optional");
+  EXPECT_EQ(c->api_tokens_file, "tokens");
+  EXPECT_EQ(c->api_policy_file, "policy");
+  EXPECT_EQ(c->api_reload_interval, absl::Seconds(2));
+  const char* env[] = {"CHGATE_API_POLICY_FILE=p", "CHGATE_API_TOKENS_FILE=t", nullptr};
+  const char* none[] = {"chgate"};
+  auto e = Parse(1, none, env);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->api_policy_file, "p");
+  EXPECT_EQ(Parse(1, none, nullptr)->api_tls_client_auth, "require");
+}
+
+TEST(ConfigTest, RejectsIncompleteApiSecurity) {
+  struct Case {
+    std::vector<const char*> args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"--api-tls-cert-file=s.crt"}, "given together"},
+      {{"--api-tls-key-file=s.key"}, "given together"},
+      {{"--api-tls-client-ca-file=ca.crt"}, "needs --api-tls-cert-file"},
+      {{"--api-tokens-file=t"}, "needs --api-policy-file"},
+      {{"--api-policy-file=p"}, "a way to identify callers"},
+      {{"--api-tls-client-auth=sometimes"}, "is not one of"},
+      {{"--api-reload-interval=0s"}, "positive duration"},
+  };
+  for (const Case& test : cases) {
+    std::vector<const char*> argv = {"chgate"};
+    argv.insert(argv.end(), test.args.begin(), test.args.end());
+    auto c = Parse(static_cast<int>(argv.size()), argv.data(), nullptr);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << test.args[0];
+    EXPECT_NE(std::string(c.status().message()).find(test.message), std::string::npos)
+        << c.status();
+  }
 }
 
 TEST(ConfigTest, ParsesQueryOptions) {

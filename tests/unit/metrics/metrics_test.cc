@@ -177,6 +177,8 @@ class ScrapeTest : public ::testing::Test {
     query.QueryStarted();
     query.Streamed(5, 50);
     query.QueryFinished(kResultOk, 0.5);
+    metrics_.auth().Failure("bad_token");
+    metrics_.auth().Reloaded("policy", true);
     metrics_.RegisterCollectable(bytes_);
     metrics_.RegisterCollectable(pool_);
     metrics_.RegisterCollectable(tls_);
@@ -194,6 +196,25 @@ class ScrapeTest : public ::testing::Test {
   std::shared_ptr<ClickHouseTlsCollectable> tls_ =
       std::make_shared<ClickHouseTlsCollectable>([] { return ClickHouseTlsSample{}; });
 };
+
+TEST_F(ScrapeTest, CountsAuthFailuresByReasonFromZeroAndReloadsByFileAndResult) {
+  const AuthMetrics& auth = metrics_.auth();
+  auth.Failure("insert_denied");
+  auth.Failure("insert_denied");
+  auth.Reloaded("tokens", false);
+  const std::string text = ScrapeText();
+  EXPECT_NE(text.find("chgate_api_auth_failures_total{reason=\"insert_denied\"} 2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("chgate_api_auth_failures_total{reason=\"bad_token\"} 0"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("chgate_api_auth_failures_total{reason=\"no_credentials\"} 0"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("chgate_api_auth_reloads_total{file=\"tokens\",result=\"error\"} 1"),
+            std::string::npos)
+      << text;
+}
 
 TEST_F(ScrapeTest, CountsIngestRequestsAndRowsByTableAndResult) {
   const IngestMetrics& ingest = metrics_.ingest();

@@ -1,0 +1,271 @@
+#include "server/auth/authorizer.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace chgate::auth {
+namespace {
+
+// Names echoed in messages are capped: a caller controls table names, and a long one must not
+// push the status past a client's metadata limit.
+constexpr size_t kMaxEchoedName = 200;
+
+std::string Echo(absl::string_view name) {
+  if (name.size() <= kMaxEchoedName) return std::string(name);
+  return absl::StrCat(name.substr(0, kMaxEchoedName), "...(", name.size(), " bytes)");
+}
+
+Decision Deny(absl::Status status, DenyReason reason, std::string identity = "") {
+  return Decision{std::move(status), reason, std::move(identity)};
+}
+
+int64_t Nanos(const struct timespec& t) {
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + static_cast<int64_t>(t.tv_nsec);
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat(what, ": cannot read '", path, "'"));
+  std::stringstream text;
+  text << file.rdbuf();
+  if (file.bad()) return absl::NotFoundError(absl::StrCat(what, ": cannot read '", path, "'"));
+  return text.str();
+}
+
+}  // namespace
+
+std::string_view DenyReasonLabel(DenyReason reason) {
+  switch (reason) {
+    case DenyReason::kNone:
+      return "none";
+    case DenyReason::kNoCredentials:
+      return "no_credentials";
+    case DenyReason::kBadToken:
+      return "bad_token";
+    case DenyReason::kUnknownIdentity:
+      return "unknown_identity";
+    case DenyReason::kInsertDenied:
+      return "insert_denied";
+    case DenyReason::kAckDenied:
+      return "ack_denied";
+    case DenyReason::kQueryDenied:
+      return "query_denied";
+  }
+  return "none";
+}
+
+const std::vector<DenyReason>& AllDenyReasons() {
+  static const auto* reasons = new std::vector<DenyReason>{
+      DenyReason::kNoCredentials, DenyReason::kBadToken,  DenyReason::kUnknownIdentity,
+      DenyReason::kInsertDenied,  DenyReason::kAckDenied, DenyReason::kQueryDenied};
+  return *reasons;
+}
+
+Authorizer::Authorizer(AuthorizerOptions options) : options_(std::move(options)) {
+  tokens_file_.path = options_.tokens_file;
+  policy_file_.path = options_.policy_file;
+}
+
+absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Create(AuthorizerOptions options) {
+  if (!options.tokens_file.empty() && options.policy_file.empty()) {
+    return absl::InvalidArgumentError(
+        "a tokens file needs a policy file: tokens name identities, the policy says what they "
+        "may do");
+  }
+  std::unique_ptr<Authorizer> authorizer(new Authorizer(std::move(options)));
+  if (!authorizer->enabled()) return authorizer;
+  {
+    absl::MutexLock lock(&authorizer->reload_mu_);
+    if (!authorizer->options_.tokens_file.empty()) {
+      if (absl::Status s = authorizer->LoadTokens(); !s.ok()) return s;
+    }
+    if (absl::Status s = authorizer->LoadPolicy(); !s.ok()) return s;
+  }
+  Authorizer* self = authorizer.get();
+  authorizer->watcher_ = std::thread([self] {
+    while (!self->stop_.WaitForNotificationWithTimeout(self->options_.reload_interval)) {
+      self->ReloadChanged();
+    }
+  });
+  return authorizer;
+}
+
+Authorizer::~Authorizer() {
+  stop_.Notify();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+absl::Status Authorizer::LoadTokens() {
+  // The stamp is taken before reading, so a change made while reading is seen next time.
+  struct stat st {};
+  if (stat(tokens_file_.path.c_str(), &st) == 0) {
+    tokens_file_.stamp = {Nanos(st.st_mtim), Nanos(st.st_ctim), static_cast<int64_t>(st.st_size),
+                          static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_dev)};
+  }
+  absl::StatusOr<std::string> text = ReadFile(tokens_file_.path, "tokens file");
+  if (!text.ok()) return text.status();
+  absl::StatusOr<TokenSet> tokens = TokenSet::Parse(*text);
+  if (!tokens.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", tokens_file_.path, "': ", tokens.status().message()));
+  }
+  auto shared = std::make_shared<const TokenSet>(*std::move(tokens));
+  absl::MutexLock lock(&mu_);
+  tokens_ = std::move(shared);
+  return absl::OkStatus();
+}
+
+absl::Status Authorizer::LoadPolicy() {
+  struct stat st {};
+  if (stat(policy_file_.path.c_str(), &st) == 0) {
+    policy_file_.stamp = {Nanos(st.st_mtim), Nanos(st.st_ctim), static_cast<int64_t>(st.st_size),
+                          static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_dev)};
+  }
+  absl::StatusOr<std::string> text = ReadFile(policy_file_.path, "policy file");
+  if (!text.ok()) return text.status();
+  absl::StatusOr<Policy> policy = Policy::Parse(*text);
+  if (!policy.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", policy_file_.path, "': ", policy.status().message()));
+  }
+  auto shared = std::make_shared<const Policy>(*std::move(policy));
+  absl::MutexLock lock(&mu_);
+  policy_ = std::move(shared);
+  return absl::OkStatus();
+}
+
+void Authorizer::ReloadChanged() {
+  if (!enabled()) return;
+  absl::MutexLock lock(&reload_mu_);
+  auto changed = [](const FileState& file) {
+    struct stat st {};
+    if (stat(file.path.c_str(), &st) != 0) return file.stamp.size != -2;  // report once
+    const FileState::Stamp now{Nanos(st.st_mtim), Nanos(st.st_ctim),
+                               static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino),
+                               static_cast<uint64_t>(st.st_dev)};
+    return !(now == file.stamp);
+  };
+  auto report = [this](std::string_view kind, const std::string& path, const absl::Status& status) {
+    if (options_.on_reload) options_.on_reload(kind, path, status);
+  };
+  if (!tokens_file_.path.empty() && changed(tokens_file_)) {
+    absl::Status s = LoadTokens();
+    if (!s.ok() && s.code() == absl::StatusCode::kNotFound) tokens_file_.stamp.size = -2;
+    report("tokens", tokens_file_.path, s);
+  }
+  if (changed(policy_file_)) {
+    absl::Status s = LoadPolicy();
+    if (!s.ok() && s.code() == absl::StatusCode::kNotFound) policy_file_.stamp.size = -2;
+    report("policy", policy_file_.path, s);
+  }
+}
+
+void Authorizer::Snapshot(std::shared_ptr<const Policy>* policy,
+                          std::shared_ptr<const TokenSet>* tokens) const {
+  absl::MutexLock lock(&mu_);
+  *policy = policy_;
+  *tokens = tokens_;
+}
+
+Decision Authorizer::Resolve(const Credentials& credentials, const Policy& policy,
+                             const TokenSet* tokens, const Grant** grant) const {
+  if (credentials.has_token) {
+    if (credentials.token_malformed) {
+      return Deny(
+          absl::UnauthenticatedError("the authorization header is not a single \"Bearer <token>\""),
+          DenyReason::kBadToken);
+    }
+    if (tokens == nullptr) {
+      return Deny(absl::UnauthenticatedError(
+                      "bearer tokens are not accepted here (chgate has no --api-tokens-file)"),
+                  DenyReason::kBadToken);
+    }
+    std::optional<std::string> identity = tokens->Find(credentials.token_digest);
+    if (!identity.has_value()) {
+      return Deny(absl::UnauthenticatedError("the bearer token is not valid"),
+                  DenyReason::kBadToken);
+    }
+    *grant = policy.Find(*identity);
+    if (*grant == nullptr) {
+      return Deny(absl::PermissionDeniedError(absl::StrCat("identity '", Echo(*identity),
+                                                           "' has no section in the API policy")),
+                  DenyReason::kUnknownIdentity, *identity);
+    }
+    return Decision{absl::OkStatus(), DenyReason::kNone, *std::move(identity)};
+  }
+  if (!credentials.certificate_names.empty()) {
+    for (const std::string& name : credentials.certificate_names) {
+      *grant = policy.Find(name);
+      if (*grant != nullptr) return Decision{absl::OkStatus(), DenyReason::kNone, name};
+    }
+    std::vector<std::string> names;
+    for (size_t i = 0; i < credentials.certificate_names.size() && i < 4; ++i) {
+      names.push_back(Echo(credentials.certificate_names[i]));
+    }
+    return Deny(absl::PermissionDeniedError(absl::StrCat("no name of the client certificate (",
+                                                         absl::StrJoin(names, ", "),
+                                                         ") has a section in the API policy")),
+                DenyReason::kUnknownIdentity, credentials.certificate_names.front());
+  }
+  return Deny(absl::UnauthenticatedError(
+                  "no credentials: present a client certificate or an \"authorization: Bearer "
+                  "<token>\" header"),
+              DenyReason::kNoCredentials);
+}
+
+Decision Authorizer::Authenticate(const Credentials& credentials) const {
+  if (!enabled()) return {};
+  std::shared_ptr<const Policy> policy;
+  std::shared_ptr<const TokenSet> tokens;
+  Snapshot(&policy, &tokens);
+  const Grant* grant = nullptr;
+  return Resolve(credentials, *policy, tokens.get(), &grant);
+}
+
+Decision Authorizer::AuthorizeInsert(const Credentials& credentials, absl::string_view database,
+                                     absl::string_view table, absl::string_view ack_mode) const {
+  if (!enabled()) return {};
+  std::shared_ptr<const Policy> policy;
+  std::shared_ptr<const TokenSet> tokens;
+  Snapshot(&policy, &tokens);
+  const Grant* grant = nullptr;
+  Decision decision = Resolve(credentials, *policy, tokens.get(), &grant);
+  if (!decision.status.ok()) return decision;
+  if (!grant->MayInsert(database, table)) {
+    return Deny(absl::PermissionDeniedError(absl::StrCat("identity '", Echo(decision.identity),
+                                                         "' may not insert into table ",
+                                                         Echo(database), ".", Echo(table))),
+                DenyReason::kInsertDenied, decision.identity);
+  }
+  if (!grant->MayAck(ack_mode)) {
+    return Deny(absl::PermissionDeniedError(
+                    absl::StrCat("identity '", Echo(decision.identity), "' may not use ack mode ",
+                                 ack_mode, " (table ", Echo(database), ".", Echo(table), ")")),
+                DenyReason::kAckDenied, decision.identity);
+  }
+  return decision;
+}
+
+Decision Authorizer::AuthorizeQuery(const Credentials& credentials) const {
+  if (!enabled()) return {};
+  std::shared_ptr<const Policy> policy;
+  std::shared_ptr<const TokenSet> tokens;
+  Snapshot(&policy, &tokens);
+  const Grant* grant = nullptr;
+  Decision decision = Resolve(credentials, *policy, tokens.get(), &grant);
+  if (!decision.status.ok()) return decision;
+  if (!grant->query) {
+    return Deny(absl::PermissionDeniedError(
+                    absl::StrCat("identity '", Echo(decision.identity), "' may not run Query")),
+                DenyReason::kQueryDenied, decision.identity);
+  }
+  return decision;
+}
+
+}  // namespace chgate::auth

@@ -1,0 +1,288 @@
+#!/usr/bin/python3
+"""End-to-end tests of the API's TLS, mutual TLS and caller policy: the real chgate binary, the
+local ClickHouse, and Python grpcio (ssl_channel_credentials) as an independent client.
+
+  /usr/bin/python3 tests/e2e/security_e2e_test.py --chgate build/server/chgate [unittest args]
+
+Certificates are made by the openssl command in a temporary directory. Each test class starts
+its own chgate on free loopback ports and stops exactly that process. Without a reachable
+ClickHouse the run is skipped (exit code 77) unless CHGATE_REQUIRE_CLICKHOUSE=1.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import e2e_support as e2e  # noqa: E402
+from e2e_support import DATABASE, V  # noqa: E402
+
+CHGATE = e2e.default_chgate_binary()
+WRITER_TOKEN = "e2e-writer-token-0123456789"
+READER_TOKEN = "e2e-reader-token-0123456789"
+
+
+class Pki:
+    """A CA per name and leaf certificates signed by them, made with the openssl command."""
+
+    def __init__(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="chgate-e2e-pki-"))
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return str(self.dir / name)
+
+    def read(self, name):
+        return (self.dir / name).read_bytes()
+
+    def _openssl(self, *args):
+        subprocess.run(["openssl", *args], cwd=self.dir, check=True, capture_output=True)
+
+    def ca(self, name):
+        self._openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                      "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "2",
+                      "-subj", f"/CN={name}", "-addext", "basicConstraints=critical,CA:TRUE",
+                      "-addext", "keyUsage=critical,keyCertSign")
+
+    def issue(self, name, ca, sans, days=2):
+        """days < 0: a certificate whose validity already ended."""
+        (self.dir / f"{name}.ext").write_text(
+            f"subjectAltName={sans}\nbasicConstraints=CA:FALSE\n"
+            "extendedKeyUsage=serverAuth,clientAuth\n")
+        self._openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                      "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
+        self._openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey",
+                      f"{ca}.key", "-CAcreateserial", "-out", f"{name}.crt", "-days", str(days),
+                      "-extfile", f"{name}.ext")
+
+    def write(self, name, data):
+        """Replaces the file atomically (rename), as cert-manager and Secret volumes do."""
+        tmp = self.dir / f".{name}.tmp"
+        tmp.write_bytes(data if isinstance(data, bytes) else data.encode())
+        os.replace(tmp, self.dir / name)
+
+
+class SecurityTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import grpc
+
+        cls.grpc = grpc
+        cls.ch = e2e.ClickHouse()
+        problem = cls.ch.check_reachable()
+        if problem is not None:
+            if cls.ch.required:
+                raise RuntimeError(f"ClickHouse unreachable: {problem}")
+            raise unittest.SkipTest(f"ClickHouse unreachable: {problem}")
+        cls.ch.ensure_database()
+        for table in ("sec_orders", "sec_audit"):
+            cls.ch.recreate_table(table, "id UInt64")
+        cls.stubs = e2e.load_stubs()
+        cls.pb = cls.stubs.pb
+        pki = cls.pki = Pki()
+        pki.ca("ca")
+        pki.ca("other-ca")
+        pki.issue("server", "ca", "DNS:chgate.test")
+        pki.issue("server2", "other-ca", "DNS:chgate.test")
+        pki.issue("writer", "ca", "URI:spiffe://e2e/writer")
+        pki.issue("foreign", "other-ca", "URI:spiffe://e2e/writer")
+        pki.issue("expired", "ca", "URI:spiffe://e2e/writer", days=-1)
+        pki.write("tokens", f"token-writer {WRITER_TOKEN}\ntoken-reader {READER_TOKEN}\n")
+        pki.write("policy",
+                  f"[spiffe://e2e/writer]\ninsert = {DATABASE}.sec_orders\n"
+                  f"[token-writer]\ninsert = {DATABASE}.sec_audit\n"
+                  "[token-reader]\nquery = true\n")
+        cls.chgate = e2e.ChgateProcess(CHGATE, cls.ch, [
+            f"--api-tls-cert-file={pki.path('server.crt')}",
+            f"--api-tls-key-file={pki.path('server.key')}",
+            f"--api-tls-client-ca-file={pki.path('ca.crt')}",
+            "--api-tls-client-auth=optional",
+            f"--api-tokens-file={pki.path('tokens')}",
+            f"--api-policy-file={pki.path('policy')}",
+            "--api-reload-interval=1s",
+            "--batch-max-delay=20ms",
+        ], name=cls.__name__).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.chgate.stop()
+        cls.pki.close()
+        if rc not in (0, None):
+            raise AssertionError(f"chgate exited with {rc}:\n{cls.chgate.log_tail()}")
+
+    def channel(self, client=None, ca="ca"):
+        """A new TLS channel (its own connection) trusting `ca`, with `client`'s certificate."""
+        grpc = self.grpc
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=self.pki.read(f"{ca}.crt"),
+            private_key=self.pki.read(f"{client}.key") if client else None,
+            certificate_chain=self.pki.read(f"{client}.crt") if client else None)
+        return grpc.secure_channel(self.chgate.api_address, creds, options=[
+            ("grpc.ssl_target_name_override", "chgate.test"), ("grpc.use_local_subchannel_pool", 1)])
+
+    def request(self, table, *ids, sequence=0):
+        return self.pb.InsertRequest(table=f"{DATABASE}.{table}", sequence=sequence,
+                                     rows=self.pb.RowSet(rows=[self.pb.Row(values=[V.u(i)])
+                                                             for i in ids]))
+
+    def insert(self, channel, table, *ids, token=None):
+        """The gRPC status code name of an Insert (OK on success)."""
+        stub = self.stubs.pb_grpc.IngestStub(channel)
+        metadata = [("authorization", f"Bearer {token}")] if token else None
+        try:
+            stub.Insert(self.request(table, *ids), timeout=15, metadata=metadata)
+            return "OK"
+        except self.grpc.RpcError as e:
+            self.last_error = e.details() or ""
+            return e.code().name
+
+    def count(self, table):
+        return int(self.ch.scalar(f"SELECT count() FROM {DATABASE}.{table}"))
+
+    def failures(self, reason):
+        return e2e.metric_sum(self.chgate.scrape(), "chgate_api_auth_failures_total", reason=reason)
+
+    def test_server_tls_and_mutual_tls(self):
+        with self.channel("writer") as ch:
+            self.assertEqual(self.insert(ch, "sec_orders", 1, 2), "OK")
+        # Server-only TLS: no client certificate, a token names the caller instead.
+        with self.channel() as ch:
+            self.assertEqual(self.insert(ch, "sec_audit", 3, token=WRITER_TOKEN), "OK")
+        self.assertGreaterEqual(self.count("sec_orders"), 2)
+        # Plaintext never reaches a call.
+        with self.grpc.insecure_channel(self.chgate.api_address) as ch:
+            self.assertEqual(self.insert(ch, "sec_orders", 4), "UNAVAILABLE")
+
+    def test_wrong_client_ca_and_expired_client_certificate_fail_the_handshake(self):
+        before = self.count("sec_orders")
+        for client in ("foreign", "expired"):
+            with self.channel(client) as ch:
+                self.assertEqual(self.insert(ch, "sec_orders", 5), "UNAVAILABLE", client)
+        # A client that does not trust chgate's CA does not connect either.
+        with self.channel("writer", ca="other-ca") as ch:
+            self.assertEqual(self.insert(ch, "sec_orders", 5), "UNAVAILABLE")
+        self.assertEqual(self.count("sec_orders"), before)
+
+    def test_tokens_allowed_and_denied_per_table(self):
+        before = self.failures("insert_denied")
+        with self.channel() as ch:
+            self.assertEqual(self.insert(ch, "sec_audit", 10, token=WRITER_TOKEN), "OK")
+            self.assertEqual(self.insert(ch, "sec_orders", 11, token=WRITER_TOKEN),
+                             "PERMISSION_DENIED")
+            self.assertIn("'token-writer'", self.last_error)
+            self.assertIn(f"{DATABASE}.sec_orders", self.last_error)
+            self.assertEqual(self.insert(ch, "sec_audit", 12, token="e2e-wrong-token-0123456789"),
+                             "UNAUTHENTICATED")
+            self.assertNotIn("e2e-wrong-token", self.last_error)
+            self.assertEqual(self.insert(ch, "sec_audit", 13), "UNAUTHENTICATED")
+        self.assertEqual(int(self.ch.scalar(
+            f"SELECT count() FROM {DATABASE}.sec_orders WHERE id = 11")), 0)
+        self.assertEqual(self.failures("insert_denied"), before + 1)
+        self.assertNotIn("e2e-wrong-token", self.chgate.log_text())
+        self.assertNotIn(WRITER_TOKEN, self.chgate.log_text())
+
+    def test_query_denied_by_policy(self):
+        with self.channel() as ch:
+            stub = self.stubs.pb_grpc.IngestStub(ch)
+            sql = self.pb.QueryRequest(sql="SELECT 1")
+            with self.assertRaises(self.grpc.RpcError) as denied:
+                list(stub.Query(sql, timeout=15,
+                                metadata=[("authorization", f"Bearer {WRITER_TOKEN}")]))
+            self.assertEqual(denied.exception.code().name, "PERMISSION_DENIED")
+            self.assertIn("may not run Query", denied.exception.details())
+            responses = list(stub.Query(sql, timeout=30,
+                                        metadata=[("authorization", f"Bearer {READER_TOKEN}")]))
+            self.assertTrue(any(r.WhichOneof("kind") == "summary" for r in responses))
+
+    def test_zz_certificate_rotation_while_a_stream_stays_open(self):
+        """Runs last: it leaves chgate with the second CA's certificate."""
+        import queue
+        import threading
+
+        requests = queue.Queue()
+
+        def gen():
+            while True:
+                item = requests.get()
+                if item is None:
+                    return
+                yield item
+
+        old = self.channel("writer")
+        stub = self.stubs.pb_grpc.IngestStub(old)
+        acks = stub.InsertStream(gen(), timeout=120)
+        requests.put(self.request("sec_orders", 100, sequence=1))
+        self.assertFalse(next(acks).HasField("status"))
+
+        self.pki.write("server.key", self.pki.read("server2.key"))
+        self.pki.write("server.crt", self.pki.read("server2.crt"))
+
+        def new_certificate_served():
+            with self.channel("writer", ca="other-ca") as ch:
+                return self.insert(ch, "sec_orders", 101) == "OK"
+
+        self.assertTrue(e2e.wait_until(new_certificate_served, timeout=30, interval=0.5),
+                        "new connections never got the rotated certificate")
+        with self.channel("writer", ca="ca") as ch:
+            self.assertEqual(self.insert(ch, "sec_orders", 102), "UNAVAILABLE")
+
+        # The stream opened before the rotation goes on over its old connection.
+        requests.put(self.request("sec_orders", 103, sequence=2))
+        ack = next(acks)
+        self.assertEqual(ack.sequence, 2)
+        self.assertFalse(ack.HasField("status"), ack.status.message)
+        requests.put(None)
+        self.assertEqual(list(acks), [])
+        old.close()
+        self.assertEqual(int(self.ch.scalar(
+            f"SELECT count() FROM {DATABASE}.sec_orders WHERE id IN (100, 103)")), 2)
+
+
+class RemoteApiTest(unittest.TestCase):
+    def test_remote_api_needs_tls_or_an_explicit_insecure_opt_in(self):
+        port = e2e.free_ports(1)[0]
+        r = subprocess.run([CHGATE, f"--listen=0.0.0.0:{port}", "--allow-remote-api=true",
+                            "--endpoints=127.0.0.1:9"], capture_output=True, text=True,
+                           timeout=30, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--allow-insecure-remote-api", r.stderr)
+
+    def test_unusable_certificate_files_stop_the_start(self):
+        pki = Pki()
+        try:
+            pki.ca("ca")
+            pki.issue("a", "ca", "DNS:a.test")
+            pki.issue("b", "ca", "DNS:b.test")
+            r = subprocess.run([CHGATE, "--listen=127.0.0.1:0", "--health-listen=127.0.0.1:0",
+                                "--metrics-listen=", "--endpoints=127.0.0.1:9",
+                                f"--api-tls-cert-file={pki.path('a.crt')}",
+                                f"--api-tls-key-file={pki.path('b.key')}"],
+                               capture_output=True, text=True, timeout=30,
+                               stdin=subprocess.DEVNULL)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("is not the key of the certificate", r.stderr)
+        finally:
+            pki.close()
+
+
+def main():
+    global CHGATE
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--chgate", default=CHGATE)
+    args, rest = ap.parse_known_args()
+    CHGATE = os.path.abspath(args.chgate)
+    e2e.ensure_clickhouse_or_exit(e2e.ClickHouse())
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
