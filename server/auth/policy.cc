@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -20,17 +21,26 @@ std::vector<absl::string_view> ListItems(absl::string_view value) {
 
 absl::StatusOr<Grant::TablePattern> ParsePattern(absl::string_view item) {
   if (item == "*") return Grant::TablePattern{"*", "*"};
-  // The same parser as InsertRequest.table, so a pattern means what a request naming it means.
-  // No default database: a pattern must say which database it opens.
-  absl::StatusOr<ingest::TableId> id =
-      ingest::ParseTableName(std::string_view(item.data(), item.size()), "");
-  if (!id.ok() || id->database.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", item, "' is not database.table, database.* or *"));
-  }
-  if (id->database == "*") {
+  if (absl::StartsWith(item, "*.")) {
     return absl::InvalidArgumentError(absl::StrCat("'", item, "': a database cannot be '*'"));
   }
+  const auto bad = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", item, "' is not database.table, database.* or *"));
+  };
+  // The same parser as InsertRequest.table, so a pattern means what a request naming it means.
+  // No default database: a pattern must say which database it opens. `db.*` is the database's
+  // name (parsed alone) with every table.
+  if (absl::EndsWith(item, ".*")) {
+    absl::string_view database = item.substr(0, item.size() - 2);
+    absl::StatusOr<ingest::TableId> id =
+        ingest::ParseTableName(std::string_view(database.data(), database.size()), "");
+    if (!id.ok() || !id->database.empty()) return bad();
+    return Grant::TablePattern{id->table, "*"};
+  }
+  absl::StatusOr<ingest::TableId> id =
+      ingest::ParseTableName(std::string_view(item.data(), item.size()), "");
+  if (!id.ok() || id->database.empty()) return bad();
   return Grant::TablePattern{id->database, id->table};
 }
 

@@ -483,8 +483,8 @@ bool Selected(const Options& o, const std::string& name) {
 
 void InsertToNullServer(const Options& o, Shape shape, uint64_t rows, CompressionMethod method,
                         double raw_bps, bool tls = false) {
-  std::string name = absl::StrCat("insert ", ShapeName(shape), " ", rows, " ", MethodName(method),
-                                  TlsSuffix(tls));
+  std::string name =
+      absl::StrCat("insert ", ShapeName(shape), " ", rows, " ", MethodName(method), TlsSuffix(tls));
   if (!Selected(o, name)) return;
   // One block holding every row, as a caller with its columns in memory would send.
   std::vector<Block> blocks = MakeBlocks(shape, rows, rows);
@@ -521,8 +521,8 @@ void InsertToNullServer(const Options& o, Shape shape, uint64_t rows, Compressio
 
 void SelectFromNullServer(const Options& o, uint64_t block_rows, uint64_t repeats,
                           CompressionMethod method, double raw_bps, bool tls = false) {
-  std::string name = absl::StrCat("select UInt64 ", block_rows * repeats, " ", MethodName(method),
-                                  TlsSuffix(tls));
+  std::string name =
+      absl::StrCat("select UInt64 ", block_rows * repeats, " ", MethodName(method), TlsSuffix(tls));
   if (!Selected(o, name)) return;
   NullServerOptions so;
   so.select_block = std::move(MakeBlocks(Shape::kUInt64, block_rows, block_rows)[0]);
@@ -564,17 +564,15 @@ absl::Status Exec(Connection& conn, const std::string& sql) {
 }
 
 // A connection to the local ClickHouse: its plain port, or its secure port with `tls`.
-absl::StatusOr<std::unique_ptr<Connection>> ConnectLive(const Options& o,
-                                                         CompressionMethod method, bool tls) {
+absl::StatusOr<std::unique_ptr<Connection>> ConnectLive(const Options& o, CompressionMethod method,
+                                                        bool tls) {
   if (!tls) return Connection::Connect({.host = o.host, .port = o.port, .compression = method});
   if (Tls(o).live_client == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("no CA file for the secure port (--clickhouse-tls-ca): '", o.tls_ca, "'"));
   }
-  return Connection::Connect({.host = o.tls_host,
-                              .port = o.tls_port,
-                              .compression = method,
-                              .tls = Tls(o).live_client});
+  return Connection::Connect(
+      {.host = o.tls_host, .port = o.tls_port, .compression = method, .tls = Tls(o).live_client});
 }
 
 void InsertToClickHouse(const Options& o, Shape shape, uint64_t rows, CompressionMethod method,
@@ -731,8 +729,9 @@ void PrintTlsSummary() {
       const Row& p = g_rows[j];
       if (p.group != t.group || p.name != plain) continue;
       if (!header) {
-        std::printf("\nTLS cost (client CPU per GB of column data, TLS / plain; wall ratio is "
-                    "plain / TLS):\n");
+        std::printf(
+            "\nTLS cost (client CPU per GB of column data, TLS / plain; wall ratio is "
+            "plain / TLS):\n");
         header = true;
       }
       const double gb = static_cast<double>(t.bytes) / 1e9;
@@ -757,10 +756,10 @@ void SplitHostPort(const std::string& text, std::string* host, uint16_t* port) {
 
 Options ParseArgs(int argc, char** argv) {
   Options o;
-  if (const char* env = std::getenv("CHGATE_CLICKHOUSE_TLS"); env != nullptr && *env != '\0') {
+  if (const char* env = std::getenv("CHGATE_CLICKHOUSE_SECURE"); env != nullptr && *env != '\0') {
     SplitHostPort(env, &o.tls_host, &o.tls_port);
   }
-  if (const char* env = std::getenv("CHGATE_CLICKHOUSE_TLS_CA"); env != nullptr) {
+  if (const char* env = std::getenv("CHGATE_CLICKHOUSE_SECURE_CA"); env != nullptr) {
     o.tls_ca = env;
   } else {
     o.tls_ca = ".local/clickhouse/tls/ca.crt";

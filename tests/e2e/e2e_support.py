@@ -289,6 +289,18 @@ class ClickHouse:
         return r.stdout + r.stderr
 
 
+def reachable_clickhouse():
+    """The ClickHouse to test against, for a setUpClass: raises SkipTest when it cannot be reached,
+    or RuntimeError when CHGATE_REQUIRE_CLICKHOUSE=1 says it must be there."""
+    ch = ClickHouse()
+    problem = ch.check_reachable()
+    if problem is not None:
+        if ch.required:
+            raise RuntimeError(f"ClickHouse unreachable: {problem}")
+        raise unittest.SkipTest(f"ClickHouse unreachable: {problem}")
+    return ch
+
+
 def pid_listens_on(pid, port):
     """True if process `pid` owns a TCP socket listening on `port`, False if not, None if that
     cannot be told (no permission to read its fds)."""

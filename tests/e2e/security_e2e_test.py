@@ -77,12 +77,7 @@ class SecurityTest(unittest.TestCase):
         import grpc
 
         cls.grpc = grpc
-        cls.ch = e2e.ClickHouse()
-        problem = cls.ch.check_reachable()
-        if problem is not None:
-            if cls.ch.required:
-                raise RuntimeError(f"ClickHouse unreachable: {problem}")
-            raise unittest.SkipTest(f"ClickHouse unreachable: {problem}")
+        cls.ch = e2e.reachable_clickhouse()
         cls.ch.ensure_database()
         for table in ("sec_orders", "sec_audit"):
             cls.ch.recreate_table(table, "id UInt64")
@@ -272,6 +267,98 @@ class RemoteApiTest(unittest.TestCase):
             self.assertIn("is not the key of the certificate", r.stderr)
         finally:
             pki.close()
+
+
+class ClickHouseTlsTest(unittest.TestCase):
+    """chgate talking to the local ClickHouse's secure native port (CHGATE_CLICKHOUSE_SECURE, with the
+    CA in CHGATE_CLICKHOUSE_SECURE_CA): rows inserted through chgate land and read back through
+    Query; a wrong CA fails the insert with UNAVAILABLE naming the reason; skip-verify warns at
+    start and shows in its metric."""
+
+    @classmethod
+    def setUpClass(cls):
+        import grpc
+
+        cls.grpc = grpc
+        cls.ch = e2e.reachable_clickhouse()
+        cls.tls_address = os.environ.get("CHGATE_CLICKHOUSE_SECURE") or "127.0.0.1:29440"
+        cls.ca = os.environ.get("CHGATE_CLICKHOUSE_SECURE_CA") or str(
+            e2e.SOURCE_DIR / ".local/clickhouse/tls/ca.crt")
+        if not os.path.exists(cls.ca):
+            raise RuntimeError(f"no CA file {cls.ca} for the local ClickHouse's secure port")
+        cls.ch.ensure_database()
+        cls.ch.recreate_table("tls_rows", "id UInt64, s String")
+        cls.stubs = e2e.load_stubs()
+        cls.pb = cls.stubs.pb
+        cls.pki = Pki()
+        cls.pki.ca("not-clickhouse-ca")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pki.close()
+
+    def start(self, *args):
+        return e2e.ChgateProcess(CHGATE, self.ch, [
+            f"--endpoints=tls://{self.tls_address}", "--batch-max-delay=20ms", *args],
+            name=f"{type(self).__name__}-{self._testMethodName}").start()
+
+    def insert(self, chgate, *ids):
+        request = self.pb.InsertRequest(
+            table=f"{DATABASE}.tls_rows",
+            rows=self.pb.RowSet(rows=[self.pb.Row(values=[V.u(i), V.s(f"row {i}")]) for i in ids]))
+        with self.grpc.insecure_channel(chgate.api_address) as ch:
+            try:
+                self.stubs.pb_grpc.IngestStub(ch).Insert(request, timeout=20)
+                return "OK", ""
+            except self.grpc.RpcError as e:
+                return e.code().name, e.details() or ""
+
+    def test_inserts_and_queries_over_tls(self):
+        chgate = self.start(f"--clickhouse-tls-ca-file={self.ca}", "--compression=zstd")
+        try:
+            self.assertEqual(self.insert(chgate, *range(1, 1001)), ("OK", ""))
+            self.assertEqual(self.ch.scalar(
+                f"SELECT count(), sum(id) FROM {DATABASE}.tls_rows WHERE id <= 1000"), "1000\t500500")
+            with self.grpc.insecure_channel(chgate.api_address) as ch:
+                responses = list(self.stubs.pb_grpc.IngestStub(ch).Query(
+                    self.pb.QueryRequest(sql=f"SELECT count() FROM {DATABASE}.tls_rows "
+                                             "WHERE id <= 1000"), timeout=20))
+            self.assertTrue(any(r.HasField("block") for r in responses))
+            samples = chgate.scrape()
+            self.assertEqual(e2e.metric_sum(samples, "chgate_clickhouse_tls_insecure_skip_verify"), 0)
+            self.assertGreater(e2e.metric_sum(samples, "chgate_clickhouse_sent_bytes_total"), 0)
+            self.assertEqual(e2e.metric_sum(samples, "chgate_clickhouse_up"), 1)
+        finally:
+            self.assertEqual(chgate.stop(), 0)
+
+    def test_a_wrong_ca_fails_with_its_reason(self):
+        chgate = self.start(f"--clickhouse-tls-ca-file={self.pki.path('not-clickhouse-ca.crt')}",
+                            "--retry-max-elapsed=1s", "--default-deadline=5s")
+        try:
+            code, message = self.insert(chgate, 5000)
+            self.assertEqual(code, "UNAVAILABLE", message)
+            self.assertIn("unknown CA", message)
+            self.assertIn(self.tls_address, message)
+            self.assertEqual(self.ch.scalar(
+                f"SELECT count() FROM {DATABASE}.tls_rows WHERE id = 5000"), "0")
+        finally:
+            chgate.stop()
+
+    def test_skip_verify_warns_and_is_visible_in_a_metric(self):
+        chgate = self.start("--clickhouse-tls-insecure-skip-verify=true")
+        try:
+            self.assertIn("WARNING: --clickhouse-tls-insecure-skip-verify", chgate.log_text())
+            self.assertEqual(self.insert(chgate, 6000), ("OK", ""))
+            self.assertEqual(
+                e2e.metric_sum(chgate.scrape(), "chgate_clickhouse_tls_insecure_skip_verify"), 1)
+        finally:
+            self.assertEqual(chgate.stop(), 0)
+
+    def test_tls_settings_without_a_tls_endpoint_are_refused_at_start(self):
+        with self.assertRaises(RuntimeError) as refused:
+            e2e.ChgateProcess(CHGATE, self.ch, [f"--clickhouse-tls-ca-file={self.ca}"],
+                              name="tls-refused").start(timeout=10)
+        self.assertIn("no endpoint uses TLS", str(refused.exception))
 
 
 def main():

@@ -7,22 +7,10 @@
 
 #include "server/clickhouse/pool.h"
 #include "tests/integration/clickhouse/live.h"
+#include "tests/unit/clickhouse/test_util.h"
 
 namespace chgate::clickhouse::testing {
 namespace {
-
-// A loopback port with nothing listening (bound, then closed).
-uint16_t DeadPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 PoolOptions LivePool(size_t max_connections) {
   LiveEndpoint ep = LiveServer();
@@ -91,7 +79,7 @@ TEST_F(PoolLiveTest, NeverReusesABrokenConnection) {
 
 TEST_F(PoolLiveTest, FailsOverToTheNextEndpoint) {
   PoolOptions options = LivePool(2);
-  options.endpoints.insert(options.endpoints.begin(), Endpoint{"127.0.0.1", DeadPort()});
+  options.endpoints.insert(options.endpoints.begin(), Endpoint{"127.0.0.1", DeadLoopbackPort()});
   Pool pool(options);
   auto conn = pool.Acquire(absl::Now() + absl::Seconds(5));
   ASSERT_TRUE(conn.ok()) << conn.status();
@@ -103,7 +91,7 @@ TEST_F(PoolLiveTest, FailsOverToTheNextEndpoint) {
 }
 
 TEST(PoolTest, NoEndpointReachableNamesEveryEndpoint) {
-  uint16_t a = DeadPort(), b = DeadPort();
+  uint16_t a = DeadLoopbackPort(), b = DeadLoopbackPort();
   Pool pool(PoolOptions{.endpoints = {{"127.0.0.1", a}, {"127.0.0.1", b}},
                         .connection = {.connect_timeout = absl::Seconds(1)},
                         .max_connections = 1,

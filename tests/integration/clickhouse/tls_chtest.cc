@@ -1,11 +1,7 @@
 // TLS against the local ClickHouse's secure native port (deploy/clickhouse/clickhousectl.sh makes
 // its certificate and CA at start): inserts and selects with each compression, and each wrong
-// setup failing with its own message. CHGATE_CLICKHOUSE_TLS=host:port names the port (default
-// 127.0.0.1:29440), CHGATE_CLICKHOUSE_TLS_CA the CA file (default the state dir's tls/ca.crt).
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+// setup failing with its own message. CHGATE_CLICKHOUSE_SECURE=host:port names the port (default
+// 127.0.0.1:29440), CHGATE_CLICKHOUSE_SECURE_CA the CA file (default the state dir's tls/ca.crt).
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -14,20 +10,21 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/wire/tls.h"
 #include "tests/integration/clickhouse/live.h"
-#include "tests/unit/clickhouse/fake_server.h"
 #include "tests/unit/clickhouse/test_tls.h"
+#include "tests/unit/clickhouse/test_util.h"
 
 namespace chgate::clickhouse::testing {
 namespace {
 
 LiveEndpoint LiveTlsServer() {
   LiveEndpoint ep{.port = 29440};
-  if (const char* env = std::getenv("CHGATE_CLICKHOUSE_TLS"); env != nullptr && *env != '\0') {
+  if (const char* env = std::getenv("CHGATE_CLICKHOUSE_SECURE"); env != nullptr && *env != '\0') {
     std::string text(env);
     size_t colon = text.rfind(':');
     uint32_t port = 0;
@@ -40,7 +37,8 @@ LiveEndpoint LiveTlsServer() {
 }
 
 std::string LiveTlsCaFile() {
-  if (const char* env = std::getenv("CHGATE_CLICKHOUSE_TLS_CA"); env != nullptr && *env != '\0') {
+  if (const char* env = std::getenv("CHGATE_CLICKHOUSE_SECURE_CA");
+      env != nullptr && *env != '\0') {
     return env;
   }
   const char* source = std::getenv("CHGATE_SOURCE_DIR");
@@ -89,8 +87,8 @@ TEST_P(TlsLiveTest, InsertsAndSelectsOverTls) {
 
   // Large enough for many TLS records and several compression frames; strings make many spans.
   constexpr uint64_t kRows = 400000;
-  ColumnPtr x = MakeColumn("UInt64");
-  ColumnPtr s = MakeColumn("String");
+  ColumnPtr x = *CreateColumn("UInt64");
+  ColumnPtr s = *CreateColumn("String");
   uint64_t text_bytes = 0;
   for (uint64_t i = 0; i < kRows; ++i) {
     static_cast<ColumnFixed&>(*x).Append<uint64_t>(i);
@@ -102,8 +100,8 @@ TEST_P(TlsLiveTest, InsertsAndSelectsOverTls) {
   block.AddColumn("x", x);
   block.AddColumn("s", s);
   const Block* blocks[] = {&block};
-  ASSERT_TRUE((*conn)->Insert({.query = absl::StrCat("INSERT INTO ", table, " (x, s) VALUES")},
-                              blocks)
+  ASSERT_TRUE((*conn)
+                  ->Insert({.query = absl::StrCat("INSERT INTO ", table, " (x, s) VALUES")}, blocks)
                   .ok());
 
   // What the server holds, read through the plain port by the real client.
@@ -175,8 +173,7 @@ TEST_F(TlsLiveErrorTest, ThePlainPortSpokenToWithTlsSaysSo) {
   options.port = LiveServer().port;
   auto conn = Connection::Connect(options);
   ASSERT_FALSE(conn.ok());
-  EXPECT_TRUE(absl::StrContains(conn.status().message(), "plain (non-TLS) port"))
-      << conn.status();
+  EXPECT_TRUE(absl::StrContains(conn.status().message(), "plain (non-TLS) port")) << conn.status();
 }
 
 TEST_F(TlsLiveErrorTest, TheSecurePortSpokenToWithoutTlsSaysSo) {
@@ -187,21 +184,12 @@ TEST_F(TlsLiveErrorTest, TheSecurePortSpokenToWithoutTlsSaysSo) {
 }
 
 TEST_F(TlsLiveErrorTest, APoolFailsOverFromADeadTlsEndpointToTheLiveOne) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
   const LiveEndpoint live = LiveTlsServer();
-  PoolOptions options{
-      .endpoints = {{.host = "127.0.0.1", .port = ntohs(addr.sin_port), .tls = true},
-                    {.host = live.host, .port = live.port, .tls = true}},
-      .connection = TlsOptions(Tls({.ca_file = LiveTlsCaFile()})),
-      .max_connections = 2,
-      .min_connections = 0};
+  PoolOptions options{.endpoints = {{.host = "127.0.0.1", .port = DeadLoopbackPort(), .tls = true},
+                                    {.host = live.host, .port = live.port, .tls = true}},
+                      .connection = TlsOptions(Tls({.ca_file = LiveTlsCaFile()})),
+                      .max_connections = 2,
+                      .min_connections = 0};
   Pool pool(options);
   for (int i = 0; i < 3; ++i) {
     auto conn = pool.Acquire(absl::Now() + absl::Seconds(10));

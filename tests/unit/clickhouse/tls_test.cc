@@ -25,11 +25,13 @@
 #include "tests/bench/null_server.h"
 #include "tests/unit/clickhouse/fake_server.h"
 #include "tests/unit/clickhouse/test_tls.h"
+#include "tests/unit/clickhouse/test_util.h"
 
 namespace chgate::clickhouse {
 namespace {
 
 using testing::CertFiles;
+using testing::DeadLoopbackPort;
 using testing::LeafSpec;
 using testing::TestCa;
 
@@ -309,16 +311,7 @@ TEST_F(TlsTest, CancelWakesABlockedTlsRead) {
 
 TEST_F(TlsTest, PoolFailsOverFromADeadTlsEndpoint) {
   auto server = StartServer(*ca_, {});
-  // A port that refuses connections: bind, then close without listening.
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const uint16_t dead_port = ntohs(addr.sin_port);
-  ::close(fd);
+  const uint16_t dead_port = DeadLoopbackPort();
 
   PoolOptions options;
   options.endpoints = {{.host = "127.0.0.1", .port = dead_port, .tls = true},
