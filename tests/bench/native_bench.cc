@@ -47,7 +47,7 @@
 #include "server/clickhouse/connection.h"
 #include "server/clickhouse/wire/tls.h"
 #include "tests/bench/null_server.h"
-#include "tests/unit/clickhouse/test_tls.h"
+#include "tests/unit/tls/test_pki.h"
 
 // ---- Allocation counting (client thread only) ----
 namespace {
@@ -441,33 +441,21 @@ const char* MethodName(CompressionMethod m) {
 // Certificates for the TLS rows, made once: the null server's (a CA of the run's own) and the
 // client contexts for it and for the local ClickHouse.
 struct TlsSetup {
-  std::string dir;
-  std::unique_ptr<testing::TestCa> ca;
+  chgate::testing::TestPki pki;
   std::shared_ptr<asio::ssl::context> server;
   std::shared_ptr<TlsClientContext> null_client;
   std::shared_ptr<TlsClientContext> live_client;
-  std::string error;
 };
 
 TlsSetup& Tls(const Options& o) {
   static TlsSetup* setup = [&o] {
     auto* t = new TlsSetup;
-    t->dir = testing::MakeTempDir("chgate-bench-tls");
-    auto ca = testing::TestCa::Create(t->dir, "bench");
-    if (!ca.ok()) {
-      t->error = std::string(ca.status().message());
-      return t;
+    if (t->pki.MakeCa("bench") && t->pki.Issue("server", "bench", chgate::testing::LeafSpec{})) {
+      auto server = chgate::testing::ServerContext(t->pki, "server");
+      auto client = TlsClientContext::Create({.ca_file = t->pki.Path("bench.crt")});
+      if (server.ok()) t->server = *server;
+      if (client.ok()) t->null_client = *client;
     }
-    t->ca = *std::move(ca);
-    auto files = t->ca->Issue("server", {});
-    auto server = files.ok() ? testing::ServerContext(*files) : files.status();
-    auto client = TlsClientContext::Create({.ca_file = t->ca->cert_file()});
-    if (!server.ok() || !client.ok()) {
-      t->error = "cannot make the benchmark's TLS contexts";
-      return t;
-    }
-    t->server = *server;
-    t->null_client = *client;
     auto live = TlsClientContext::Create({.ca_file = o.tls_ca});
     if (live.ok()) t->live_client = *live;
     return t;

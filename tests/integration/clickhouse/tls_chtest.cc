@@ -16,8 +16,8 @@
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/wire/tls.h"
 #include "tests/integration/clickhouse/live.h"
-#include "tests/unit/clickhouse/test_tls.h"
 #include "tests/unit/clickhouse/test_util.h"
+#include "tests/unit/tls/test_pki.h"
 
 namespace chgate::clickhouse::testing {
 namespace {
@@ -135,18 +135,13 @@ class TlsLiveErrorTest : public ::testing::Test {
   void SetUp() override {
     if (ConnectOrSkip() == nullptr) GTEST_SKIP();
     ASSERT_TRUE(std::filesystem::exists(LiveTlsCaFile())) << LiveTlsCaFile();
-    dir_ = MakeTempDir("chgate-tls-chtest");
   }
-  void TearDown() override {
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-  std::string dir_;
+  chgate::testing::TestPki pki_;
 };
 
 TEST_F(TlsLiveErrorTest, ACaThatDidNotSignTheServerIsAnUnknownCa) {
-  auto other = TestCa::Create(dir_, "other");
-  ASSERT_TRUE(other.ok()) << other.status();
-  auto conn = Connection::Connect(TlsOptions(Tls({.ca_file = (*other)->cert_file()})));
+  ASSERT_TRUE(pki_.MakeCa("other"));
+  auto conn = Connection::Connect(TlsOptions(Tls({.ca_file = pki_.Path("other.crt")})));
   ASSERT_FALSE(conn.ok());
   EXPECT_TRUE(absl::IsUnavailable(conn.status())) << conn.status();
   EXPECT_TRUE(absl::StrContains(conn.status().message(), "unknown CA")) << conn.status();

@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,38 +23,31 @@
 #include "server/clickhouse/pool.h"
 #include "tests/bench/null_server.h"
 #include "tests/unit/clickhouse/fake_server.h"
-#include "tests/unit/clickhouse/test_tls.h"
 #include "tests/unit/clickhouse/test_util.h"
+#include "tests/unit/tls/test_pki.h"
 
 namespace chgate::clickhouse {
 namespace {
 
-using testing::CertFiles;
+using chgate::testing::LeafSpec;
+using chgate::testing::TestPki;
 using testing::DeadLoopbackPort;
-using testing::LeafSpec;
-using testing::TestCa;
 
 class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::MakeTempDir("chgate-tls-test");
-    ASSERT_FALSE(dir_.empty());
-    auto ca = TestCa::Create(dir_, "main");
-    ASSERT_TRUE(ca.ok()) << ca.status();
-    ca_ = *std::move(ca);
-    auto other = TestCa::Create(dir_, "other");
-    ASSERT_TRUE(other.ok()) << other.status();
-    other_ca_ = *std::move(other);
+    ASSERT_TRUE(pki_.MakeCa("main"));
+    ASSERT_TRUE(pki_.MakeCa("other"));
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string CaFile(const std::string& ca) const { return pki_.Path(ca + ".crt"); }
 
-  // A null server presenting a certificate issued by `ca` with `spec`; `client_ca` makes it
+  // A null server presenting a certificate issued by CA `ca` for `spec`; `client_ca` makes it
   // require client certificates signed by that CA.
-  std::unique_ptr<NullServer> StartServer(TestCa& ca, const LeafSpec& spec,
+  std::unique_ptr<NullServer> StartServer(const std::string& ca, const LeafSpec& spec,
                                           const std::string& client_ca = "") {
-    auto files = ca.Issue(absl::StrCat("server", ++issued_), spec);
-    EXPECT_TRUE(files.ok()) << files.status();
-    auto context = testing::ServerContext(*files, client_ca);
+    const std::string name = absl::StrCat("server", ++issued_);
+    EXPECT_TRUE(pki_.Issue(name, ca, spec));
+    auto context = chgate::testing::ServerContext(pki_, name, client_ca);
     EXPECT_TRUE(context.ok()) << context.status();
     NullServerOptions options;
     options.insert_header = testing::HeaderBlock({{"x", "UInt64"}, {"s", "String"}});
@@ -85,17 +77,15 @@ class TlsTest : public ::testing::Test {
     return o;
   }
 
-  std::string dir_;
-  std::unique_ptr<TestCa> ca_;
-  std::unique_ptr<TestCa> other_ca_;
+  TestPki pki_;
   int issued_ = 0;
 };
 
 TEST_F(TlsTest, InsertsAndSelectsOverTls) {
-  auto server = StartServer(*ca_, {});
+  auto server = StartServer("main", {});
   for (CompressionMethod method :
        {CompressionMethod::kNone, CompressionMethod::kLz4, CompressionMethod::kZstd}) {
-    ConnectionOptions options = Options(server->port(), Client({.ca_file = ca_->cert_file()}));
+    ConnectionOptions options = Options(server->port(), Client({.ca_file = CaFile("main")}));
     options.compression = method;
     auto conn = Connection::Connect(options);
     ASSERT_TRUE(conn.ok()) << conn.status();
@@ -134,8 +124,8 @@ TEST_F(TlsTest, InsertsAndSelectsOverTls) {
 }
 
 TEST_F(TlsTest, UnknownCaIsNamed) {
-  auto server = StartServer(*other_ca_, {});
-  auto conn = Connection::Connect(Options(server->port(), Client({.ca_file = ca_->cert_file()})));
+  auto server = StartServer("other", {});
+  auto conn = Connection::Connect(Options(server->port(), Client({.ca_file = CaFile("main")})));
   ASSERT_FALSE(conn.ok());
   EXPECT_TRUE(absl::IsUnavailable(conn.status())) << conn.status();
   EXPECT_TRUE(absl::StrContains(conn.status().message(), "unknown CA")) << conn.status();
@@ -146,7 +136,7 @@ TEST_F(TlsTest, UnknownCaIsNamed) {
 }
 
 TEST_F(TlsTest, SystemStoreDoesNotTrustAPrivateCa) {
-  auto server = StartServer(*ca_, {});
+  auto server = StartServer("main", {});
   auto conn = Connection::Connect(Options(server->port(), Client({})));
   ASSERT_FALSE(conn.ok());
   EXPECT_TRUE(absl::StrContains(conn.status().message(), "unknown CA")) << conn.status();
@@ -154,8 +144,8 @@ TEST_F(TlsTest, SystemStoreDoesNotTrustAPrivateCa) {
 }
 
 TEST_F(TlsTest, NameMismatchIsNamed) {
-  auto server = StartServer(*ca_, {.common_name = "ch.example", .names = {"DNS:ch.example"}});
-  auto conn = Connection::Connect(Options(server->port(), Client({.ca_file = ca_->cert_file()})));
+  auto server = StartServer("main", {.common_name = "ch.example", .names = {"DNS:ch.example"}});
+  auto conn = Connection::Connect(Options(server->port(), Client({.ca_file = CaFile("main")})));
   ASSERT_FALSE(conn.ok());
   EXPECT_TRUE(absl::StrContains(conn.status().message(), "name mismatch")) << conn.status();
   EXPECT_TRUE(absl::StrContains(conn.status().message(), "'127.0.0.1'")) << conn.status();
@@ -163,21 +153,21 @@ TEST_F(TlsTest, NameMismatchIsNamed) {
 
   // The configured server name is what is sent and checked.
   auto named = Connection::Connect(
-      Options(server->port(), Client({.ca_file = ca_->cert_file(), .server_name = "ch.example"})));
+      Options(server->port(), Client({.ca_file = CaFile("main"), .server_name = "ch.example"})));
   EXPECT_TRUE(named.ok()) << named.status();
 }
 
 TEST_F(TlsTest, ExpiredCertificateIsNamed) {
-  auto server = StartServer(*ca_, {.not_before = -absl::Hours(48), .not_after = -absl::Hours(1)});
-  auto conn = Connection::Connect(Options(server->port(), Client({.ca_file = ca_->cert_file()})));
+  auto server = StartServer("main", {.not_before = -absl::Hours(48), .not_after = -absl::Hours(1)});
+  auto conn = Connection::Connect(Options(server->port(), Client({.ca_file = CaFile("main")})));
   ASSERT_FALSE(conn.ok());
   EXPECT_TRUE(absl::StrContains(conn.status().message(), "has expired")) << conn.status();
 }
 
 TEST_F(TlsTest, InsecureSkipVerifyConnectsToAnyServer) {
-  auto server = StartServer(*other_ca_, {.names = {"DNS:elsewhere"}});
+  auto server = StartServer("other", {.names = {"DNS:elsewhere"}});
   auto conn = Connection::Connect(
-      Options(server->port(), Client({.ca_file = ca_->cert_file(), .insecure_skip_verify = true})));
+      Options(server->port(), Client({.ca_file = CaFile("main"), .insecure_skip_verify = true})));
   ASSERT_TRUE(conn.ok()) << conn.status();
   EXPECT_TRUE((*conn)->Ping().ok());
 }
@@ -186,14 +176,14 @@ TEST_F(TlsTest, PlainPortSpokenToWithTls) {
   NullServerOptions options;
   NullServer plain(std::move(options));
   ASSERT_TRUE(plain.Start().ok());
-  auto conn = Connection::Connect(Options(plain.port(), Client({.ca_file = ca_->cert_file()})));
+  auto conn = Connection::Connect(Options(plain.port(), Client({.ca_file = CaFile("main")})));
   ASSERT_FALSE(conn.ok());
   EXPECT_TRUE(absl::IsUnavailable(conn.status())) << conn.status();
   EXPECT_TRUE(absl::StrContains(conn.status().message(), "plain")) << conn.status();
 }
 
 TEST_F(TlsTest, TlsPortSpokenToWithoutTls) {
-  auto server = StartServer(*ca_, {});
+  auto server = StartServer("main", {});
   auto conn = Connection::Connect(Options(server->port(), nullptr));
   ASSERT_FALSE(conn.ok());
   EXPECT_TRUE(absl::IsUnavailable(conn.status())) << conn.status();
@@ -211,7 +201,7 @@ TEST_F(TlsTest, HandshakeTimesOutAgainstASilentPort) {
   ASSERT_EQ(::listen(fd, 4), 0);
   socklen_t len = sizeof(addr);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ConnectionOptions options = Options(ntohs(addr.sin_port), Client({.ca_file = ca_->cert_file()}));
+  ConnectionOptions options = Options(ntohs(addr.sin_port), Client({.ca_file = CaFile("main")}));
   options.handshake_timeout = absl::Milliseconds(300);
   const absl::Time start = absl::Now();
   auto conn = Connection::Connect(options);
@@ -223,55 +213,51 @@ TEST_F(TlsTest, HandshakeTimesOutAgainstASilentPort) {
 }
 
 TEST_F(TlsTest, MutualTls) {
-  auto server = StartServer(*ca_, {}, other_ca_->cert_file());
+  auto server = StartServer("main", {}, "other");
   // Without a client certificate the server refuses.
-  auto refused =
-      Connection::Connect(Options(server->port(), Client({.ca_file = ca_->cert_file()})));
+  auto refused = Connection::Connect(Options(server->port(), Client({.ca_file = CaFile("main")})));
   ASSERT_FALSE(refused.ok());
   // With TLS 1.3 the refusal arrives after the client's side of the handshake is done: either
   // the handshake or the first read reports it.
   EXPECT_TRUE(absl::IsUnavailable(refused.status())) << refused.status();
 
-  auto client = other_ca_->Issue("client", {.common_name = "chgate", .names = {}, .client = true});
-  ASSERT_TRUE(client.ok()) << client.status();
-  auto conn = Connection::Connect(Options(
-      server->port(),
-      Client({.ca_file = ca_->cert_file(), .cert_file = client->cert, .key_file = client->key})));
+  ASSERT_TRUE(pki_.Issue("client", "other", LeafSpec{.common_name = "chgate", .names = {}}));
+  auto conn =
+      Connection::Connect(Options(server->port(), Client({.ca_file = CaFile("main"),
+                                                          .cert_file = pki_.Path("client.crt"),
+                                                          .key_file = pki_.Path("client.key")})));
   ASSERT_TRUE(conn.ok()) << conn.status();
   EXPECT_TRUE((*conn)->Ping().ok());
 }
 
 TEST_F(TlsTest, BadClientFilesAreRefusedAtStart) {
-  auto missing = TlsClientContext::Create({.ca_file = dir_ + "/missing.crt"});
+  auto missing = TlsClientContext::Create({.ca_file = pki_.Path("missing.crt")});
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(absl::StrContains(missing.status().message(), "missing.crt")) << missing.status();
 
-  auto half = TlsClientContext::Create({.cert_file = ca_->cert_file()});
+  auto half = TlsClientContext::Create({.cert_file = CaFile("main")});
   EXPECT_FALSE(half.ok());
 
-  auto a = ca_->Issue("a", {.client = true});
-  auto b = ca_->Issue("b", {.client = true});
-  ASSERT_TRUE(a.ok() && b.ok());
-  auto mismatched = TlsClientContext::Create({.cert_file = a->cert, .key_file = b->key});
+  ASSERT_TRUE(pki_.Issue("a", "main", LeafSpec{}) && pki_.Issue("b", "main", LeafSpec{}));
+  auto mismatched =
+      TlsClientContext::Create({.cert_file = pki_.Path("a.crt"), .key_file = pki_.Path("b.key")});
   ASSERT_FALSE(mismatched.ok());
   EXPECT_TRUE(absl::StrContains(mismatched.status().message(), "does not match"))
       << mismatched.status();
 }
 
 TEST_F(TlsTest, RotatedCaFileIsUsedForNewConnections) {
-  const std::string ca_file = dir_ + "/trusted.crt";
-  std::filesystem::copy_file(ca_->cert_file(), ca_file);
+  const std::string ca_file = pki_.Path("trusted.crt");
+  pki_.Replace("trusted.crt", "main.crt");
   auto tls = Client({.ca_file = ca_file, .reload_check_interval = absl::ZeroDuration()});
-  auto old_server = StartServer(*ca_, {});
-  auto new_server = StartServer(*other_ca_, {});
+  auto old_server = StartServer("main", {});
+  auto new_server = StartServer("other", {});
   auto kept = Connection::Connect(Options(old_server->port(), tls));
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_FALSE(Connection::Connect(Options(new_server->port(), tls)).ok());
 
   // Rotation as a secret volume does it: a new file moved over the old one.
-  const std::string staged = dir_ + "/trusted.crt.new";
-  std::filesystem::copy_file(other_ca_->cert_file(), staged);
-  std::filesystem::rename(staged, ca_file);
+  pki_.Replace("trusted.crt", "other.crt");
   auto fresh = Connection::Connect(Options(new_server->port(), tls));
   EXPECT_TRUE(fresh.ok()) << fresh.status();
   EXPECT_EQ(tls->reloads(), 1u);
@@ -279,11 +265,7 @@ TEST_F(TlsTest, RotatedCaFileIsUsedForNewConnections) {
   EXPECT_TRUE((*kept)->Ping().ok());
 
   // A broken file during rotation keeps the last good context.
-  {
-    FILE* f = std::fopen(ca_file.c_str(), "w");
-    std::fputs("-----BEGIN CERTIFICATE-----\ngarbage\n", f);
-    std::fclose(f);
-  }
+  pki_.Write("trusted.crt", "-----BEGIN CERTIFICATE-----\ngarbage\n");
   auto still = Connection::Connect(Options(new_server->port(), tls));
   EXPECT_TRUE(still.ok()) << still.status();
   EXPECT_EQ(tls->reload_failures(), 1u);
@@ -292,8 +274,8 @@ TEST_F(TlsTest, RotatedCaFileIsUsedForNewConnections) {
 
 TEST_F(TlsTest, CancelWakesABlockedTlsRead) {
   // Nothing is coming: the wait for input blocks until Cancel() from another thread wakes it.
-  auto server = StartServer(*ca_, {});
-  auto conn = Connection::Connect(Options(server->port(), Client({.ca_file = ca_->cert_file()})));
+  auto server = StartServer("main", {});
+  auto conn = Connection::Connect(Options(server->port(), Client({.ca_file = CaFile("main")})));
   ASSERT_TRUE(conn.ok()) << conn.status();
   Connection* c = conn->get();
   std::thread canceller([c] {
@@ -310,13 +292,13 @@ TEST_F(TlsTest, CancelWakesABlockedTlsRead) {
 }
 
 TEST_F(TlsTest, PoolFailsOverFromADeadTlsEndpoint) {
-  auto server = StartServer(*ca_, {});
+  auto server = StartServer("main", {});
   const uint16_t dead_port = DeadLoopbackPort();
 
   PoolOptions options;
   options.endpoints = {{.host = "127.0.0.1", .port = dead_port, .tls = true},
                        {.host = "127.0.0.1", .port = server->port(), .tls = true}};
-  options.connection = Options(0, Client({.ca_file = ca_->cert_file()}));
+  options.connection = Options(0, Client({.ca_file = CaFile("main")}));
   options.min_connections = 0;
   Pool pool(options);
   auto conn = pool.Acquire(absl::Now() + absl::Seconds(10));
