@@ -25,10 +25,6 @@ Decision Deny(absl::Status status, DenyReason reason, std::string identity = "")
   return Decision{std::move(status), reason, std::move(identity)};
 }
 
-int64_t Nanos(const struct timespec& t) {
-  return static_cast<int64_t>(t.tv_sec) * 1000000000 + static_cast<int64_t>(t.tv_nsec);
-}
-
 absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return absl::NotFoundError(absl::StrCat(what, ": cannot read '", path, "'"));
@@ -36,6 +32,20 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) 
   text << file.rdbuf();
   if (file.bad()) return absl::NotFoundError(absl::StrCat(what, ": cannot read '", path, "'"));
   return text.str();
+}
+
+// Stamps, reads and parses one of the files (T::Parse); errors name the file.
+template <typename T, typename File>
+absl::StatusOr<std::shared_ptr<const T>> LoadFile(File* file, const char* what) {
+  file->stamp = FileStamp::Of(file->path);
+  absl::StatusOr<std::string> text = ReadFile(file->path, what);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<T> parsed = T::Parse(*text);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", file->path, "': ", parsed.status().message()));
+  }
+  return std::make_shared<const T>(*std::move(parsed));
 }
 
 }  // namespace
@@ -102,66 +112,37 @@ Authorizer::~Authorizer() {
 }
 
 absl::Status Authorizer::LoadTokens() {
-  // The stamp is taken before reading, so a change made while reading is seen next time.
-  struct stat st {};
-  if (stat(tokens_file_.path.c_str(), &st) == 0) {
-    tokens_file_.stamp = {Nanos(st.st_mtim), Nanos(st.st_ctim), static_cast<int64_t>(st.st_size),
-                          static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_dev)};
-  }
-  absl::StatusOr<std::string> text = ReadFile(tokens_file_.path, "tokens file");
-  if (!text.ok()) return text.status();
-  absl::StatusOr<TokenSet> tokens = TokenSet::Parse(*text);
-  if (!tokens.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", tokens_file_.path, "': ", tokens.status().message()));
-  }
-  auto shared = std::make_shared<const TokenSet>(*std::move(tokens));
+  absl::StatusOr<std::shared_ptr<const TokenSet>> tokens =
+      LoadFile<TokenSet>(&tokens_file_, "tokens file");
+  if (!tokens.ok()) return tokens.status();
   absl::MutexLock lock(&mu_);
-  tokens_ = std::move(shared);
+  tokens_ = *std::move(tokens);
   return absl::OkStatus();
 }
 
 absl::Status Authorizer::LoadPolicy() {
-  struct stat st {};
-  if (stat(policy_file_.path.c_str(), &st) == 0) {
-    policy_file_.stamp = {Nanos(st.st_mtim), Nanos(st.st_ctim), static_cast<int64_t>(st.st_size),
-                          static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_dev)};
-  }
-  absl::StatusOr<std::string> text = ReadFile(policy_file_.path, "policy file");
-  if (!text.ok()) return text.status();
-  absl::StatusOr<Policy> policy = Policy::Parse(*text);
-  if (!policy.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", policy_file_.path, "': ", policy.status().message()));
-  }
-  auto shared = std::make_shared<const Policy>(*std::move(policy));
+  absl::StatusOr<std::shared_ptr<const Policy>> policy =
+      LoadFile<Policy>(&policy_file_, "policy file");
+  if (!policy.ok()) return policy.status();
   absl::MutexLock lock(&mu_);
-  policy_ = std::move(shared);
+  policy_ = *std::move(policy);
   return absl::OkStatus();
 }
 
 void Authorizer::ReloadChanged() {
   if (!enabled()) return;
   absl::MutexLock lock(&reload_mu_);
-  auto changed = [](const FileState& file) {
-    struct stat st {};
-    if (stat(file.path.c_str(), &st) != 0) return file.stamp.size != -2;  // report once
-    const FileState::Stamp now{Nanos(st.st_mtim), Nanos(st.st_ctim),
-                               static_cast<int64_t>(st.st_size), static_cast<uint64_t>(st.st_ino),
-                               static_cast<uint64_t>(st.st_dev)};
-    return !(now == file.stamp);
-  };
+  // A file that went missing is a change once (its stamp then says so), not at every check.
+  auto changed = [](const FileState& file) { return !(FileStamp::Of(file.path) == file.stamp); };
   auto report = [this](std::string_view kind, const std::string& path, const absl::Status& status) {
     if (options_.on_reload) options_.on_reload(kind, path, status);
   };
   if (!tokens_file_.path.empty() && changed(tokens_file_)) {
     absl::Status s = LoadTokens();
-    if (!s.ok() && s.code() == absl::StatusCode::kNotFound) tokens_file_.stamp.size = -2;
     report("tokens", tokens_file_.path, s);
   }
   if (changed(policy_file_)) {
     absl::Status s = LoadPolicy();
-    if (!s.ok() && s.code() == absl::StatusCode::kNotFound) policy_file_.stamp.size = -2;
     report("policy", policy_file_.path, s);
   }
 }

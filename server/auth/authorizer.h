@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "server/auth/policy.h"
 #include "server/auth/tokens.h"
+#include "server/common/file_stamp.h"
 
 namespace chgate::auth {
 
@@ -99,14 +100,7 @@ class Authorizer {
  private:
   struct FileState {
     std::string path;
-    struct Stamp {
-      int64_t mtime_ns = -1;
-      int64_t ctime_ns = -1;
-      int64_t size = -1;
-      uint64_t inode = 0;
-      uint64_t device = 0;
-      bool operator==(const Stamp&) const = default;
-    } stamp;
+    FileStamp stamp;  // taken before the last read, so a change made while reading is seen
   };
 
   explicit Authorizer(AuthorizerOptions options);

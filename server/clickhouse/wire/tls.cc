@@ -50,21 +50,10 @@ TlsClientContext::TlsClientContext(TlsClientOptions options) : options_(std::mov
 
 TlsClientContext::~TlsClientContext() = default;
 
-std::vector<TlsClientContext::FileStamp> TlsClientContext::Stamps() const {
+std::vector<FileStamp> TlsClientContext::Stamps() const {
   std::vector<FileStamp> stamps;
   for (const std::string* path : {&options_.ca_file, &options_.cert_file, &options_.key_file}) {
-    if (path->empty()) continue;
-    FileStamp stamp{.path = *path};
-    struct stat st {};
-    // stat() follows symlinks: a Kubernetes secret volume swaps a symlink to a new directory,
-    // which changes the inode seen here.
-    if (::stat(path->c_str(), &st) == 0) {
-      stamp.dev = st.st_dev;
-      stamp.ino = st.st_ino;
-      stamp.size = static_cast<int64_t>(st.st_size);
-      stamp.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    }
-    stamps.push_back(std::move(stamp));
+    if (!path->empty()) stamps.push_back(FileStamp::Of(*path));
   }
   return stamps;
 }

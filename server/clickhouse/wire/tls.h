@@ -5,8 +5,6 @@
 // previous context and is reported by last_reload_error(). Thread-safe.
 #pragma once
 
-#include <sys/stat.h>
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -18,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/common/file_stamp.h"
 
 namespace asio::ssl {
 class context;
@@ -60,17 +59,9 @@ class TlsClientContext {
   absl::Status last_reload_error() const;
 
  private:
-  struct FileStamp {
-    std::string path;
-    dev_t dev = 0;
-    ino_t ino = 0;
-    int64_t size = -1;
-    int64_t mtime_ns = 0;
-    bool operator==(const FileStamp&) const = default;
-  };
-
   explicit TlsClientContext(TlsClientOptions options);
   absl::StatusOr<std::shared_ptr<asio::ssl::context>> Build() const;
+  // The stamps of the CA, certificate and key files (those set), in that order.
   std::vector<FileStamp> Stamps() const;
 
   const TlsClientOptions options_;
