@@ -357,6 +357,12 @@ Metrics::Metrics()
   auth_.reloads = &Build(BuildCounter(), r, kAuthReloads,
                          "Reloads of the API tokens and policy files after a change, by file and "
                          "result (error: the previous content stays in force).");
+  // Every series from the start at 0, so rate() and alerts see the first failed reload.
+  for (const char* file : {"tokens", "policy"}) {
+    for (const char* result : {"ok", "error"}) {
+      auth_.reloads->Add({{"file", file}, {"result", result}});
+    }
+  }
 }
 
 Metrics::~Metrics() = default;
@@ -420,12 +426,12 @@ std::vector<prometheus::MetricFamily> ClickHouseTlsCollectable::Collect() const 
   insecure.metric.push_back(Sample({}, kGauge, s.insecure_skip_verify ? 1 : 0));
   prometheus::MetricFamily reloads = MakeFamily(
       kTlsReloads,
-      "Reloads of the ClickHouse TLS certificate files after they changed: ok, or failed (the "
+      "Reloads of the ClickHouse TLS certificate files after they changed: ok, or error (the "
       "previous files stay in use).",
       kCounter);
   reloads.metric.push_back(Sample({{"result", "ok"}}, kCounter, static_cast<double>(s.reloads)));
   reloads.metric.push_back(
-      Sample({{"result", "failed"}}, kCounter, static_cast<double>(s.reload_failures)));
+      Sample({{"result", "error"}}, kCounter, static_cast<double>(s.reload_failures)));
   std::vector<prometheus::MetricFamily> families;
   families.push_back(std::move(insecure));
   families.push_back(std::move(reloads));

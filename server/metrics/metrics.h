@@ -222,7 +222,7 @@ struct ClickHouseTlsSample {
 };
 
 // Exports chgate_clickhouse_tls_insecure_skip_verify (1 while server certificates go unchecked)
-// and chgate_clickhouse_tls_reloads_total{result="ok"|"failed"}. `sample` is called on the
+// and chgate_clickhouse_tls_reloads_total{result="ok"|"error"}. `sample` is called on the
 // exposer's thread and must be thread-safe.
 class ClickHouseTlsCollectable : public prometheus::Collectable {
  public:

@@ -415,7 +415,7 @@ TEST_F(ScrapeTest, ClickHouseTlsStateIsSampledAtScrapeTime) {
   EXPECT_EQ(e.types.at("chgate_clickhouse_tls_reloads_total"), "counter");
   EXPECT_EQ(e.Value("chgate_clickhouse_tls_insecure_skip_verify"), 1);
   EXPECT_EQ(e.Value("chgate_clickhouse_tls_reloads_total", {{"result", "ok"}}), 2);
-  EXPECT_EQ(e.Value("chgate_clickhouse_tls_reloads_total", {{"result", "failed"}}), 1);
+  EXPECT_EQ(e.Value("chgate_clickhouse_tls_reloads_total", {{"result", "error"}}), 1);
   state.insecure_skip_verify = false;
   state.reloads = 3;
   e = Scrape();
