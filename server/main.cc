@@ -160,6 +160,9 @@ int Serve(const config::Config& config) {
   connection.counters = &io_counters;
   connection.tls = *tls;
   clickhouse::PoolOptions pool_options{
+      .endpoint_policy = config.endpoint_policy == "ordered"
+                             ? clickhouse::EndpointPolicy::kOrdered
+                             : clickhouse::EndpointPolicy::kRoundRobin,
       .connection = connection,
       .max_connections = config.pool_max_connections,
       .min_connections = config.pool_min_connections,

@@ -142,19 +142,20 @@ absl::StatusOr<PooledConnection> Pool::Acquire(absl::Time deadline) {
 }
 
 absl::StatusOr<PooledConnection> Pool::Open(absl::Time deadline) {
-  // Endpoints in order starting from the round-robin position, skipping recently failed ones
-  // unless all of them failed recently.
+  // Endpoints in order from the policy's starting point, recently failed ones last (tried only
+  // when every other one fails too).
   std::vector<size_t> order;
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = absl::Now();
     const size_t n = options_.endpoints.size();
+    const size_t start = options_.endpoint_policy == EndpointPolicy::kOrdered ? 0 : next_endpoint_;
     for (size_t i = 0; i < n; ++i) {
-      size_t e = (next_endpoint_ + i) % n;
+      size_t e = (start + i) % n;
       if (skip_until_[e] <= now) order.push_back(e);
     }
     for (size_t i = 0; i < n; ++i) {
-      size_t e = (next_endpoint_ + i) % n;
+      size_t e = (start + i) % n;
       if (skip_until_[e] > now) order.push_back(e);
     }
     next_endpoint_ = (next_endpoint_ + 1) % n;

@@ -1,11 +1,11 @@
 // Pool: connections to one or more ClickHouse endpoints (replicas). Acquire() hands out a usable
 // connection: an idle one (pinged first when it sat idle past `ping_after_idle`), or a new one
-// while fewer than `max_connections` exist, trying endpoints in order and skipping for a while an
-// endpoint that just failed (failover). A connection comes back to the pool when its
-// PooledConnection is destroyed, unless it is broken (I/O or protocol error, or a query left
-// unfinished), in which case it is closed: a connection is never reused after a protocol error.
-// A maintenance thread closes connections past `max_lifetime` or idle past `max_idle` and keeps
-// `min_connections` open. Thread-safe.
+// while fewer than `max_connections` exist. A new connection goes to the endpoints in the order
+// of the EndpointPolicy, skipping for a while an endpoint that just failed (failover). A connection
+// comes back to the pool when its PooledConnection is destroyed, unless it is broken (I/O or
+// protocol error, or a query left unfinished), in which case it is closed: a connection is never
+// reused after a protocol error. A maintenance thread closes connections past `max_lifetime` or
+// idle past `max_idle` and keeps `min_connections` open. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +29,20 @@ struct Endpoint {
   bool tls = false;
 };
 
+// Which endpoint a new connection tries first.
+enum class EndpointPolicy {
+  // Each new connection starts one endpoint further along the list than the previous one, so
+  // connections (and the parts their inserts make) spread over the replicas.
+  kRoundRobin,
+  // Every new connection starts at the first endpoint; later ones are only the fallbacks. Once
+  // the first one is back, connections made meanwhile to a fallback stay in use until they
+  // expire (max_lifetime).
+  kOrdered,
+};
+
 struct PoolOptions {
   std::vector<Endpoint> endpoints;
+  EndpointPolicy endpoint_policy = EndpointPolicy::kRoundRobin;
   // Host and port are taken from `endpoints`; everything else applies to every connection
   // (`tls` only to endpoints marked tls).
   ConnectionOptions connection;

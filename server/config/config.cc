@@ -180,6 +180,10 @@ const std::vector<Option>& Options() {
          c->endpoints_text = std::string(v);
          return absl::OkStatus();
        }},
+      {"endpoint-policy", "round-robin",
+       "which endpoint a new connection tries first: round-robin (spread over the replicas) or "
+       "ordered (the first one, later ones only as fallbacks)",
+       OneOf("endpoint-policy", &Config::endpoint_policy, {"round-robin", "ordered"})},
       {"clickhouse-tls", "false",
        "connect to ClickHouse with TLS (its secure native port) on every endpoint without a "
        "tcp:// scheme",

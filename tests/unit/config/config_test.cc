@@ -238,3 +238,19 @@ TEST(ConfigTest, TlsFilesWithoutATlsEndpointAreRefused) {
 
 }  // namespace
 }  // namespace chgate::config
+
+namespace chgate::config {
+namespace {
+
+TEST(ConfigTest, EndpointPolicyIsRoundRobinOrOrdered) {
+  auto c = ParseArgs({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->endpoint_policy, "round-robin");
+  c = ParseArgs({"--endpoint-policy=ordered"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->endpoint_policy, "ordered");
+  EXPECT_FALSE(ParseArgs({"--endpoint-policy=random"}).ok());
+}
+
+}  // namespace
+}  // namespace chgate::config
