@@ -159,6 +159,15 @@ int Serve(const config::Config& config) {
   clickhouse::ConnectionOptions connection = ConnectionOptionsFrom(config);
   connection.counters = &io_counters;
   connection.tls = *tls;
+  if (!config.password_file.empty()) {
+    // Re-read when the Secret behind it is rotated: new connections use the new password.
+    auto password = SecretFile::Open(config.password_file);
+    if (!password.ok()) {
+      std::cerr << "chgate: --password-file: " << password.status().message() << "\n";
+      return 2;
+    }
+    connection.password_file = *std::move(password);
+  }
   clickhouse::PoolOptions pool_options{
       .endpoint_policy = config.endpoint_policy == "ordered"
                              ? clickhouse::EndpointPolicy::kOrdered

@@ -25,7 +25,8 @@ Connection::Connection(const ConnectionOptions& options, std::unique_ptr<Transpo
   hello_.revision = options_.client_revision;
   hello_.database = options_.database;
   hello_.user = options_.user;
-  hello_.password = options_.password;
+  hello_.password =
+      options_.password_file != nullptr ? options_.password_file->Get() : options_.password;
   hello_.quota_key = options_.quota_key;
 }
 

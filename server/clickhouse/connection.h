@@ -30,6 +30,7 @@
 #include "server/clickhouse/wire/stream.h"
 #include "server/clickhouse/wire/tls.h"
 #include "server/clickhouse/wire/transport.h"
+#include "server/common/secret_file.h"
 
 namespace chgate::clickhouse {
 
@@ -39,6 +40,9 @@ struct ConnectionOptions {
   std::string database;  // empty: the user's default
   std::string user = "default";
   std::string password;
+  // When set, the password comes from this file, read again when it changes (each new
+  // connection uses the file's current content), instead of `password`.
+  std::shared_ptr<SecretFile> password_file;
   std::string quota_key;
   std::string client_name = "chgate";
   // kNone sends the query's compression flag 0 (blocks travel raw); kLz4/kZstd set the flag and

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -20,7 +21,9 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/connection.h"
 #include "server/clickhouse/protocol/packets.h"
+#include "server/common/secret_file.h"
 #include "tests/unit/clickhouse/test_util.h"
+#include "tests/unit/tls/test_pki.h"
 
 namespace chgate::clickhouse::testing {
 namespace {
@@ -795,6 +798,51 @@ TEST(FakeServerTest, ReportsUnexpectedClientPackets) {
   EXPECT_TRUE((*conn)->SendCancel().ok());
   absl::Status status = server.Wait();
   ExpectStatus(status, absl::StatusCode::kInvalidArgument, "expected client Query (code 1)");
+}
+
+}  // namespace
+}  // namespace chgate::clickhouse::testing
+
+namespace chgate::clickhouse::testing {
+namespace {
+
+TEST(PasswordFileTest, EachNewConnectionSendsTheFilesCurrentPassword) {
+  chgate::testing::TestPki dir;  // a temporary directory
+  dir.Write("password", "first-secret\n");
+  auto file = SecretFile::Open(dir.Path("password"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ((*file)->Get(), "first-secret");
+
+  auto hello_has = [](std::string password) {
+    return [password](std::string_view bytes) {
+      EXPECT_NE(bytes.find(password), std::string_view::npos) << "Hello without " << password;
+    };
+  };
+  FakeServer server({.revision = 54460});
+  server.ExpectPacket(ClientPacket::kHello, hello_has("first-secret"))
+      .Send(ServerHelloPacket(54460))
+      .ExpectPacket(ClientPacket::kAddendum)
+      .AcceptNext()
+      .ExpectPacket(ClientPacket::kHello, hello_has("second-secret"))
+      .Send(ServerHelloPacket(54460))
+      .ExpectPacket(ClientPacket::kAddendum);
+  server.Start();
+  ConnectionOptions options = OptionsFor(server);
+  options.password = "ignored when a file is set";
+  options.password_file = *file;
+  auto first = Connection::Connect(options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  // Rotation as a Secret volume does it: the file is replaced, not edited.
+  dir.Write("password", "second-secret\n");
+  auto second = Connection::Connect(options);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(server.Wait().ok()) << server.Wait();
+  EXPECT_EQ((*file)->reloads(), 1u);
+
+  // A changed file that cannot be read keeps the last password.
+  std::filesystem::remove(dir.Path("password"));
+  EXPECT_EQ((*file)->Get(), "second-secret");
+  EXPECT_FALSE(SecretFile::Open(dir.Path("password")).ok());
 }
 
 }  // namespace

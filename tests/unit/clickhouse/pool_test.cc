@@ -1,11 +1,12 @@
 // The pool's endpoint policies against two null servers: round-robin spreads new connections
 // over the endpoints, ordered keeps them on the first and uses the others only as fallbacks.
+#include "server/clickhouse/pool.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
-#include "server/clickhouse/pool.h"
 #include "tests/bench/null_server.h"
 #include "tests/unit/clickhouse/test_util.h"
 
