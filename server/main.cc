@@ -320,6 +320,10 @@ int Main(int argc, char** argv) {
     std::cout << config::Usage();
     return 0;
   }
+  for (const std::string& name : config->unknown_environment) {
+    std::cerr << "chgate: warning: " << name
+              << " is set but is not an option's variable (see --help); it is ignored\n";
+  }
   return config->query.empty() ? Serve(*config) : RunQuery(*config);
 }
 

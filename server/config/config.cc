@@ -433,13 +433,16 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
     if (!absl::StartsWith(entry, "CHGATE_")) continue;
     size_t eq = entry.find('=');
     if (eq == absl::string_view::npos) continue;
+    bool known = false;
     for (const Option& o : Options()) {
       if (EnvName(o.name) == entry.substr(0, eq)) {
+        known = true;
         absl::Status s = o.set(entry.substr(eq + 1), &config);
         if (!s.ok())
           return absl::InvalidArgumentError(absl::StrCat(EnvName(o.name), ": ", s.message()));
       }
     }
+    if (!known) config.unknown_environment.emplace_back(entry.substr(0, eq));
   }
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg(argv[i]);

@@ -91,6 +91,9 @@ struct Config {
   // One-shot mode: run this query, print the result as TSV and exit.
   std::string query;
   bool help = false;
+  // CHGATE_* environment variables that name no option (a typo would otherwise go unnoticed);
+  // main warns about them at start.
+  std::vector<std::string> unknown_environment;
 };
 
 // Parses argv and the environment. Returns InvalidArgument with a message naming the option for

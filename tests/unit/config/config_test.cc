@@ -254,3 +254,18 @@ TEST(ConfigTest, EndpointPolicyIsRoundRobinOrOrdered) {
 
 }  // namespace
 }  // namespace chgate::config
+
+namespace chgate::config {
+namespace {
+
+TEST(ConfigTest, UnknownChgateVariablesAreListedForAWarning) {
+  const char* argv[] = {"chgate"};
+  const char* env[] = {"CHGATE_BATCH_MAX_ROWZ=5", "CHGATE_USER=bob", "PATH=/bin", nullptr};
+  auto c = Parse(1, argv, env);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->user, "bob");
+  EXPECT_EQ(c->unknown_environment, std::vector<std::string>{"CHGATE_BATCH_MAX_ROWZ"});
+}
+
+}  // namespace
+}  // namespace chgate::config
