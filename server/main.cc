@@ -177,6 +177,7 @@ int Serve(const config::Config& config) {
       .min_connections = config.pool_min_connections,
       .max_lifetime = config.pool_max_lifetime,
       .max_idle = config.pool_max_idle,
+      .probe_interval = config.endpoint_probe_interval,
   };
   for (const auto& ep : config.endpoints) {
     pool_options.endpoints.push_back({.host = ep.host, .port = ep.port, .tls = ep.tls});
@@ -187,7 +188,10 @@ int Serve(const config::Config& config) {
     std::vector<metrics::PoolEndpointSample> samples;
     for (const clickhouse::EndpointStats& s : pool.Stats()) {
       samples.push_back({s.endpoint, s.idle, s.in_use, s.connects, s.connect_failures,
-                         s.discarded_broken, s.closed_expired, s.healthy});
+                         s.discarded_broken, s.closed_expired, s.healthy,
+                         s.last_success == absl::InfinitePast()
+                             ? 0.0
+                             : absl::ToDoubleSeconds(s.last_success - absl::UnixEpoch())});
     }
     return samples;
   });

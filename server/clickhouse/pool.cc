@@ -50,6 +50,7 @@ Pool::Pool(PoolOptions options) : options_(std::move(options)) {
     s.endpoint = absl::StrCat(ep.host, ":", ep.port);
     stats_.push_back(std::move(s));
     skip_until_.push_back(absl::InfinitePast());
+    last_attempt_.push_back(absl::InfinitePast());
   }
 }
 
@@ -85,7 +86,11 @@ void Pool::Return(std::unique_ptr<Connection> conn, size_t endpoint, absl::Time 
   --in_use_;
   --stats_[endpoint].in_use;
   if (conn == nullptr || !conn->usable() || shutdown_) {
-    if (conn != nullptr && !conn->usable()) ++stats_[endpoint].discarded_broken;
+    if (conn != nullptr && !conn->usable()) {
+      ++stats_[endpoint].discarded_broken;
+      // The endpoint may be gone: check it at the next maintenance round, not a probe later.
+      last_attempt_[endpoint] = absl::InfinitePast();
+    }
     return;  // closed when `conn` goes out of scope (outside the lock would be nicer; it's cheap)
   }
   if (now - created > options_.max_lifetime) {
@@ -172,18 +177,13 @@ absl::StatusOr<PooledConnection> Pool::Open(absl::Time deadline) {
     opts.handshake_timeout = std::min(opts.handshake_timeout, left);
     absl::StatusOr<std::unique_ptr<Connection>> conn = Connection::Connect(opts);
     absl::MutexLock lock(&mu_);
+    RecordConnect(e, conn.ok(), absl::Now());
     if (conn.ok()) {
       --opening_;
       ++in_use_;
       ++stats_[e].in_use;
-      ++stats_[e].connects;
-      stats_[e].healthy = true;
-      skip_until_[e] = absl::InfinitePast();
       return PooledConnection(this, *std::move(conn), e, absl::Now());
     }
-    ++stats_[e].connect_failures;
-    stats_[e].healthy = false;
-    skip_until_[e] = absl::Now() + options_.endpoint_backoff;
     errors.push_back(absl::StrCat(stats_[e].endpoint, ": ", conn.status().message()));
   }
   absl::MutexLock lock(&mu_);
@@ -193,14 +193,60 @@ absl::StatusOr<PooledConnection> Pool::Open(absl::Time deadline) {
       absl::StrCat("no ClickHouse endpoint reachable (", absl::StrJoin(errors, "; "), ")"));
 }
 
+void Pool::RecordConnect(size_t e, bool ok, absl::Time now) {
+  last_attempt_[e] = now;
+  stats_[e].healthy = ok;
+  if (ok) {
+    ++stats_[e].connects;
+    stats_[e].last_success = now;
+    skip_until_[e] = absl::InfinitePast();
+  } else {
+    ++stats_[e].connect_failures;
+    skip_until_[e] = now + options_.endpoint_backoff;
+  }
+}
+
+void Pool::Probe() {
+  if (options_.probe_interval <= absl::ZeroDuration()) return;
+  std::vector<size_t> due;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    for (size_t e = 0; e < options_.endpoints.size(); ++e) {
+      const bool has_connections = stats_[e].idle + stats_[e].in_use > 0;
+      if (!has_connections && now - last_attempt_[e] >= options_.probe_interval) due.push_back(e);
+    }
+  }
+  for (size_t e : due) {
+    ConnectionOptions opts = options_.connection;
+    opts.host = options_.endpoints[e].host;
+    opts.port = options_.endpoints[e].port;
+    if (!options_.endpoints[e].tls) opts.tls = nullptr;
+    // A probe is a real handshake (so a wrong password or certificate counts as down); the
+    // connection is closed rather than pooled, so the endpoint policy alone decides where
+    // queries and inserts go.
+    absl::StatusOr<std::unique_ptr<Connection>> conn = Connection::Connect(opts);
+    absl::MutexLock lock(&mu_);
+    if (shutdown_) return;
+    RecordConnect(e, conn.ok(), absl::Now());
+  }
+}
+
 void Pool::Maintain() {
+  bool first = true;
   while (true) {
     std::vector<Idle> expired;
     size_t missing = 0;
     {
       absl::MutexLock lock(&mu_);
       auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutdown_; };
-      mu_.AwaitWithTimeout(absl::Condition(&stop), options_.maintenance_interval);
+      absl::Duration wait = options_.maintenance_interval;
+      if (options_.probe_interval > absl::ZeroDuration()) {
+        wait = std::min(wait, options_.probe_interval);
+      }
+      // The first round starts at once, so endpoints are known right after the start.
+      if (!first) mu_.AwaitWithTimeout(absl::Condition(&stop), wait);
+      first = false;
       if (shutdown_) return;
       const absl::Time now = absl::Now();
       for (size_t i = 0; i < idle_.size();) {
@@ -228,6 +274,7 @@ void Pool::Maintain() {
       conn = Open(absl::Now() + options_.connection.connect_timeout);
       if (!conn.ok()) break;  // Release() below returns it to the idle list
     }
+    Probe();
   }
 }
 

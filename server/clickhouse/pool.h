@@ -54,6 +54,8 @@ struct PoolOptions {
   // How long an endpoint is skipped after a failed connect (unless every endpoint failed).
   absl::Duration endpoint_backoff = absl::Seconds(5);
   absl::Duration maintenance_interval = absl::Seconds(5);
+  // How often an endpoint without connections is probed; zero: never.
+  absl::Duration probe_interval = absl::Seconds(10);
 };
 
 // Per-endpoint counts, for metrics.
@@ -65,7 +67,8 @@ struct EndpointStats {
   uint64_t connect_failures = 0;
   uint64_t discarded_broken = 0;  // closed after an error
   uint64_t closed_expired = 0;    // closed for lifetime or idleness
-  bool healthy = true;            // last connect attempt succeeded
+  bool healthy = false;           // the last connect attempt (or probe) succeeded; false before any
+  absl::Time last_success = absl::InfinitePast();  // of a connect or probe
 };
 
 class Pool;
@@ -130,6 +133,10 @@ class Pool {
   void Return(std::unique_ptr<Connection> conn, size_t endpoint, absl::Time created);
   absl::StatusOr<PooledConnection> Open(absl::Time deadline);
   void Maintain();
+  // Connects to the endpoints due for a probe and records the outcome.
+  void Probe();
+  // Records the outcome of a connect attempt to endpoint `e`.
+  void RecordConnect(size_t e, bool ok, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   size_t OpenCountLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PoolOptions options_;
@@ -137,6 +144,7 @@ class Pool {
   std::vector<Idle> idle_ ABSL_GUARDED_BY(mu_);
   std::vector<EndpointStats> stats_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Time> skip_until_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Time> last_attempt_ ABSL_GUARDED_BY(mu_);  // connect or probe, per endpoint
   size_t in_use_ ABSL_GUARDED_BY(mu_) = 0;
   size_t opening_ ABSL_GUARDED_BY(mu_) = 0;
   size_t next_endpoint_ ABSL_GUARDED_BY(mu_) = 0;

@@ -184,6 +184,10 @@ const std::vector<Option>& Options() {
        "which endpoint a new connection tries first: round-robin (spread over the replicas) or "
        "ordered (the first one, later ones only as fallbacks)",
        OneOf("endpoint-policy", &Config::endpoint_policy, {"round-robin", "ordered"})},
+      {"endpoint-probe-interval", "10s",
+       "how often an endpoint chgate holds no connection to is probed (connect, handshake, "
+       "close), so chgate_clickhouse_up is current for every endpoint",
+       Duration("endpoint-probe-interval", &Config::endpoint_probe_interval)},
       {"clickhouse-tls", "false",
        "connect to ClickHouse with TLS (its secure native port) on every endpoint without a "
        "tcp:// scheme",

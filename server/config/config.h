@@ -45,6 +45,7 @@ struct Config {
   std::vector<Endpoint> endpoints = {{"127.0.0.1", 9000}};
   std::string endpoints_text = "127.0.0.1:9000";  // as given; parsed once every option is read
   std::string endpoint_policy = "round-robin";    // round-robin | ordered
+  absl::Duration endpoint_probe_interval = absl::Seconds(10);
   std::string user = "default";
   std::string password;  // from password_file
   std::string password_file;

@@ -48,6 +48,7 @@ constexpr char kPoolConnects[] = "chgate_pool_connects_total";
 constexpr char kPoolConnectFailures[] = "chgate_pool_connect_failures_total";
 constexpr char kPoolClosed[] = "chgate_pool_connections_closed_total";
 constexpr char kClickHouseUp[] = "chgate_clickhouse_up";
+constexpr char kClickHouseLastSuccess[] = "chgate_clickhouse_last_success_timestamp_seconds";
 constexpr char kTlsInsecure[] = "chgate_clickhouse_tls_insecure_skip_verify";
 constexpr char kTlsReloads[] = "chgate_clickhouse_tls_reloads_total";
 // Added by prometheus::Exposer itself.
@@ -225,7 +226,13 @@ std::vector<prometheus::MetricFamily> PoolCollectable::Collect() const {
       "idle time.",
       kCounter);
   prometheus::MetricFamily up = MakeFamily(
-      kClickHouseUp, "1 if the pool considers the ClickHouse endpoint healthy, else 0.", kGauge);
+      kClickHouseUp,
+      "1 if the last connection attempt or probe to the ClickHouse endpoint succeeded, else 0 "
+      "(also before the first).",
+      kGauge);
+  prometheus::MetricFamily last_success = MakeFamily(
+      kClickHouseLastSuccess,
+      "Unix time of the last successful connection or probe to the endpoint (0: never).", kGauge);
   for (const PoolEndpointSample& s : samples) {
     auto labels = [&](const char* name, const char* value) {
       return std::vector<prometheus::ClientMetric::Label>{{"endpoint", s.endpoint}, {name, value}};
@@ -242,6 +249,7 @@ std::vector<prometheus::MetricFamily> PoolCollectable::Collect() const {
     closed.metric.push_back(
         Sample(labels("reason", "expired"), kCounter, static_cast<double>(s.closed_expired)));
     up.metric.push_back(Sample(endpoint, kGauge, s.healthy ? 1 : 0));
+    last_success.metric.push_back(Sample(endpoint, kGauge, s.last_success_unix_seconds));
   }
   std::vector<prometheus::MetricFamily> families;
   families.push_back(std::move(connections));
@@ -249,6 +257,7 @@ std::vector<prometheus::MetricFamily> PoolCollectable::Collect() const {
   families.push_back(std::move(failures));
   families.push_back(std::move(closed));
   families.push_back(std::move(up));
+  families.push_back(std::move(last_success));
   return families;
 }
 
@@ -440,14 +449,17 @@ std::vector<prometheus::MetricFamily> ClickHouseTlsCollectable::Collect() const 
 
 std::vector<std::string> Metrics::MetricNames() {
   std::vector<std::string> names = {
-      kIngestRequests,  kIngestRows,      kBatchesFlushed, kFlushDuration,
-      kBatchRows,       kBatchSize,       kCommitLatency,  kBufferedRows,
-      kBufferedBytes,   kBufferBudget,    kFlushRetries,   kFlushErrors,
-      kWaitingRequests, kQueries,         kQueryRows,      kQueryResponseBytes,
-      kQueryDuration,   kQueriesInFlight, kReceivedBytes,  kDecodedBytes,
-      kSentBytes,       kPoolConnections, kPoolConnects,   kPoolConnectFailures,
-      kPoolClosed,      kClickHouseUp,    kTlsInsecure,    kTlsReloads,
-      kAuthFailures,    kAuthReloads,
+      kIngestRequests,     kIngestRows,    kBatchesFlushed,
+      kFlushDuration,      kBatchRows,     kBatchSize,
+      kCommitLatency,      kBufferedRows,  kBufferedBytes,
+      kBufferBudget,       kFlushRetries,  kFlushErrors,
+      kWaitingRequests,    kQueries,       kQueryRows,
+      kQueryResponseBytes, kQueryDuration, kQueriesInFlight,
+      kReceivedBytes,      kDecodedBytes,  kSentBytes,
+      kPoolConnections,    kPoolConnects,  kPoolConnectFailures,
+      kPoolClosed,         kClickHouseUp,  kClickHouseLastSuccess,
+      kTlsInsecure,        kTlsReloads,    kAuthFailures,
+      kAuthReloads,
   };
   for (const char* name : kExposerFamilies) names.emplace_back(name);
   return names;

@@ -199,12 +199,14 @@ struct PoolEndpointSample {
   uint64_t discarded_broken = 0;  // closed after an error
   uint64_t closed_expired = 0;    // closed for lifetime or idleness
   bool healthy = false;
+  double last_success_unix_seconds = 0;  // of a connect or probe; 0: never
 };
 
 // The pool's state, sampled at scrape time through `sample` (called on the exposer's thread; it
 // must be thread-safe and must not block for long). Exports chgate_pool_connections{endpoint,
 // state}, chgate_pool_connects_total, chgate_pool_connect_failures_total,
-// chgate_pool_connections_closed_total{endpoint, reason} and chgate_clickhouse_up{endpoint}.
+// chgate_pool_connections_closed_total{endpoint, reason}, chgate_clickhouse_up{endpoint} and
+// chgate_clickhouse_last_success_timestamp_seconds{endpoint}.
 class PoolCollectable : public prometheus::Collectable {
  public:
   explicit PoolCollectable(std::function<std::vector<PoolEndpointSample>()> sample);

@@ -33,6 +33,8 @@ struct NullServerOptions {
   Block select_block;
   uint64_t select_repeats = 0;
   uint64_t revision = 54460;
+  // The port to listen on; 0 picks a free one.
+  uint16_t port = 0;
   // Serves TLS with this server context when set (plain TCP otherwise).
   std::shared_ptr<asio::ssl::context> tls;
 };

@@ -74,3 +74,81 @@ TEST_F(PoolPolicyTest, BothPoliciesFailOverFromADeadEndpoint) {
 
 }  // namespace
 }  // namespace chgate::clickhouse
+
+namespace chgate::clickhouse {
+namespace {
+
+// Waits until `done(stats)` holds, for at most 10 s; returns whether it did.
+template <typename Done>
+bool WaitForStats(const Pool& pool, Done done) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    if (done(pool.Stats())) return true;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return false;
+}
+
+TEST(PoolProbeTest, EveryEndpointIsProbedAtStartWithoutTraffic) {
+  NullServer live(NullServerOptions{});
+  ASSERT_TRUE(live.Start().ok());
+  PoolOptions options;
+  options.endpoints = {{.host = "127.0.0.1", .port = live.port()},
+                       {.host = "127.0.0.1", .port = testing::DeadLoopbackPort()}};
+  options.min_connections = 0;
+  options.probe_interval = absl::Milliseconds(50);
+  options.maintenance_interval = absl::Milliseconds(20);
+  Pool pool(options);
+  // Before anything is known, no endpoint counts as up.
+  EXPECT_FALSE(pool.Stats()[0].healthy);
+  EXPECT_FALSE(pool.Stats()[1].healthy);
+  pool.Start();
+  EXPECT_TRUE(WaitForStats(pool, [](const std::vector<EndpointStats>& s) {
+    return s[0].healthy && s[0].last_success != absl::InfinitePast() && s[1].connect_failures >= 2;
+  }));
+  const auto stats = pool.Stats();
+  EXPECT_FALSE(stats[1].healthy);
+  EXPECT_EQ(stats[1].last_success, absl::InfinitePast());
+  // Probe connections are closed, not pooled.
+  EXPECT_EQ(stats[0].idle, 0u);
+}
+
+TEST(PoolProbeTest, ARecoveredEndpointIsSeenWithoutTraffic) {
+  const uint16_t port = testing::DeadLoopbackPort();
+  PoolOptions options;
+  options.endpoints = {{.host = "127.0.0.1", .port = port}};
+  options.min_connections = 0;
+  options.probe_interval = absl::Milliseconds(50);
+  options.maintenance_interval = absl::Milliseconds(20);
+  options.endpoint_backoff = absl::Milliseconds(10);
+  Pool pool(options);
+  pool.Start();
+  ASSERT_TRUE(WaitForStats(
+      pool, [](const std::vector<EndpointStats>& s) { return s[0].connect_failures >= 1; }));
+  EXPECT_FALSE(pool.Stats()[0].healthy);
+  NullServerOptions server_options;
+  server_options.port = port;
+  NullServer server(std::move(server_options));
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_TRUE(WaitForStats(pool, [](const std::vector<EndpointStats>& s) { return s[0].healthy; }));
+}
+
+TEST(PoolProbeTest, EndpointsWithConnectionsAreNotProbed) {
+  NullServer live(NullServerOptions{});
+  ASSERT_TRUE(live.Start().ok());
+  PoolOptions options;
+  options.endpoints = {{.host = "127.0.0.1", .port = live.port()}};
+  options.min_connections = 1;
+  options.probe_interval = absl::Milliseconds(20);
+  options.maintenance_interval = absl::Milliseconds(10);
+  Pool pool(options);
+  pool.Start();
+  ASSERT_TRUE(
+      WaitForStats(pool, [](const std::vector<EndpointStats>& s) { return s[0].idle == 1; }));
+  const uint64_t connects = pool.Stats()[0].connects;
+  absl::SleepFor(absl::Milliseconds(200));  // ten probe intervals
+  EXPECT_EQ(pool.Stats()[0].connects, connects);
+}
+
+}  // namespace
+}  // namespace chgate::clickhouse

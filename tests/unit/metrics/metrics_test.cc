@@ -375,7 +375,10 @@ TEST_F(ScrapeTest, PoolStateIsSampledAtScrapeTime) {
        .discarded_broken = 2,
        .closed_expired = 4,
        .healthy = true},
-      {.endpoint = "ch2:9000", .connect_failures = 9, .healthy = false},
+      {.endpoint = "ch2:9000",
+       .connect_failures = 9,
+       .healthy = false,
+       .last_success_unix_seconds = 1.5e9},
   };
   auto pool = std::make_shared<PoolCollectable>([&state] { return state; });
   metrics_.RegisterCollectable(pool);
@@ -398,6 +401,11 @@ TEST_F(ScrapeTest, PoolStateIsSampledAtScrapeTime) {
             4);
   EXPECT_EQ(e.Value("chgate_clickhouse_up", {{"endpoint", "ch1:9000"}}), 1);
   EXPECT_EQ(e.Value("chgate_clickhouse_up", {{"endpoint", "ch2:9000"}}), 0);
+  EXPECT_EQ(e.types.at("chgate_clickhouse_last_success_timestamp_seconds"), "gauge");
+  EXPECT_EQ(e.Value("chgate_clickhouse_last_success_timestamp_seconds", {{"endpoint", "ch1:9000"}}),
+            0);
+  EXPECT_EQ(e.Value("chgate_clickhouse_last_success_timestamp_seconds", {{"endpoint", "ch2:9000"}}),
+            1.5e9);
 
   state[1].healthy = true;
   state[0].in_use = 0;
