@@ -177,7 +177,7 @@ absl::StatusOr<PooledConnection> Pool::Open(absl::Time deadline) {
     opts.handshake_timeout = std::min(opts.handshake_timeout, left);
     absl::StatusOr<std::unique_ptr<Connection>> conn = Connection::Connect(opts);
     absl::MutexLock lock(&mu_);
-    RecordConnect(e, conn.ok(), absl::Now());
+    RecordConnect(e, conn.ok(), absl::Now(), /*probe=*/false);
     if (conn.ok()) {
       --opening_;
       ++in_use_;
@@ -193,15 +193,19 @@ absl::StatusOr<PooledConnection> Pool::Open(absl::Time deadline) {
       absl::StrCat("no ClickHouse endpoint reachable (", absl::StrJoin(errors, "; "), ")"));
 }
 
-void Pool::RecordConnect(size_t e, bool ok, absl::Time now) {
+void Pool::RecordConnect(size_t e, bool ok, absl::Time now, bool probe) {
   last_attempt_[e] = now;
   stats_[e].healthy = ok;
+  if (probe) {
+    ++stats_[e].probes;
+    if (!ok) ++stats_[e].probe_failures;
+  } else {
+    ++(ok ? stats_[e].connects : stats_[e].connect_failures);
+  }
   if (ok) {
-    ++stats_[e].connects;
     stats_[e].last_success = now;
     skip_until_[e] = absl::InfinitePast();
   } else {
-    ++stats_[e].connect_failures;
     skip_until_[e] = now + options_.endpoint_backoff;
   }
 }
@@ -228,7 +232,7 @@ void Pool::Probe() {
     absl::StatusOr<std::unique_ptr<Connection>> conn = Connection::Connect(opts);
     absl::MutexLock lock(&mu_);
     if (shutdown_) return;
-    RecordConnect(e, conn.ok(), absl::Now());
+    RecordConnect(e, conn.ok(), absl::Now(), /*probe=*/true);
   }
 }
 

@@ -67,6 +67,8 @@ struct EndpointStats {
   uint64_t connect_failures = 0;
   uint64_t discarded_broken = 0;  // closed after an error
   uint64_t closed_expired = 0;    // closed for lifetime or idleness
+  uint64_t probes = 0;            // probe connections (not counted in connects)
+  uint64_t probe_failures = 0;    // failed probes (not counted in connect_failures)
   bool healthy = false;           // the last connect attempt (or probe) succeeded; false before any
   absl::Time last_success = absl::InfinitePast();  // of a connect or probe
 };
@@ -135,8 +137,9 @@ class Pool {
   void Maintain();
   // Connects to the endpoints due for a probe and records the outcome.
   void Probe();
-  // Records the outcome of a connect attempt to endpoint `e`.
-  void RecordConnect(size_t e, bool ok, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the outcome of a connect attempt (or a probe) to endpoint `e`.
+  void RecordConnect(size_t e, bool ok, absl::Time now, bool probe)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   size_t OpenCountLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PoolOptions options_;

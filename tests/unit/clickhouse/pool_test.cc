@@ -104,13 +104,16 @@ TEST(PoolProbeTest, EveryEndpointIsProbedAtStartWithoutTraffic) {
   EXPECT_FALSE(pool.Stats()[1].healthy);
   pool.Start();
   EXPECT_TRUE(WaitForStats(pool, [](const std::vector<EndpointStats>& s) {
-    return s[0].healthy && s[0].last_success != absl::InfinitePast() && s[1].connect_failures >= 2;
+    return s[0].healthy && s[0].last_success != absl::InfinitePast() && s[1].probe_failures >= 2;
   }));
   const auto stats = pool.Stats();
   EXPECT_FALSE(stats[1].healthy);
   EXPECT_EQ(stats[1].last_success, absl::InfinitePast());
-  // Probe connections are closed, not pooled.
+  // Probe connections are closed, not pooled, and counted apart from the pool's own.
   EXPECT_EQ(stats[0].idle, 0u);
+  EXPECT_EQ(stats[0].connects, 0u);
+  EXPECT_GE(stats[0].probes, 1u);
+  EXPECT_EQ(stats[1].connect_failures, 0u);
 }
 
 TEST(PoolProbeTest, ARecoveredEndpointIsSeenWithoutTraffic) {
@@ -124,7 +127,7 @@ TEST(PoolProbeTest, ARecoveredEndpointIsSeenWithoutTraffic) {
   Pool pool(options);
   pool.Start();
   ASSERT_TRUE(WaitForStats(
-      pool, [](const std::vector<EndpointStats>& s) { return s[0].connect_failures >= 1; }));
+      pool, [](const std::vector<EndpointStats>& s) { return s[0].probe_failures >= 1; }));
   EXPECT_FALSE(pool.Stats()[0].healthy);
   NullServerOptions server_options;
   server_options.port = port;
@@ -145,9 +148,9 @@ TEST(PoolProbeTest, EndpointsWithConnectionsAreNotProbed) {
   pool.Start();
   ASSERT_TRUE(
       WaitForStats(pool, [](const std::vector<EndpointStats>& s) { return s[0].idle == 1; }));
-  const uint64_t connects = pool.Stats()[0].connects;
+  const uint64_t probes = pool.Stats()[0].probes;
   absl::SleepFor(absl::Milliseconds(200));  // ten probe intervals
-  EXPECT_EQ(pool.Stats()[0].connects, connects);
+  EXPECT_EQ(pool.Stats()[0].probes, probes);
 }
 
 }  // namespace

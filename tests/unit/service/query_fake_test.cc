@@ -47,6 +47,8 @@ class QueryFakeServerTest : public ::testing::Test {
         .connection = {.compression = ch::CompressionMethod::kNone},
         .max_connections = 1,
         .min_connections = 0,
+        // The fake serves one scripted connection: no probe may take it.
+        .probe_interval = absl::ZeroDuration(),
     });
     pool_->Start();
     inserter_ = std::make_unique<ingest::ClickHouseInserter>(pool_.get());
