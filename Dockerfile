@@ -21,11 +21,16 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
+COPY cmake/ cmake/
 COPY proto/ proto/
 COPY server/ server/
 COPY client/ client/
 COPY tests/ tests/
+# The image has no .git: pass the revision for chgate_build_info, e.g.
+# docker build --build-arg CHGATE_REVISION=$(git rev-parse --short=12 HEAD) .
+ARG CHGATE_REVISION=unknown
 RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHGATE_BENCH=OFF \
+      -DCHGATE_REVISION=${CHGATE_REVISION} \
  && cmake --build /build --parallel \
  && ctest --test-dir /build --output-on-failure -E 'integration|e2e' \
  && install -D -m 0755 -s /build/server/chgate /out/chgate \

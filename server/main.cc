@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "build_info.h"
 #include "server/auth/authorizer.h"
 #include "server/clickhouse/connection.h"
 #include "server/clickhouse/pool.h"
@@ -130,6 +131,8 @@ int Serve(const config::Config& config) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   metrics::Metrics metrics;
+  metrics.SetBuildInfo(CHGATE_VERSION, CHGATE_REVISION);
+  std::cerr << "chgate: version " CHGATE_VERSION ", revision " CHGATE_REVISION << std::endl;
   std::unique_ptr<prometheus::Exposer> exposer;
   if (!config.metrics_listen.empty()) {
     auto started = metrics.StartExposer(config.metrics_listen);

@@ -49,6 +49,7 @@ constexpr char kPoolConnectFailures[] = "chgate_pool_connect_failures_total";
 constexpr char kPoolClosed[] = "chgate_pool_connections_closed_total";
 constexpr char kClickHouseUp[] = "chgate_clickhouse_up";
 constexpr char kClickHouseLastSuccess[] = "chgate_clickhouse_last_success_timestamp_seconds";
+constexpr char kBuildInfo[] = "chgate_build_info";
 constexpr char kTlsInsecure[] = "chgate_clickhouse_tls_insecure_skip_verify";
 constexpr char kTlsReloads[] = "chgate_clickhouse_tls_reloads_total";
 // Added by prometheus::Exposer itself.
@@ -376,6 +377,13 @@ Metrics::Metrics()
 
 Metrics::~Metrics() = default;
 
+void Metrics::SetBuildInfo(const std::string& version, const std::string& revision) {
+  Build(prometheus::BuildGauge(), *registry_, kBuildInfo,
+        "1 for the running chgate, labelled with its version and git revision.")
+      .Add({{"version", version}, {"revision", revision}})
+      .Set(1);
+}
+
 std::shared_ptr<prometheus::Collectable> Metrics::collectable() const { return collector_; }
 
 void Metrics::RegisterCollectable(std::weak_ptr<prometheus::Collectable> collectable) {
@@ -459,7 +467,7 @@ std::vector<std::string> Metrics::MetricNames() {
       kPoolConnections,    kPoolConnects,  kPoolConnectFailures,
       kPoolClosed,         kClickHouseUp,  kClickHouseLastSuccess,
       kTlsInsecure,        kTlsReloads,    kAuthFailures,
-      kAuthReloads,
+      kAuthReloads,        kBuildInfo,
   };
   for (const char* name : kExposerFamilies) names.emplace_back(name);
   return names;

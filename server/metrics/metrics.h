@@ -247,6 +247,8 @@ class Metrics {
   const IngestMetrics& ingest() const { return ingest_; }
   const QueryMetrics& query() const { return query_; }
   const AuthMetrics& auth() const { return auth_; }
+  // Exports chgate_build_info{version, revision} = 1 (call once, at start).
+  void SetBuildInfo(const std::string& version, const std::string& revision);
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
   // Returns what /metrics serves: the registry followed by every registered collectable.

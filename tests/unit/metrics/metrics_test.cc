@@ -182,6 +182,7 @@ class ScrapeTest : public ::testing::Test {
     metrics_.RegisterCollectable(bytes_);
     metrics_.RegisterCollectable(pool_);
     metrics_.RegisterCollectable(tls_);
+    metrics_.SetBuildInfo("1.2.3", "abcdef123456");
   }
 
   static inline prometheus::Exposer* exposer_ = nullptr;
@@ -412,6 +413,13 @@ TEST_F(ScrapeTest, PoolStateIsSampledAtScrapeTime) {
   e = Scrape();
   EXPECT_EQ(e.Value("chgate_clickhouse_up", {{"endpoint", "ch2:9000"}}), 1);
   EXPECT_EQ(e.Value("chgate_pool_connections", {{"endpoint", "ch1:9000"}, {"state", "in_use"}}), 0);
+}
+
+TEST_F(ScrapeTest, BuildInfoNamesVersionAndRevision) {
+  metrics_.SetBuildInfo("1.2.3", "abcdef123456");
+  const Exposition e = Scrape();
+  EXPECT_EQ(e.types.at("chgate_build_info"), "gauge");
+  EXPECT_EQ(e.Value("chgate_build_info", {{"version", "1.2.3"}, {"revision", "abcdef123456"}}), 1);
 }
 
 TEST_F(ScrapeTest, ClickHouseTlsStateIsSampledAtScrapeTime) {
