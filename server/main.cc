@@ -297,13 +297,20 @@ int Serve(const config::Config& config) {
             << std::endl;
   stop_health.Notify();
   health.join();
+  const uint64_t dropped_before = ingestor.Stats().rows_dropped;
   std::thread stopper([&] { (*server)->Shutdown(deadline); });
   ingestor.Shutdown(deadline);
   stopper.join();
   pool.Shutdown();
   const ingest::IngestStats stats = ingestor.Stats();
-  std::cerr << "chgate: stopped; " << stats.buffered_rows << " rows were left unflushed"
+  const uint64_t dropped = stats.rows_dropped - dropped_before;
+  std::cerr << "chgate: stopped; " << dropped << " buffered rows were dropped, "
+            << stats.buffered_rows << " rows were still being flushed at the drain deadline"
             << std::endl;
+  // A drain that lost rows (or left their fate open) exits 1, so the loss shows where exit codes
+  // are watched; chgate_rows_dropped_total{reason="shutdown"} counts them too.
+  const int rc = dropped > 0 || stats.flushes_in_flight > 0 ? 1 : 0;
+  if (rc != 0) std::cerr << "chgate: exiting 1: the drain did not flush everything" << std::endl;
   if (stats.flushes_in_flight > 0) {
     // A flush still waiting for an unresponsive ClickHouse would hold the Ingestor's destructor
     // (it joins the flush threads) until --read-timeout, far past the drain deadline. Its callers
@@ -312,9 +319,9 @@ int Serve(const config::Config& config) {
               << " flush(es) still waiting for ClickHouse at the drain deadline; exiting without "
                  "them"
               << std::endl;
-    std::_Exit(0);
+    std::_Exit(rc);
   }
-  return 0;
+  return rc;
 }
 
 int Main(int argc, char** argv) {

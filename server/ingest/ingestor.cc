@@ -453,6 +453,8 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
       slot->table = p->table;
       slot->schema = p->schema;
       slot->block = EmptyBlock(*p->schema);
+      // The table's series exist from its first batch on, at 0, so a first loss shows.
+      if (metrics_ != nullptr) (void)metrics_->ForTable(p->label);
     }
     Batch& batch = *slot;
     const bool fits_global =
@@ -576,8 +578,12 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
                      std::vector<std::shared_ptr<Pending>> pendings, FlushReason reason) {
   const absl::Time start = clock_->Now();
   // Attempts go on while some caller of the batch still waits: a caller whose deadline passed
-  // (it already has its DEADLINE_EXCEEDED) must not cut short the others' flush.
-  absl::Time last_deadline = absl::InfinitePast();
+  // (it already has its DEADLINE_EXCEEDED) must not cut short the others' flush. Rows acknowledged
+  // in accepted mode have no caller waiting: they get every attempt --retry-max-elapsed allows.
+  uint64_t waiting_rows = 0;
+  for (const auto& p : pendings) waiting_rows += p->rows;
+  absl::Time last_deadline =
+      block->rows() > waiting_rows ? absl::InfiniteFuture() : absl::InfinitePast();
   for (const auto& p : pendings) last_deadline = std::max(last_deadline, p->deadline);
   const absl::Time stop_at = std::min(start + options_.retry.max_elapsed, last_deadline);
   InsertAttempt attempt;
@@ -623,6 +629,15 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   }
   const uint64_t rows = block->rows(), bytes = block->ByteSize();
   block.reset();
+  if (!status.ok()) {
+    // Callers in committed mode get the error; rows acknowledged in accepted mode are lost.
+    if (rows > waiting_rows) {
+      if (metrics_ != nullptr)
+        metrics_->ForTable(batch->label).AcceptedRowsDropped(rows - waiting_rows);
+      absl::MutexLock lock(&mu_);
+      rows_dropped_ += rows - waiting_rows;
+    }
+  }
   for (const auto& p : pendings) {
     Complete(p, {.status = status,
                  .rows = status.ok() ? p->rows : 0,
@@ -708,7 +723,7 @@ bool Ingestor::Ready() const {
 
 IngestStats Ingestor::Stats() const {
   absl::MutexLock lock(&mu_);
-  return {buffered_rows_, buffered_bytes_, waiting_.size(), flushes_in_flight_};
+  return {buffered_rows_, buffered_bytes_, waiting_.size(), flushes_in_flight_, rows_dropped_};
 }
 
 void Ingestor::Shutdown(absl::Time deadline) {
@@ -745,6 +760,10 @@ void Ingestor::Shutdown(absl::Time deadline) {
       if (batch->flushing) continue;
       for (auto& p : batch->pendings) unflushed.push_back(p);
       batch->pendings.clear();
+      if (batch->rows > 0) {
+        rows_dropped_ += batch->rows;
+        if (metrics_ != nullptr) metrics_->ForTable(batch->label).ShutdownRowsDropped(batch->rows);
+      }
       buffered_bytes_ -= batch->bytes;
       buffered_rows_ -= batch->rows;
       batch->rows = batch->bytes = 0;

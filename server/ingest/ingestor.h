@@ -109,6 +109,9 @@ struct IngestStats {
   uint64_t buffered_bytes = 0;
   uint64_t waiting_requests = 0;
   uint64_t flushes_in_flight = 0;
+  // Rows lost since the start: acknowledged in accepted mode and then failed for good, or still
+  // buffered when Shutdown's drain ended (also in chgate_rows_dropped_total).
+  uint64_t rows_dropped = 0;
 };
 
 class Ingestor {
@@ -198,6 +201,7 @@ class Ingestor {
   uint64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t buffered_rows_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t rows_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_threads_ ABSL_GUARDED_BY(mu_) = false;

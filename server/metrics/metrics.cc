@@ -25,6 +25,7 @@ constexpr char kBufferedBytes[] = "chgate_buffered_bytes";
 constexpr char kBufferBudget[] = "chgate_buffer_budget_bytes";
 constexpr char kFlushRetries[] = "chgate_flush_retries_total";
 constexpr char kFlushErrors[] = "chgate_flush_errors_total";
+constexpr char kRowsDropped[] = "chgate_rows_dropped_total";
 constexpr char kWaitingRequests[] = "chgate_ingest_waiting_requests";
 // Query.
 constexpr char kQueries[] = "chgate_queries_total";
@@ -150,6 +151,9 @@ IngestTableMetrics IngestMetrics::ForTable(const std::string& table) const {
       .flush_retries = &flush_retries->Add(labels),
       .batches_flushed = batches_flushed,
       .flush_errors = flush_errors,
+      .rows_dropped_accepted =
+          &rows_dropped->Add({{"table", table}, {"reason", "accepted_flush_failed"}}),
+      .rows_dropped_shutdown = &rows_dropped->Add({{"table", table}, {"reason", "shutdown"}}),
       .table = table,
   };
 }
@@ -338,6 +342,10 @@ Metrics::Metrics()
       BuildCounter(), r, kFlushErrors,
       "Failed flush attempts, by table and code: the ClickHouse error code, or the status code "
       "name (e.g. UNAVAILABLE) when the failure did not come from ClickHouse.");
+  ingest_.rows_dropped = &Build(
+      BuildCounter(), r, kRowsDropped,
+      "Rows chgate lost: accepted_flush_failed = acknowledged in accepted mode, then their flush "
+      "failed for good; shutdown = still buffered when the drain ended.");
   ingest_.waiting_requests =
       &Build(BuildGauge(), r, kWaitingRequests, "Insert requests waiting for buffer budget.")
            .Add({});
@@ -467,7 +475,7 @@ std::vector<std::string> Metrics::MetricNames() {
       kPoolConnections,    kPoolConnects,  kPoolConnectFailures,
       kPoolClosed,         kClickHouseUp,  kClickHouseLastSuccess,
       kTlsInsecure,        kTlsReloads,    kAuthFailures,
-      kAuthReloads,        kBuildInfo,
+      kAuthReloads,        kBuildInfo,     kRowsDropped,
   };
   for (const char* name : kExposerFamilies) names.emplace_back(name);
   return names;

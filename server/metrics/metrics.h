@@ -69,6 +69,8 @@ struct IngestTableMetrics {
   prometheus::Counter* flush_retries = nullptr;     // chgate_flush_retries_total
   prometheus::Family<prometheus::Counter>* batches_flushed = nullptr;  // {table, reason}
   prometheus::Family<prometheus::Counter>* flush_errors = nullptr;     // {table, code}
+  prometheus::Counter* rows_dropped_accepted = nullptr;  // {table, reason="accepted_flush_failed"}
+  prometheus::Counter* rows_dropped_shutdown = nullptr;  // {table, reason="shutdown"}
   std::string table;
 
   // A batch was committed: counts it under `reason` (kFlush*) and observes its rows, bytes and
@@ -81,6 +83,15 @@ struct IngestTableMetrics {
   // A flush attempt failed with `code` (ClickHouseCodeLabel or StatusCodeLabel); counted for
   // every failed attempt, retried or not.
   void FlushError(std::string_view code) const;
+  // Rows lost without their caller learning it: acknowledged in accepted mode, then their flush
+  // failed for good.
+  void AcceptedRowsDropped(uint64_t rows) const {
+    rows_dropped_accepted->Increment(static_cast<double>(rows));
+  }
+  // Rows still buffered when the shutdown drain ended.
+  void ShutdownRowsDropped(uint64_t rows) const {
+    rows_dropped_shutdown->Increment(static_cast<double>(rows));
+  }
 };
 
 // The ingest path's metrics (batcher and gRPC handlers). A plain struct: the pointers are set by
@@ -97,12 +108,14 @@ struct IngestMetrics {
   prometheus::Family<prometheus::Histogram>* commit_latency = nullptr;  // {table}
   prometheus::Family<prometheus::Counter>* flush_retries = nullptr;     // {table}
   prometheus::Family<prometheus::Counter>* flush_errors = nullptr;      // {table, code}
+  prometheus::Family<prometheus::Counter>* rows_dropped = nullptr;      // {table, reason}
   prometheus::Gauge* buffered_rows = nullptr;
   prometheus::Gauge* buffered_bytes = nullptr;
   prometheus::Gauge* buffer_budget_bytes = nullptr;
   prometheus::Gauge* waiting_requests = nullptr;
 
-  // Returns the handles for `table`, creating its series on first use. Cheap enough per batch;
+  // Returns the handles for `table`, creating its series on first use (the rows-dropped ones at
+  // 0, so the first loss is an increase alerts see). Cheap enough per batch;
   // the batcher keeps one per table for the per-request path.
   IngestTableMetrics ForTable(const std::string& table) const;
 

@@ -876,7 +876,8 @@ class ClickHouseRestartTest(ChgateTestCase):
 # ---------------------------------------------------------------------------------------------
 
 class DrainTest(ChgateTestCase):
-    """Case 7: SIGTERM mid-stream: chgate flushes, acks, and exits 0 within the drain timeout."""
+    """Case 7: SIGTERM mid-stream: chgate flushes, acks, and exits 0 within the drain timeout (1
+    when the drain could not flush everything)."""
 
     DRAIN = 5.0
     CHGATE_ARGS = ["--batch-max-delay=1s", f"--drain-timeout={int(DRAIN)}s"]
@@ -912,7 +913,14 @@ class DrainTest(ChgateTestCase):
             self.assertTrue(d.join(30), "a stream did not end after chgate exited")
         log = self.chgate.log_tail()
         self.assertIsNotNone(rc, f"chgate did not exit within {self.DRAIN + 30}s of SIGTERM")
-        self.assertEqual(rc, 0, log)
+        if paused:
+            # A flush blocked on the paused server may outlive the drain: then chgate says so and
+            # exits 1 (its rows' fate is open), else 0.
+            self.assertIn(rc, (0, 1), log)
+            if rc == 1:
+                self.assertIn("exiting 1: the drain did not flush everything", log)
+        else:
+            self.assertEqual(rc, 0, log)
         if paused:
             time.sleep(1.0)  # ClickHouse may still commit the INSERT it had received when stopped
         present = set(int(x) for x in self.query_lines(f"SELECT id FROM {table}"))

@@ -585,3 +585,63 @@ TEST(ParseTableNameTest, AcceptsQuotedPartsAndDefaultsTheDatabase) {
 
 }  // namespace
 }  // namespace chgate::ingest
+
+namespace chgate::ingest {
+namespace {
+
+TEST_F(IngestorTest, AcceptedRowsOfAFailedFlushAreCountedAsDropped) {
+  Make(Options());
+  inserter_.script = {ClickHouseError(53, "Type mismatch")};
+  auto accepted = Rows(0, 3), committed = Rows(3, 2);
+  Outcome* oa = Submit(accepted, absl::Seconds(30), "events", AckMode::kAccepted);
+  Outcome* oc = Submit(committed);
+  ASSERT_TRUE(oa->done);
+  EXPECT_TRUE(oa->result.status.ok());  // told "accepted" before the flush
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(oc->done);
+  EXPECT_FALSE(oc->result.status.ok());  // this caller knows
+  // Only the accepted rows were lost without their caller knowing.
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 3u);
+}
+
+TEST_F(IngestorTest, AcceptedRowsAreRetriedLikeAnyOthers) {
+  // No caller waits for accepted rows: their flush still gets every attempt the retry budget
+  // allows (it used to give up at the first transient error, losing the rows).
+  Make(Options());
+  inserter_.script = {absl::UnavailableError("down"), absl::UnavailableError("down")};
+  auto a = Rows(0, 4);
+  Outcome* out = Submit(a, absl::Seconds(30), "events", AckMode::kAccepted);
+  ASSERT_TRUE(out->done);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_EQ(inserter_.calls.size(), 3u);
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 0u);
+  EXPECT_EQ(ingestor_->Stats().buffered_rows, 0u);
+}
+
+TEST_F(IngestorTest, AcceptedRowsAFlushGivesUpOnAreCountedAsDropped) {
+  Make(Options());
+  for (int i = 0; i < 1000; ++i) inserter_.script.push_back(absl::UnavailableError("down"));
+  auto a = Rows(0, 4);
+  Outcome* out = Submit(a, absl::Seconds(30), "events", AckMode::kAccepted);
+  ASSERT_TRUE(out->done);
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(1));
+  EXPECT_GT(inserter_.calls.size(), 1u);  // retried until --retry-max-elapsed
+  EXPECT_EQ(ingestor_->Stats().buffered_rows, 0u);
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 4u);
+}
+
+TEST_F(IngestorTest, NothingIsDroppedWhenEveryFlushCommits) {
+  Make(Options());
+  auto a = Rows(0, 2);
+  Submit(a, absl::Seconds(30), "events", AckMode::kAccepted);
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(5));
+  EXPECT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 0u);
+}
+
+}  // namespace
+}  // namespace chgate::ingest
