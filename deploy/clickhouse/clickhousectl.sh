@@ -248,7 +248,7 @@ cmd_start() {
   if pid=$(running_pid); then
     say "already running (pid $pid), reusing it"
     wait_ready "$pid" || exit 1
-    say "ready on $HOST:$TCP_PORT (http $HTTP_PORT)"
+    say "ready on $HOST:$TCP_PORT (tls $TLS_PORT, http $HTTP_PORT)"
     return 0
   fi
   rm -f "$PID_FILE"

@@ -913,6 +913,9 @@ class DrainTest(ChgateTestCase):
             self.assertTrue(d.join(30), "a stream did not end after chgate exited")
         log = self.chgate.log_tail()
         self.assertIsNotNone(rc, f"chgate did not exit within {self.DRAIN + 30}s of SIGTERM")
+        # It has exited: its exit code is judged here, not again by tearDown.
+        chgate, type(self).chgate = self.chgate, None
+        chgate.stop()
         if paused:
             # A flush blocked on the paused server may outlive the drain: then chgate says so and
             # exits 1 (its rows' fate is open), else 0.
