@@ -212,6 +212,7 @@ int Serve(const config::Config& config) {
   ingest_options.memory_budget_bytes = config.memory_budget;
   ingest_options.table_budget_bytes = config.table_memory_budget;
   ingest_options.ready_high_water = config.ready_high_water;
+  ingest_options.ready_low_water = config.ready_low_water;
   ingest_options.retry = {config.retry_initial_backoff, config.retry_max_backoff,
                           config.retry_max_elapsed};
   ingest_options.default_ack =

@@ -247,6 +247,16 @@ const std::vector<Option>& Options() {
          c->ready_high_water = d;
          return absl::OkStatus();
        }},
+      {"ready-low-water", "0.7",
+       "after turning NOT_SERVING, readiness is SERVING again only below this share of the "
+       "budget (must be below --ready-high-water)",
+       [](absl::string_view v, Config* c) {
+         double d = 0;
+         if (!absl::SimpleAtod(v, &d) || d < 0 || d >= 1)
+           return Bad("ready-low-water", v, "is not in [0, 1)");
+         c->ready_low_water = d;
+         return absl::OkStatus();
+       }},
       {"ack-mode", "committed",
        "default ack: committed (after ClickHouse accepted the rows) or accepted (once buffered; "
        "rows are lost if chgate dies before flushing)",
@@ -526,6 +536,10 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
     return absl::InvalidArgumentError(
         "--query-response-bytes must be between 1KiB and 3MiB (gRPC's default receive limit is 4 "
         "MiB)");
+  }
+  if (config.ready_low_water >= config.ready_high_water) {
+    return absl::InvalidArgumentError(
+        "--ready-low-water must be below --ready-high-water (readiness would never return)");
   }
   if (config.pool_min_connections > config.pool_max_connections) {
     return absl::InvalidArgumentError("--pool-min-connections exceeds --pool-max-connections");

@@ -72,6 +72,7 @@ struct Config {
   uint64_t memory_budget = 256 << 20;
   uint64_t table_memory_budget = 0;
   double ready_high_water = 0.9;
+  double ready_low_water = 0.7;
   std::string ack_mode = "committed";  // committed | accepted
   bool null_as_default = false;
   // Retries and deadlines.

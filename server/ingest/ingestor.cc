@@ -716,9 +716,15 @@ void Ingestor::SchedulerLoop() {
 
 bool Ingestor::Ready() const {
   absl::MutexLock lock(&mu_);
-  return !shutting_down_ &&
-         static_cast<double>(buffered_bytes_) <
-             options_.ready_high_water * static_cast<double>(options_.memory_budget_bytes);
+  // One threshold would flap the pod in and out of its Services while the buffer hovers at it.
+  const double used = static_cast<double>(buffered_bytes_);
+  const double budget = static_cast<double>(options_.memory_budget_bytes);
+  if (used >= options_.ready_high_water * budget) {
+    above_high_water_ = true;
+  } else if (used < options_.ready_low_water * budget) {
+    above_high_water_ = false;
+  }
+  return !shutting_down_ && !above_high_water_;
 }
 
 IngestStats Ingestor::Stats() const {

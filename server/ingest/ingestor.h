@@ -68,6 +68,7 @@ struct IngestOptions {
   uint64_t memory_budget_bytes = 256 << 20;
   uint64_t table_budget_bytes = 0;  // 0: no per-table budget
   double ready_high_water = 0.9;    // readiness turns false above this share of the budget
+  double ready_low_water = 0.7;     // ... and true again only below this share (hysteresis)
   RetryPolicy retry;
   // Flush this long before the earliest waiting caller's deadline.
   absl::Duration deadline_margin = absl::Milliseconds(100);
@@ -129,7 +130,8 @@ class Ingestor {
   void Submit(Request request, std::function<void()> on_admitted,
               std::function<void(Result)> on_done);
 
-  // Readiness: buffered bytes below the high-water mark and not shutting down.
+  // Readiness, with hysteresis: false once the buffered bytes reach the high-water mark, true
+  // again only when they are back below the low-water mark; false while shutting down.
   bool Ready() const;
   IngestStats Stats() const;
 
@@ -202,6 +204,7 @@ class Ingestor {
   uint64_t buffered_rows_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rows_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable bool above_high_water_ ABSL_GUARDED_BY(mu_) = false;  // Ready()'s hysteresis state
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_threads_ ABSL_GUARDED_BY(mu_) = false;

@@ -269,3 +269,19 @@ TEST(ConfigTest, UnknownChgateVariablesAreListedForAWarning) {
 
 }  // namespace
 }  // namespace chgate::config
+
+namespace chgate::config {
+namespace {
+
+TEST(ConfigTest, ReadyLowWaterMustBeBelowTheHighWaterMark) {
+  auto c = ParseArgs({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->ready_low_water, 0.7);
+  EXPECT_TRUE(ParseArgs({"--ready-high-water=0.8", "--ready-low-water=0.5"}).ok());
+  auto bad = ParseArgs({"--ready-high-water=0.5", "--ready-low-water=0.5"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--ready-low-water"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace chgate::config

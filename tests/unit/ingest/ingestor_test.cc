@@ -645,3 +645,45 @@ TEST_F(IngestorTest, NothingIsDroppedWhenEveryFlushCommits) {
 
 }  // namespace
 }  // namespace chgate::ingest
+
+namespace chgate::ingest {
+namespace {
+
+TEST_F(IngestorTest, ReadinessReturnsOnlyBelowTheLowWaterMark) {
+  IngestOptions o = Options();
+  const uint64_t row_bytes = Rows(0, 1).ByteSize();
+  o.memory_budget_bytes = row_bytes * 10;
+  o.ready_high_water = 0.5;  // unready at 5 rows
+  o.ready_low_water = 0.2;   // ready again below 2 rows
+  Make(o);
+  // Two batches of the same table (two column lists), due 150 ms apart: 2 rows, then 3.
+  auto first = Rows(0, 2), second = Rows(2, 3);
+  Submit(first);
+  EXPECT_TRUE(ingestor_->Ready());
+  clock_.Advance(absl::Milliseconds(150));
+  bool done = false;
+  ingestor_->Submit({.table = "events",
+                     .columns = {"id", "s"},
+                     .block = &second,
+                     .deadline = clock_.Now() + absl::Seconds(30)},
+                    nullptr, [&done](Result) { done = true; });
+  ingestor_->RunPending();
+  EXPECT_FALSE(ingestor_->Ready());  // 5 rows: at the high-water mark
+  // The first batch is flushed: 3 rows are left, between the marks: still unready (one
+  // threshold would have flipped back already).
+  clock_.Advance(absl::Milliseconds(60));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_EQ(ingestor_->Stats().buffered_rows, 3u);
+  EXPECT_FALSE(ingestor_->Ready());
+  // The second batch is flushed too: below the low-water mark, ready again.
+  clock_.Advance(absl::Milliseconds(150));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(ingestor_->Stats().buffered_rows, 0u);
+  EXPECT_TRUE(ingestor_->Ready());
+}
+
+}  // namespace
+}  // namespace chgate::ingest
