@@ -85,6 +85,19 @@ Setter Bool(const char* name, bool Config::*field) {
   };
 }
 
+// A share of something, in [0, 1] with the ends allowed as said.
+Setter Share(const char* name, double Config::*field, bool zero_ok, bool one_ok) {
+  return [=](absl::string_view v, Config* c) {
+    double d = 0;
+    if (!absl::SimpleAtod(v, &d) || d < 0 || d > 1 || (d == 0 && !zero_ok) || (d == 1 && !one_ok)) {
+      return Bad(name, v,
+                 absl::StrCat("is not in ", zero_ok ? "[0" : "(0", ", 1", one_ok ? "]" : ")"));
+    }
+    c->*field = d;
+    return absl::OkStatus();
+  };
+}
+
 Setter OneOf(const char* name, std::string Config::*field, std::vector<std::string> allowed) {
   return [name, field, allowed](absl::string_view v, Config* c) {
     for (const std::string& a : allowed) {
@@ -240,23 +253,11 @@ const std::vector<Option>& Options() {
       {"table-memory-budget", "0", "most buffered bytes per table (0 = no per-table limit)",
        Bytes("table-memory-budget", &Config::table_memory_budget, true)},
       {"ready-high-water", "0.9", "readiness turns NOT_SERVING above this share of the budget",
-       [](absl::string_view v, Config* c) {
-         double d = 0;
-         if (!absl::SimpleAtod(v, &d) || d <= 0 || d > 1)
-           return Bad("ready-high-water", v, "is not in (0, 1]");
-         c->ready_high_water = d;
-         return absl::OkStatus();
-       }},
+       Share("ready-high-water", &Config::ready_high_water, /*zero_ok=*/false, /*one_ok=*/true)},
       {"ready-low-water", "0.7",
        "after turning NOT_SERVING, readiness is SERVING again only below this share of the "
        "budget (must be below --ready-high-water)",
-       [](absl::string_view v, Config* c) {
-         double d = 0;
-         if (!absl::SimpleAtod(v, &d) || d < 0 || d >= 1)
-           return Bad("ready-low-water", v, "is not in [0, 1)");
-         c->ready_low_water = d;
-         return absl::OkStatus();
-       }},
+       Share("ready-low-water", &Config::ready_low_water, /*zero_ok=*/true, /*one_ok=*/false)},
       {"ack-mode", "committed",
        "default ack: committed (after ClickHouse accepted the rows) or accepted (once buffered; "
        "rows are lost if chgate dies before flushing)",
