@@ -167,10 +167,7 @@ absl::StatusOr<PooledConnection> Pool::Open(absl::Time deadline) {
   }
   std::vector<std::string> errors;
   for (size_t e : order) {
-    ConnectionOptions opts = options_.connection;
-    opts.host = options_.endpoints[e].host;
-    opts.port = options_.endpoints[e].port;
-    if (!options_.endpoints[e].tls) opts.tls = nullptr;
+    ConnectionOptions opts = OptionsFor(e);
     absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
     opts.connect_timeout = std::min(opts.connect_timeout, left);
@@ -191,6 +188,14 @@ absl::StatusOr<PooledConnection> Pool::Open(absl::Time deadline) {
   if (errors.empty()) return absl::DeadlineExceededError("deadline passed before connecting");
   return absl::UnavailableError(
       absl::StrCat("no ClickHouse endpoint reachable (", absl::StrJoin(errors, "; "), ")"));
+}
+
+ConnectionOptions Pool::OptionsFor(size_t e) const {
+  ConnectionOptions opts = options_.connection;
+  opts.host = options_.endpoints[e].host;
+  opts.port = options_.endpoints[e].port;
+  if (!options_.endpoints[e].tls) opts.tls = nullptr;
+  return opts;
 }
 
 void Pool::RecordConnect(size_t e, bool ok, absl::Time now, bool probe) {
@@ -222,10 +227,7 @@ void Pool::Probe() {
     }
   }
   for (size_t e : due) {
-    ConnectionOptions opts = options_.connection;
-    opts.host = options_.endpoints[e].host;
-    opts.port = options_.endpoints[e].port;
-    if (!options_.endpoints[e].tls) opts.tls = nullptr;
+    const ConnectionOptions opts = OptionsFor(e);
     // A probe is a real handshake (so a wrong password or certificate counts as down); the
     // connection is closed rather than pooled, so the endpoint policy alone decides where
     // queries and inserts go.

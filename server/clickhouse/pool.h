@@ -135,6 +135,8 @@ class Pool {
   void Return(std::unique_ptr<Connection> conn, size_t endpoint, absl::Time created);
   absl::StatusOr<PooledConnection> Open(absl::Time deadline);
   void Maintain();
+  // The connection options for endpoint `e` (its host, port and TLS).
+  ConnectionOptions OptionsFor(size_t e) const;
   // Connects to the endpoints due for a probe and records the outcome.
   void Probe();
   // Records the outcome of a connect attempt (or a probe) to endpoint `e`.
