@@ -261,6 +261,7 @@ int Serve(const config::Config& config) {
 
   auto server = service::StartServer({.api_address = config.listen,
                                       .health_address = config.health_listen,
+                                      .max_message_bytes = config.max_message_bytes,
                                       .default_deadline = config.default_deadline,
                                       .queries = &queries,
                                       .tls = api_tls,

@@ -248,8 +248,15 @@ const std::vector<Option>& Options() {
        Duration("batch-max-delay", &Config::batch_max_delay)},
       {"table-limits", "", "per-table overrides: db.t:rows=N,bytes=S,delay=D;db.u:...",
        SetTableLimits},
-      {"memory-budget", "256MiB", "most bytes of rows buffered (callers wait beyond it)",
+      {"memory-budget", "256MiB",
+       "most bytes insert requests hold, from arrival to commit: rows are buffered up to 3/4 of "
+       "it (callers wait beyond), requests arriving or waiting use the rest, and beyond it they "
+       "are refused with RESOURCE_EXHAUSTED",
        Bytes("memory-budget", &Config::memory_budget, false)},
+      {"max-message-bytes", "16MiB",
+       "largest API request message; larger ones are refused by gRPC with RESOURCE_EXHAUSTED "
+       "(at most 1/4 of --memory-budget)",
+       Bytes("max-message-bytes", &Config::max_message_bytes, false)},
       {"table-memory-budget", "0", "most buffered bytes per table (0 = no per-table limit)",
        Bytes("table-memory-budget", &Config::table_memory_budget, true)},
       {"ready-high-water", "0.9", "readiness turns NOT_SERVING above this share of the budget",
@@ -545,9 +552,20 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
   if (config.pool_min_connections > config.pool_max_connections) {
     return absl::InvalidArgumentError("--pool-min-connections exceeds --pool-max-connections");
   }
-  if (config.batch_max_bytes > config.memory_budget) {
+  if (config.batch_max_bytes > config.memory_budget / 4 * 3) {
     return absl::InvalidArgumentError(
-        "--batch-max-bytes exceeds --memory-budget: a batch could never fill up");
+        "--batch-max-bytes exceeds 3/4 of --memory-budget (the buffer's share): a batch could "
+        "never fill up");
+  }
+  if (config.max_message_bytes > config.memory_budget / 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-message-bytes (", config.max_message_bytes,
+        ") exceeds 1/4 of --memory-budget (", config.memory_budget,
+        "): a request is counted at twice its size while it is parsed, and the budget must keep "
+        "room for it beside a full buffer; raise --memory-budget or lower --max-message-bytes"));
+  }
+  if (config.max_message_bytes > (1u << 31) - 1) {
+    return absl::InvalidArgumentError("--max-message-bytes must be below 2GiB");
   }
   if (config.retry_initial_backoff > config.retry_max_backoff) {
     return absl::InvalidArgumentError("--retry-initial-backoff exceeds --retry-max-backoff");

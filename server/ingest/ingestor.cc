@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
@@ -79,6 +80,7 @@ struct Ingestor::Pending {
   absl::Time received;
   absl::Time deadline;
   AckMode ack = AckMode::kCommitted;
+  MemoryBudget::Reservation reservation;  // until the rows join a batch
   std::function<void()> on_admitted;
   std::function<void(Result)> on_done;
   bool done = false;
@@ -152,12 +154,18 @@ bool SameTypes(const TableSchema& a, const TableSchema& b) {
 Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
                    const metrics::IngestMetrics* metrics)
     : options_(std::move(options)),
+      buffer_limit_(static_cast<uint64_t>(static_cast<double>(options_.memory_budget_bytes) *
+                                          options_.buffer_share)),
+      budget_(options_.memory_budget_bytes),
       inserter_(inserter),
       clock_(clock),
       metrics_(metrics),
       rng_(std::random_device{}()) {
   instance_id_ = absl::StrCat("chgate-", absl::ToUnixMicros(absl::Now()), "-", rng_() % 100000);
-  if (metrics_ != nullptr) metrics_->SetBufferBudgetBytes(options_.memory_budget_bytes);
+  if (metrics_ != nullptr) {
+    metrics_->SetBufferBudgetBytes(buffer_limit_);
+    metrics_->memory_budget_bytes->Set(static_cast<double>(options_.memory_budget_bytes));
+  }
   if (!options_.background) return;
   for (size_t i = 0; i < options_.worker_threads; ++i) {
     threads_.emplace_back([this] { WorkerLoop(false); });
@@ -224,6 +232,10 @@ bool Ingestor::RunPending() {
 void Ingestor::Complete(const std::shared_ptr<Pending>& p, Result result) {
   if (p->done) return;
   p->done = true;
+  if (p->reservation.bytes() > 0) {
+    p->reservation.Release();
+    PublishRequestBytes();
+  }
   if (!p->idempotency_key.empty()) {
     std::vector<std::function<void(Result)>> followers;
     {
@@ -236,6 +248,12 @@ void Ingestor::Complete(const std::shared_ptr<Pending>& p, Result result) {
           it->second.result = result;
           it->second.expires = clock_->Now() + options_.idempotency_window;
           it->second.followers.clear();
+          done_keys_.push_back({p->idempotency_key, it->second.expires});
+          // Bounded: beyond the cap the oldest keys are forgotten before their window ends.
+          while (done_keys_.size() > options_.idempotency_max_keys) {
+            keys_.erase(done_keys_.front().key);
+            done_keys_.pop_front();
+          }
         } else {
           keys_.erase(it);
         }
@@ -259,9 +277,37 @@ void Ingestor::Complete(const std::shared_ptr<Pending>& p, Result result) {
   p->on_done = nullptr;
 }
 
-void Ingestor::Submit(Request request, std::function<void()> on_admitted,
-                      std::function<void(Result)> on_done) {
+absl::StatusOr<MemoryBudget::Reservation> Ingestor::Reserve(uint64_t bytes) {
+  std::optional<MemoryBudget::Reservation> reservation = budget_.TryReserve(bytes);
+  if (reservation.has_value()) {
+    PublishRequestBytes();
+    return *std::move(reservation);
+  }
+  if (metrics_ != nullptr) {
+    metrics_->RequestDone("", metrics::kResultResourceExhausted, 0);
+    metrics_->memory_refusals->Increment();
+  }
+  constexpr double kMiB = 1 << 20;
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "chgate's memory budget is full: %.1f MiB of %.1f MiB in use (%.1f MiB of rows buffered "
+      "for ClickHouse, %.1f MiB held by requests being converted or waiting for room), this "
+      "request needs %.1f MiB; nothing of it was buffered, so it is safe to retry after a backoff",
+      static_cast<double>(budget_.used()) / kMiB,
+      static_cast<double>(budget_.limit()) / kMiB, static_cast<double>(budget_.buffered()) / kMiB,
+      static_cast<double>(budget_.requests()) / kMiB, static_cast<double>(bytes) / kMiB));
+}
+
+void Ingestor::PublishRequestBytes() const {
+  if (metrics_ != nullptr) {
+    metrics_->memory_request_bytes->Set(static_cast<double>(budget_.requests()));
+  }
+}
+
+void Ingestor::Submit(Request request, MemoryBudget::Reservation reservation,
+                      std::function<void()> on_admitted, std::function<void(Result)> on_done) {
   auto pending = std::make_shared<Pending>();
+  pending->reservation =
+      reservation.attached() ? std::move(reservation) : budget_.Attach();
   pending->received = clock_->Now();
   pending->deadline = request.deadline;
   pending->ack = request.ack.value_or(options_.default_ack);
@@ -326,7 +372,7 @@ absl::Status Ingestor::Convert(const Request& request, const TableSchema& s, Pen
     return AppendRows(*request.rows, s.names, columns, convert);
   }
   if (request.block != nullptr) {
-    const clickhouse::Block& b = *request.block;
+    clickhouse::Block& b = *request.block;
     RETURN_IF_ERROR(b.Validate());
     if (b.column_count() != s.names.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -339,10 +385,55 @@ absl::Status Ingestor::Convert(const Request& request, const TableSchema& s, Pen
             "column '", PrintableName(s.names[i]), "' has type ", PrintableName(col->type_name()),
             ", the table has ", PrintableName(s.prototypes[i]->type_name())));
       }
-      columns[i]->AppendRange(*col, 0, b.rows());
     }
+    // The columns are what the table takes: staged as they are, not copied.
+    auto staged = std::make_unique<clickhouse::Block>();
+    for (size_t i = 0; i < s.names.size(); ++i) {
+      staged->AddColumn(s.names[i], std::move(b.column(i).column));
+    }
+    p->staged = std::move(staged);
   }
   return absl::OkStatus();
+}
+
+bool Ingestor::ClaimKey(const std::shared_ptr<Pending>& p, const std::string& label,
+                        Request& request) {
+  const std::string key = absl::StrCat(label, "|", request.idempotency_key);
+  std::optional<Result> earlier;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    // Keys expire in the order they were done: only the front can be due.
+    while (!done_keys_.empty() && done_keys_.front().expires <= now) {
+      keys_.erase(done_keys_.front().key);
+      done_keys_.pop_front();
+    }
+    auto it = keys_.find(key);
+    if (it == keys_.end()) {
+      keys_[key];  // this request owns the key now
+      p->idempotency_key = key;
+      return false;
+    }
+    if (it->second.done) {
+      earlier = it->second.result;
+    } else {
+      // Wait for the first request's outcome instead of inserting again.
+      it->second.followers.push_back(std::move(p->on_done));
+      p->on_done = nullptr;
+      p->done = true;
+    }
+  }
+  if (request.release_input) request.release_input();
+  if (earlier) {
+    earlier->deduplicated = true;
+    Complete(p, *std::move(earlier));
+    return true;
+  }
+  // A follower holds nothing while it waits.
+  p->reservation.Release();
+  PublishRequestBytes();
+  if (p->on_admitted) p->on_admitted();
+  return true;
 }
 
 void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
@@ -351,41 +442,7 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
   p->table = *table;
   p->columns = request.columns;
   const std::string label = absl::StrCat(table->database, ".", table->table);
-  if (!request.idempotency_key.empty()) {
-    const std::string key = absl::StrCat(label, "|", request.idempotency_key);
-    std::optional<Result> earlier;
-    {
-      absl::MutexLock lock(&mu_);
-      const absl::Time now = clock_->Now();
-      for (auto it = keys_.begin(); it != keys_.end();) {  // forget expired keys
-        if (it->second.done && it->second.expires <= now) {
-          keys_.erase(it++);
-        } else {
-          ++it;
-        }
-      }
-      auto it = keys_.find(key);
-      if (it == keys_.end()) {
-        keys_[key];  // this request owns the key now
-        p->idempotency_key = key;
-      } else if (it->second.done) {
-        earlier = it->second.result;
-      } else {
-        // Wait for the first request's outcome instead of inserting again.
-        it->second.followers.push_back(std::move(p->on_done));
-        p->on_done = nullptr;
-        p->done = true;
-      }
-    }
-    if (earlier) {
-      earlier->deduplicated = true;
-      return Complete(p, *std::move(earlier));
-    }
-    if (p->done) {
-      if (p->on_admitted) p->on_admitted();
-      return;
-    }
-  }
+  if (!request.idempotency_key.empty() && ClaimKey(p, label, request)) return;
   p->key = absl::StrCat(label, "|", absl::StrJoin(p->columns, ","));
   bool fetched = false;
   absl::StatusOr<std::shared_ptr<const TableSchema>> schema =
@@ -403,12 +460,17 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
       converted = Convert(request, **schema, p.get());
     }
   }
+  // The message the rows came from is no longer needed: from here on the request holds only
+  // its converted columns.
+  if (request.release_input) request.release_input();
   // Only tables that exist become metric labels.
   p->label = label;
   p->schema = *schema;
   if (!converted.ok()) return Complete(p, {.status = converted});
   p->rows = p->staged->rows();
   p->bytes = p->staged->ByteSize();
+  p->reservation.Resize(p->bytes);
+  PublishRequestBytes();
   if (p->rows == 0) {
     // Nothing to commit: the table and columns were checked, which is all a zero-row request
     // asks for.
@@ -457,8 +519,7 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
       if (metrics_ != nullptr) (void)metrics_->ForTable(p->label);
     }
     Batch& batch = *slot;
-    const bool fits_global =
-        buffered_bytes_ == 0 || buffered_bytes_ + p->bytes <= options_.memory_budget_bytes;
+    const bool fits_global = buffered_bytes_ == 0 || buffered_bytes_ + p->bytes <= buffer_limit_;
     const bool fits_table = options_.table_budget_bytes == 0 || batch.table_bytes == 0 ||
                             batch.table_bytes + p->bytes <= options_.table_budget_bytes;
     if (!fits_global || !fits_table) return;  // FIFO: later requests wait behind this one
@@ -478,6 +539,10 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
       batch.block->column(i).column->AppendRange(*p->staged->column(i).column, 0, p->rows);
     }
     p->staged.reset();
+    // The bytes move from the request's reservation to the buffer's count (added first, so the
+    // budget never shows room that is not there).
+    budget_.AddBuffered(p->bytes);
+    p->reservation.Release();
     batch.rows += p->rows;
     batch.bytes += p->bytes;
     batch.table_bytes += p->bytes;
@@ -499,6 +564,7 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
     if (metrics_ != nullptr) {
       metrics_->SetBuffered(buffered_rows_, buffered_bytes_);
       metrics_->waiting_requests->Set(static_cast<double>(waiting_.size()));
+      PublishRequestBytes();
     }
     const BatchLimits& limits = LimitsFor(batch.label);
     if (batch.rows >= limits.max_rows) {
@@ -653,6 +719,7 @@ void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {
   {
     absl::MutexLock lock(&mu_);
     buffered_bytes_ -= bytes;
+    budget_.RemoveBuffered(bytes);
     buffered_rows_ -= rows;
     batch->table_bytes -= bytes;
     batch->flushing = false;
@@ -718,7 +785,7 @@ bool Ingestor::Ready() const {
   absl::MutexLock lock(&mu_);
   // One threshold would flap the pod in and out of its Services while the buffer hovers at it.
   const double used = static_cast<double>(buffered_bytes_);
-  const double budget = static_cast<double>(options_.memory_budget_bytes);
+  const double budget = static_cast<double>(buffer_limit_);
   if (used >= options_.ready_high_water * budget) {
     above_high_water_ = true;
   } else if (used < options_.ready_low_water * budget) {
@@ -729,7 +796,12 @@ bool Ingestor::Ready() const {
 
 IngestStats Ingestor::Stats() const {
   absl::MutexLock lock(&mu_);
-  return {buffered_rows_, buffered_bytes_, waiting_.size(), flushes_in_flight_, rows_dropped_};
+  return {.buffered_rows = buffered_rows_,
+          .buffered_bytes = buffered_bytes_,
+          .waiting_requests = waiting_.size(),
+          .flushes_in_flight = flushes_in_flight_,
+          .request_bytes = budget_.requests(),
+          .rows_dropped = rows_dropped_};
 }
 
 void Ingestor::Shutdown(absl::Time deadline) {
@@ -771,6 +843,7 @@ void Ingestor::Shutdown(absl::Time deadline) {
         if (metrics_ != nullptr) metrics_->ForTable(batch->label).ShutdownRowsDropped(batch->rows);
       }
       buffered_bytes_ -= batch->bytes;
+      budget_.RemoveBuffered(batch->bytes);
       buffered_rows_ -= batch->rows;
       batch->rows = batch->bytes = 0;
       batch->block = EmptyBlock(*batch->schema);

@@ -31,6 +31,7 @@
 #include "server/clickhouse/block.h"
 #include "server/ingest/convert.h"
 #include "server/ingest/inserter.h"
+#include "server/ingest/memory_budget.h"
 #include "server/ingest/value.h"
 #include "server/metrics/metrics.h"
 
@@ -65,10 +66,16 @@ struct IngestOptions {
   std::string default_database = "default";
   BatchLimits limits;
   absl::flat_hash_map<std::string, BatchLimits> table_limits;  // "db.table" -> limits
+  // Everything insert requests hold, from arrival to commit (see MemoryBudget). Rows join
+  // batches only up to buffer_share of it (the buffer limit); the rest is room for requests
+  // that arrive, are converted, or wait for room in the buffer.
   uint64_t memory_budget_bytes = 256 << 20;
+  double buffer_share = 0.75;
   uint64_t table_budget_bytes = 0;  // 0: no per-table budget
-  double ready_high_water = 0.9;    // readiness turns false above this share of the budget
+  double ready_high_water = 0.9;    // readiness turns false above this share of the buffer limit
   double ready_low_water = 0.7;     // ... and true again only below this share (hysteresis)
+  // Successful idempotency keys remembered at most (the oldest are forgotten first).
+  size_t idempotency_max_keys = 100000;
   RetryPolicy retry;
   // Flush this long before the earliest waiting caller's deadline.
   absl::Duration deadline_margin = absl::Milliseconds(100);
@@ -86,14 +93,20 @@ struct IngestOptions {
 struct Request {
   std::string table;  // "db.table" or "table" (default database)
   std::vector<std::string> columns;
-  const RowSource* rows = nullptr;           // either rows ...
-  const clickhouse::Block* block = nullptr;  // ... or typed columns matching `columns`
+  const RowSource* rows = nullptr;  // either rows ...
+  // ... or typed columns matching `columns`. The Ingestor takes the block's columns once they
+  // are judged to fit the table (the block is left without them).
+  clickhouse::Block* block = nullptr;
   absl::Time deadline = absl::InfiniteFuture();
   std::optional<AckMode> ack;
   // Optional: a repeat of a recent request with the same (table, key) is not inserted again. A
   // repeat of a pending request waits for its outcome; of a successful one gets its result at
   // once (deduplicated = true); a failed request's key is forgotten.
   std::string idempotency_key;
+  // Called once the request's rows are converted (or it failed, or it follows an earlier request
+  // with the same idempotency key): `rows` and `block` are no longer read, so the caller can free
+  // the message they came from instead of holding it until the commit.
+  std::function<void()> release_input;
 };
 
 struct Result {
@@ -110,6 +123,7 @@ struct IngestStats {
   uint64_t buffered_bytes = 0;
   uint64_t waiting_requests = 0;
   uint64_t flushes_in_flight = 0;
+  uint64_t request_bytes = 0;  // held by requests not yet in a batch (MemoryBudget::requests)
   // Rows lost since the start: acknowledged in accepted mode and then failed for good, or still
   // buffered when Shutdown's drain ended (also in chgate_rows_dropped_total).
   uint64_t rows_dropped = 0;
@@ -124,11 +138,25 @@ class Ingestor {
   Ingestor(const Ingestor&) = delete;
   Ingestor& operator=(const Ingestor&) = delete;
 
-  // Takes a request. `on_admitted` runs once its rows are buffered (the request's data is no
-  // longer needed), `on_done` exactly once with the outcome (for a failed request only
-  // `on_done` runs). Never blocks.
+  // Counts `bytes` for a request that just arrived (its received message, soon its parsed and
+  // converted forms) against the memory budget. ResourceExhausted, saying how the budget is
+  // used, when they do not fit: the caller refuses the request before doing anything with it.
+  absl::StatusOr<MemoryBudget::Reservation> Reserve(uint64_t bytes);
+
+  // Takes a request and the reservation that counts it (see Reserve; without one the Ingestor
+  // counts it from its conversion on). `on_admitted` runs once its rows are buffered (the
+  // request's data is no longer needed), `on_done` exactly once with the outcome (for a failed
+  // request only `on_done` runs). Never blocks.
+  void Submit(Request request, MemoryBudget::Reservation reservation,
+              std::function<void()> on_admitted, std::function<void(Result)> on_done);
   void Submit(Request request, std::function<void()> on_admitted,
-              std::function<void(Result)> on_done);
+              std::function<void(Result)> on_done) {
+    Submit(std::move(request), MemoryBudget::Reservation(), std::move(on_admitted),
+           std::move(on_done));
+  }
+
+  // The most bytes of rows batches hold together (memory_budget_bytes x buffer_share).
+  uint64_t buffer_limit() const { return buffer_limit_; }
 
   // Readiness, with hysteresis: false once the buffered bytes reach the high-water mark, true
   // again only when they are back below the low-water mark; false while shutting down.
@@ -155,6 +183,10 @@ class Ingestor {
   void WorkerLoop(bool flush_queue);
   void SchedulerLoop();
   void Admit(std::shared_ptr<Pending> pending, Request request);
+  // Remembers (or looks up) the request's idempotency key; true when the request is finished
+  // (an earlier one did the work, or it waits for the outcome of one in flight).
+  bool ClaimKey(const std::shared_ptr<Pending>& p, const std::string& label, Request& request);
+  void PublishRequestBytes() const;
   // The insert header of (table, columns): cached unless `refresh` or older than schema_ttl.
   // `*fetched` says whether it came from the server just now.
   absl::StatusOr<std::shared_ptr<const TableSchema>> Schema(const TableId& table,
@@ -181,6 +213,8 @@ class Ingestor {
   void Complete(const std::shared_ptr<Pending>& p, Result result);
 
   const IngestOptions options_;
+  const uint64_t buffer_limit_;
+  MemoryBudget budget_;
   Inserter* const inserter_;
   Clock* const clock_;
   const metrics::IngestMetrics* const metrics_;
@@ -200,6 +234,13 @@ class Ingestor {
     std::vector<std::function<void(Result)>> followers;  // repeats waiting for the outcome
   };
   absl::flat_hash_map<std::string, KeyEntry> keys_ ABSL_GUARDED_BY(mu_);
+  // Keys of successful requests in the order they finished, which is the order they expire in
+  // (one window for all): forgetting expired keys looks at the front only.
+  struct DoneKey {
+    std::string key;
+    absl::Time expires;
+  };
+  std::deque<DoneKey> done_keys_ ABSL_GUARDED_BY(mu_);
   uint64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t buffered_rows_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;

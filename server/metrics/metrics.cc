@@ -27,6 +27,9 @@ constexpr char kFlushRetries[] = "chgate_flush_retries_total";
 constexpr char kFlushErrors[] = "chgate_flush_errors_total";
 constexpr char kRowsDropped[] = "chgate_rows_dropped_total";
 constexpr char kWaitingRequests[] = "chgate_ingest_waiting_requests";
+constexpr char kMemoryBudget[] = "chgate_memory_budget_bytes";
+constexpr char kMemoryRequests[] = "chgate_memory_request_bytes";
+constexpr char kMemoryRefusals[] = "chgate_memory_refusals_total";
 // Query.
 constexpr char kQueries[] = "chgate_queries_total";
 constexpr char kQueryRows[] = "chgate_query_rows_total";
@@ -335,7 +338,25 @@ Metrics::Metrics()
       &Build(BuildGauge(), r, kBufferedBytes, "Bytes buffered and not yet committed, all tables.")
            .Add({});
   ingest_.buffer_budget_bytes =
-      &Build(BuildGauge(), r, kBufferBudget, "The global budget of buffered bytes.").Add({});
+      &Build(BuildGauge(), r, kBufferBudget,
+             "The most bytes of rows batches hold, all tables (the --memory-budget's share for "
+             "the buffer).")
+           .Add({});
+  ingest_.memory_budget_bytes =
+      &Build(BuildGauge(), r, kMemoryBudget,
+             "--memory-budget: the most bytes insert requests hold from arrival to commit (the "
+             "buffer included).")
+           .Add({});
+  ingest_.memory_request_bytes =
+      &Build(BuildGauge(), r, kMemoryRequests,
+             "Bytes held by insert requests not yet in a batch: received, being converted, or "
+             "waiting for room in the buffer.")
+           .Add({});
+  ingest_.memory_refusals =
+      &Build(BuildCounter(), r, kMemoryRefusals,
+             "Insert requests refused at arrival with RESOURCE_EXHAUSTED because the memory "
+             "budget was full.")
+           .Add({});
   ingest_.flush_retries =
       &Build(BuildCounter(), r, kFlushRetries, "Flush attempts retried after a transient error.");
   ingest_.flush_errors = &Build(
@@ -469,7 +490,7 @@ std::vector<std::string> Metrics::MetricNames() {
       kFlushDuration,      kBatchRows,     kBatchSize,
       kCommitLatency,      kBufferedRows,  kBufferedBytes,
       kBufferBudget,       kFlushRetries,  kFlushErrors,
-      kWaitingRequests,    kQueries,       kQueryRows,
+      kWaitingRequests,    kMemoryBudget,  kMemoryRequests, kMemoryRefusals, kQueries, kQueryRows,
       kQueryResponseBytes, kQueryDuration, kQueriesInFlight,
       kReceivedBytes,      kDecodedBytes,  kSentBytes,
       kPoolConnections,    kPoolConnects,  kPoolConnectFailures,

@@ -113,6 +113,9 @@ struct IngestMetrics {
   prometheus::Gauge* buffered_bytes = nullptr;
   prometheus::Gauge* buffer_budget_bytes = nullptr;
   prometheus::Gauge* waiting_requests = nullptr;
+  prometheus::Gauge* memory_budget_bytes = nullptr;
+  prometheus::Gauge* memory_request_bytes = nullptr;
+  prometheus::Counter* memory_refusals = nullptr;
 
   // Returns the handles for `table`, creating its series on first use (the rows-dropped ones at
   // 0, so the first loss is an increase alerts see). Cheap enough per batch;

@@ -22,6 +22,26 @@ namespace {
 
 constexpr size_t kMaxIdempotencyKeyBytes = 128;
 
+// What a request is counted for in the memory budget (ingest::MemoryBudget) before it is
+// converted. On arrival: the received bytes and their parsed copy, which exist together while
+// the message is parsed.
+uint64_t ArrivalBytes(size_t wire) { return 2 * static_cast<uint64_t>(wire) + 1024; }
+
+// Once parsed (the received bytes freed): the parsed message and the columns converted from it,
+// which exist together until the conversion ends. Estimates: a parsed message takes about its
+// wire size plus the objects of each row and value (exact for columnar blocks, whose values are
+// bytes fields); converted columns about the wire size.
+uint64_t ConvertingBytes(const v1::InsertRequest& message, size_t wire) {
+  uint64_t parsed = static_cast<uint64_t>(wire) + 1024;
+  if (message.has_rows()) {
+    parsed += 64 * static_cast<uint64_t>(message.rows().rows_size());
+    for (const v1::Row& row : message.rows().rows()) {
+      parsed += 48 * static_cast<uint64_t>(row.values_size());
+    }
+  }
+  return parsed + wire;
+}
+
 // A request made ready for the Ingestor. The views `request` holds point into this struct and
 // into the InsertRequest message; both must stay alive until the Ingestor admits or rejects it.
 struct PreparedInsert {
@@ -208,25 +228,36 @@ class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
   }
 
   void Start() {
-    if (absl::Status parsed = ParseRawMessage(*raw_request_, &request_); !parsed.ok()) {
-      return FinishEarly(parsed);
-    }
     if (service_->shutting_down()) return FinishEarly(ShuttingDown());
+    // Counted from the moment its bytes arrived; refused at once when the budget is full.
+    const size_t wire = raw_request_->Length();
+    absl::StatusOr<ingest::MemoryBudget::Reservation> reservation =
+        service_->ingestor_->Reserve(ArrivalBytes(wire));
+    if (!reservation.ok()) return FinishEarly(reservation.status());
+    state_->message = std::make_unique<v1::InsertRequest>();
+    const v1::InsertRequest& message = *state_->message;
+    absl::Status parsed = ParseRawMessage(*raw_request_, state_->message.get());
+    // The received bytes are not read again: free them now rather than when the call ends.
+    const_cast<grpc::ByteBuffer*>(raw_request_)->Clear();
+    if (!parsed.ok()) return FinishEarly(parsed);
+    reservation->Resize(ConvertingBytes(message, wire));
     if (service_->auth_enabled()) {
-      absl::Status allowed = service_->AuthorizeInsert(CallCredentials(*context_), request_);
+      absl::Status allowed = service_->AuthorizeInsert(CallCredentials(*context_), message);
       if (!allowed.ok()) return FinishEarly(allowed);
     }
     const absl::Time deadline = HasDeadline(*context_)
                                     ? absl::FromChrono(context_->deadline())
                                     : absl::Now() + service_->options_.default_deadline;
-    if (absl::Status s = Prepare(request_, deadline, &state_->prepared); !s.ok()) {
+    if (absl::Status s = Prepare(message, deadline, &state_->prepared); !s.ok()) {
       return FinishEarly(s);
     }
-    // The callbacks keep the state (and so the prepared views) alive; the request message lives
-    // until this reactor finishes, which happens only from them (or, after admission, on cancel).
+    // The callbacks keep the state (and so the prepared views) alive until the outcome; the
+    // message and its converted block are freed as soon as the Ingestor has converted them.
     std::shared_ptr<State> state = state_;
+    state->prepared.request.release_input = [state] { state->ReleaseInput(); };
     service_->ingestor_->Submit(
-        std::move(state->prepared.request), [state] { OnAdmitted(*state); },
+        std::move(state->prepared.request), *std::move(reservation),
+        [state] { OnAdmitted(*state); },
         [state](ingest::Result result) { OnResult(*state, std::move(result)); });
   }
 
@@ -247,7 +278,16 @@ class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
     InsertCall* call ABSL_GUARDED_BY(mu) = nullptr;  // null once Finish was called
     bool admitted ABSL_GUARDED_BY(mu) = false;
     bool cancelled ABSL_GUARDED_BY(mu) = false;
-    PreparedInsert prepared;  // written before Submit, read-only afterwards
+    // Written before Submit; afterwards only ReleaseInput (once, on an Ingestor thread) frees
+    // the message and the views into it, and the outcome reads the plain fields of `prepared`.
+    std::unique_ptr<v1::InsertRequest> message;
+    PreparedInsert prepared;
+
+    void ReleaseInput() {
+      prepared.rows.reset();
+      prepared.block = clickhouse::Block();
+      message.reset();
+    }
   };
 
   void FinishEarly(const absl::Status& status) {
@@ -290,8 +330,6 @@ class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
   grpc::CallbackServerContext* const context_;
   const grpc::ByteBuffer* const raw_request_;
   grpc::ByteBuffer* const raw_response_;
-  // Parsed from raw_request_ in Start; lives until the reactor is deleted, after every use.
-  v1::InsertRequest request_;
   const std::shared_ptr<State> state_;
 };
 
@@ -348,14 +386,19 @@ class IngestService::StreamCall final
         return MaybeFinishLocked();
       }
       if (finished_) return;
-      if (absl::Status parsed = ParseRawMessage(slot->raw, &slot->request); !parsed.ok()) {
+      const size_t wire = slot->raw.Length();
+      absl::Status parsed = ParseRawMessage(slot->raw, slot->request.get());
+      slot->raw.Clear();  // not read again
+      if (!parsed.ok()) {
         // The message has no sequence to acknowledge: end the stream with the reason, after
         // the acks already owed.
         return DrainLocked(parsed);
       }
+      slot->sequence = slot->request->sequence();
+      slot->wire_bytes = wire;
       ++unacked_;
       if (draining_) {
-        AckLocked(FailureAck(slot->request.sequence(), drain_status_));
+        AckLocked(FailureAck(slot->sequence, drain_status_));
         MaybeWriteLocked();
         return MaybeFinishLocked();
       }
@@ -390,9 +433,19 @@ class IngestService::StreamCall final
     Slot(const Slot&) = delete;
     Slot& operator=(const Slot&) = delete;
 
+    // Frees the message and the views into it (the Ingestor has converted it); the ack needs
+    // only `sequence` and the plain fields of `prepared`.
+    void ReleaseInput() {
+      prepared.rows.reset();
+      prepared.block = clickhouse::Block();
+      request.reset();
+    }
+
     StreamCall* const call;
     grpc::ByteBuffer raw;
-    v1::InsertRequest request;
+    std::unique_ptr<v1::InsertRequest> request = std::make_unique<v1::InsertRequest>();
+    uint64_t sequence = 0;
+    size_t wire_bytes = 0;
     PreparedInsert prepared;
     bool deadline_from_stream = false;
     bool read_released = false;  // guarded by call->mu_
@@ -407,20 +460,27 @@ class IngestService::StreamCall final
         slot->deadline_from_stream = true;
       }
     }
-    absl::Status s = service_->auth_enabled()
-                         ? service_->AuthorizeInsert(credentials_, slot->request)
-                         : absl::OkStatus();
-    if (s.ok()) s = Prepare(slot->request, deadline, &slot->prepared);
+    // A request already read is counted from now on; one that does not fit beside the others
+    // is refused with its own ack, and the stream reads on.
+    absl::StatusOr<ingest::MemoryBudget::Reservation> reservation =
+        service_->ingestor_->Reserve(ConvertingBytes(*slot->request, slot->wire_bytes));
+    absl::Status s = reservation.status();
+    if (s.ok() && service_->auth_enabled()) {
+      s = service_->AuthorizeInsert(credentials_, *slot->request);
+    }
+    if (s.ok()) s = Prepare(*slot->request, deadline, &slot->prepared);
     if (!s.ok()) {
       absl::MutexLock lock(&mu_);
-      AckLocked(FailureAck(slot->request.sequence(), s));
+      AckLocked(FailureAck(slot->sequence, s));
       ReleaseReadLocked(*slot);
       MaybeWriteLocked();
       return MaybeFinishLocked();
     }
     Slot* raw = slot.get();
+    raw->prepared.request.release_input = [slot] { slot->ReleaseInput(); };
     service_->ingestor_->Submit(
-        std::move(raw->prepared.request), [slot] { slot->call->OnAdmitted(*slot); },
+        std::move(raw->prepared.request), *std::move(reservation),
+        [slot] { slot->call->OnAdmitted(*slot); },
         [slot](ingest::Result result) { slot->call->OnResult(*slot, std::move(result)); });
   }
 
@@ -433,10 +493,10 @@ class IngestService::StreamCall final
     absl::MutexLock lock(&mu_);
     v1::InsertAck ack;
     if (result.status.ok()) {
-      ack.set_sequence(slot.request.sequence());
+      ack.set_sequence(slot.sequence);
       FillSuccess(result, slot.prepared, &ack);
     } else {
-      ack = FailureAck(slot.request.sequence(), result.status);
+      ack = FailureAck(slot.sequence, result.status);
       // The stream's own deadline, not the per-request default, ran out while waiting for room:
       // end the stream (after the acks it owes) instead of reading more.
       if (result.status.code() == absl::StatusCode::kResourceExhausted &&

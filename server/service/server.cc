@@ -68,6 +68,10 @@ class ServerImpl final : public Server {
       builder.RegisterService(&service_);
       builder.SetMaxReceiveMessageSize(
           static_cast<int>(std::min<size_t>(options_.max_message_bytes, INT_MAX)));
+      if (options_.max_concurrent_streams > 0) {
+        builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                                   static_cast<int>(options_.max_concurrent_streams));
+      }
       // A stream that chgate stops reading (its buffer is full) must not keep flowing into
       // gRPC's own buffers: without BDP probing, each stream's receive window stays at its
       // initial 64 KiB instead of growing to megabytes, so flow control reaches the producer.

@@ -22,7 +22,12 @@ struct ServerOptions {
   std::string api_address = "127.0.0.1:50051";   // Insert/InsertStream/Query
   std::string health_address = "0.0.0.0:50052";  // health + reflection only ("" = API listener)
   // Larger requests are rejected by gRPC itself with RESOURCE_EXHAUSTED.
-  size_t max_message_bytes = 64 << 20;
+  size_t max_message_bytes = 16 << 20;
+  // Calls open at once on one client connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; 0: no
+  // limit). gRPC receives a unary call's whole message before chgate sees the call, so this
+  // bounds what a burst of calls on one connection holds in gRPC's buffers; calls beyond it wait
+  // in the client.
+  uint32_t max_concurrent_streams = 0;
   // Requests without a deadline get this one (InsertStream: each request, from when it is read).
   absl::Duration default_deadline = absl::Seconds(30);
   // Runs Query calls (must outlive the Server); null: Query is UNIMPLEMENTED.

@@ -129,6 +129,8 @@ struct Outcome {
   bool admitted = false;
   bool done = false;
   Result result;
+  clickhouse::Block block;  // the request's own copy: the Ingestor takes its columns
+  bool released = false;    // release_input ran
 };
 
 class IngestorTest : public ::testing::Test {
@@ -150,8 +152,12 @@ class IngestorTest : public ::testing::Test {
                   std::string table = "events", std::optional<AckMode> ack = std::nullopt) {
     outcomes_.push_back(std::make_unique<Outcome>());
     Outcome* o = outcomes_.back().get();
-    Request r{
-        .table = std::move(table), .block = &block, .deadline = clock_.Now() + timeout, .ack = ack};
+    o->block = block;
+    Request r{.table = std::move(table),
+              .block = &o->block,
+              .deadline = clock_.Now() + timeout,
+              .ack = ack,
+              .release_input = [o] { o->released = true; }};
     ingestor_->Submit(
         std::move(r), [o] { o->admitted = true; },
         [o](Result res) {
@@ -452,8 +458,9 @@ TEST_F(IngestorTest, RepeatedIdempotencyKeysInsertOnce) {
   auto submit = [&](const std::string& key) {
     outcomes_.push_back(std::make_unique<Outcome>());
     Outcome* o = outcomes_.back().get();
+    o->block = a;
     Request r{.table = "events",
-              .block = &a,
+              .block = &o->block,
               .deadline = clock_.Now() + absl::Seconds(30),
               .idempotency_key = key};
     ingestor_->Submit(
