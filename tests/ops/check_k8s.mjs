@@ -31,7 +31,7 @@ const K8S = process.env.CHGATE_OPS_K8S_DIR || repoPath("deploy/kubernetes");
 
 // The health service names chgate registers (server/service/health; checked live by
 // tests/ops/live_check.py and tests/e2e HealthTest).
-const HEALTH_NAMES = new Set(["", "liveness", "readiness"]);
+const HEALTH_NAMES = new Set(["", "liveness", "readiness", "buffer"]);
 // Volume types the restricted Pod Security Standard allows.
 const RESTRICTED_VOLUMES = new Set(["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
   "persistentVolumeClaim", "projected", "secret"]);
@@ -221,11 +221,21 @@ for (const [d, docs] of Object.entries(rendered)) {
     r.check(ports["grpc-health"] === healthPort, `${id}: port grpc-health = CHGATE_HEALTH_LISTEN's port (${healthPort})`);
     r.check(ports.metrics === metricsPort, `${id}: port metrics = CHGATE_METRICS_LISTEN's port (${metricsPort})`);
 
-    const probes = { startupProbe: "liveness", livenessProbe: "liveness", readinessProbe: "readiness" };
+    // Buffer-based readiness is opt-in (overlays/buffer-readiness); everywhere else the pod's
+    // readiness must not follow the buffer.
+    const bufferReadiness = d.includes("buffer-readiness");
+    const probes = { startupProbe: "liveness", livenessProbe: "liveness",
+      readinessProbe: bufferReadiness ? "buffer" : "readiness" };
     for (const [p, want] of Object.entries(probes)) {
       const g = chgate[p]?.grpc;
       r.check(g && g.port === healthPort && g.service === want && HEALTH_NAMES.has(g.service),
         `${id}: ${p} is gRPC on port ${healthPort}, service "${want}"`, JSON.stringify(chgate[p]));
+    }
+    if (chgate.readinessProbe?.grpc?.service === "buffer") {
+      const rp = chgate.readinessProbe;
+      r.check((rp.successThreshold ?? 1) >= 2 && (rp.failureThreshold ?? 3) * (rp.periodSeconds ?? 10) >= 10,
+        `${id}: the buffer readiness probe needs 2 successes to return and 10 s of failures to leave`,
+        JSON.stringify(rp));
     }
     const sp = chgate.startupProbe ?? {};
     r.check((sp.periodSeconds ?? 10) * (sp.failureThreshold ?? 3) >= 20,

@@ -3,7 +3,7 @@ ClickHouse:
 
   exposure    with the default API address (loopback) the API port refuses connections on this
               machine's non-loopback address while the health port answers there; health names
-              "", "liveness", "readiness" are SERVING and an unknown name is NOT_FOUND
+              "", "liveness", "readiness", "buffer" are SERVING and an unknown name is NOT_FOUND
   metrics     a live /metrics scrape passes `promtool check metrics`; every metric family the
               dashboard and the alert rules use is exported (a # TYPE line), and the ones with
               samples are listed
@@ -179,7 +179,7 @@ def main():
             check(not api_open, f"API {chgate.api_address} (loopback, the default) refuses {addr}:{chgate.api_port}")
             check(chgate.health("readiness", host=addr) == "SERVING",
                   f"health port answers on {addr}:{chgate.health_port} (readiness SERVING)")
-        for name in ("", "liveness", "readiness"):
+        for name in ("", "liveness", "readiness", "buffer"):
             check(chgate.health(name) == "SERVING", f'health service "{name}" is SERVING')
         try:
             chgate.health("no-such-service")
