@@ -454,7 +454,9 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
       slot->schema = p->schema;
       slot->block = EmptyBlock(*p->schema);
       // The table's series exist from its first batch on, at 0, so a first loss shows.
-      if (metrics_ != nullptr) (void)metrics_->ForTable(p->label);
+      if (metrics_ != nullptr) {
+        metrics_->TableStarted(p->label, absl::ToDoubleSeconds(LimitsFor(p->label).max_delay));
+      }
     }
     Batch& batch = *slot;
     const bool fits_global =

@@ -1042,6 +1042,9 @@ class HealthTest(ChgateTestCase):
 class MetricsTest(ChgateTestCase):
     """Case 9: /metrics after inserts."""
 
+    # One table with a delay of its own: chgate_batch_max_delay_seconds exports it.
+    CHGATE_ARGS = ["--batch-max-delay=50ms", f"--table-limits={DATABASE}.metrics:delay=120ms"]
+
     def test_metrics_after_inserts(self):
         import grpc
 
@@ -1069,6 +1072,10 @@ class MetricsTest(ChgateTestCase):
         flushed = e2e.metric_sum(samples, "chgate_batches_flushed_total", table=table)
         self.assertIsNotNone(flushed)
         self.assertGreater(flushed, 0)
+        # The alerts' yardsticks and denominators exist from the table's first batch.
+        self.assertEqual(e2e.metric_sum(samples, "chgate_batch_max_delay_seconds", table=table), 0.12)
+        self.assertEqual(e2e.metric_sum(samples, "chgate_batches_failed_total", table=table), 0)
+        self.assertEqual(e2e.metric_sum(samples, "chgate_batches_flushed_total", table=table, reason="shutdown"), 0)
         sent = e2e.metric_sum(samples, "chgate_clickhouse_sent_bytes_total")
         self.assertIsNotNone(sent)
         self.assertGreater(sent, 0)
