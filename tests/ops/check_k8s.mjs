@@ -219,7 +219,9 @@ for (const [d, docs] of Object.entries(rendered)) {
       `${id}: health and metrics listen on the pod address`);
     const ports = Object.fromEntries((chgate.ports ?? []).map((p) => [p.name, p.containerPort]));
     r.check(ports["grpc-health"] === healthPort, `${id}: port grpc-health = CHGATE_HEALTH_LISTEN's port (${healthPort})`);
-    r.check(ports.metrics === metricsPort, `${id}: port metrics = CHGATE_METRICS_LISTEN's port (${metricsPort})`);
+    r.check(ports["chgate-metrics"] === metricsPort, `${id}: port chgate-metrics = CHGATE_METRICS_LISTEN's port (${metricsPort})`);
+    // A port named plain "metrics" would be the application's to use; chgate's has its own name.
+    r.check(!ports.metrics, `${id}: chgate declares no port named "metrics" (it would clash with the application's)`);
 
     // Buffer-based readiness is opt-in (overlays/buffer-readiness); everywhere else the pod's
     // readiness must not follow the buffer.
@@ -293,8 +295,22 @@ for (const [d, docs] of Object.entries(rendered)) {
     const labels = dep.spec.template.metadata.labels ?? {};
     const monitors = docs.filter((o) => o.kind === "PodMonitor" &&
       Object.entries(o.spec.selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v));
-    r.check(monitors.length === 1 && monitors[0].spec.podMetricsEndpoints.some((e) => e.port === "metrics" && (e.path ?? "/metrics") === "/metrics"),
-      `${id}: a PodMonitor selects the pod and scrapes port "metrics" at /metrics`);
+    const endpoint = monitors[0]?.spec.podMetricsEndpoints.find((e) => e.port === "chgate-metrics" && (e.path ?? "/metrics") === "/metrics");
+    r.check(monitors.length === 1 && endpoint,
+      `${id}: one PodMonitor selects the pod and scrapes port "chgate-metrics" at /metrics`);
+    if (monitors.length === 1 && endpoint) {
+      const pm = monitors[0];
+      const relabel = endpoint.relabelings ?? [];
+      r.check(relabel.some((x) => x.targetLabel === "job" && x.replacement === "chgate" && !x.sourceLabels) &&
+        relabel.some((x) => x.targetLabel === "application" &&
+          JSON.stringify(x.sourceLabels) === '["__meta_kubernetes_pod_label_app_kubernetes_io_name"]'),
+        `${id}: PodMonitor ${pm.metadata.name} labels targets job="chgate" and application (the alerts aggregate by them)`,
+        JSON.stringify(relabel));
+      r.check((pm.spec.podTargetLabels ?? []).includes("app.kubernetes.io/name"),
+        `${id}: PodMonitor ${pm.metadata.name} copies the pod's app.kubernetes.io/name (podTargetLabels)`);
+      r.check("app.kubernetes.io/name" in (pm.spec.selector?.matchLabels ?? {}),
+        `${id}: PodMonitor ${pm.metadata.name} selects by the application's name, not every chgate pod of the namespace`);
+    }
   }
 }
 
