@@ -16,8 +16,10 @@
 //      who reaches it, and the Certificate naming the Service.
 //
 //   node tests/ops/check_k8s.mjs [--chgate build/server/chgate]
-import { readdirSync, existsSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, existsSync, readFileSync, statSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
 import YAML from "yaml";
 import {
   Reporter, repoPath, run, have, typeCheck, parseDuration, parseSize, parseQuantity,
@@ -189,6 +191,10 @@ for (const [d, docs] of Object.entries(rendered)) {
       const json = JSON.stringify(dep);
       r.check(!/"sleep":\{/.test(json), `${id}: no lifecycle sleep action (needs 1.30)`);
       r.check(!init.some((c) => c.restartPolicy), `${id}: no native sidecar left`);
+      // The kubelet starts containers in order and waits for each one's postStart hook: chgate
+      // first, with a hook that returns once chgate answers, holds the application back.
+      r.check(pod.containers[0]?.name === "chgate", `${id}: chgate is the first container (started before the application)`);
+      if (chgate) checkPostStartWait(id, chgate);
     } else {
       r.check(chgate?.restartPolicy === "Always", `${id}: chgate is a native sidecar (init container, restartPolicy Always)`);
     }
@@ -280,7 +286,11 @@ for (const [d, docs] of Object.entries(rendered)) {
       : legacy ? Math.max(chgatePreStop, appPreStop + 15) + drain + 10 : appPreStop + 15 + drain + 10;
     r.check(grace >= need, `${id}: terminationGracePeriodSeconds ${grace} >= ${need} (preStop, app shutdown, ${drain} s drain, margin)`);
     if (legacy) {
-      r.check(chgatePreStop >= appPreStop + 10, `${id}: chgate's preStop sleep (${chgatePreStop} s) outlasts the app's (${appPreStop} s)`);
+      // All preStop hooks start together and each container gets SIGTERM after its own: chgate
+      // must keep accepting rows until the application has stopped (its preStop + up to 15 s of
+      // shutdown) with a margin, not exactly then.
+      r.check(chgatePreStop >= appPreStop + 15 + 5,
+        `${id}: chgate's preStop sleep (${chgatePreStop} s) outlasts the app's preStop (${appPreStop} s) + 15 s shutdown + 5 s margin`);
     }
 
     // Memory: the limit holds the budget twice (buffer + a batch being encoded) plus gRPC's own.
@@ -311,6 +321,43 @@ for (const [d, docs] of Object.entries(rendered)) {
       r.check("app.kubernetes.io/name" in (pm.spec.selector?.matchLabels ?? {}),
         `${id}: PodMonitor ${pm.metadata.name} selects by the application's name, not every chgate pod of the namespace`);
     }
+  }
+}
+
+// Runs the legacy variant's postStart hook with stand-ins for chgate-cli (failing a given number
+// of times, recording its arguments) and sleep (instant): it must return 0 once chgate answers,
+// ask for the readiness name on the health port, and give up with a non-zero status after a
+// bounded number of tries instead of holding the pod forever.
+function checkPostStartWait(id, chgate) {
+  const cmd = chgate.lifecycle?.postStart?.exec?.command;
+  if (!r.check(Array.isArray(cmd) && cmd[0] === "/bin/sh" && cmd[1] === "-c" && /chgate-cli/.test(cmd[2] ?? ""),
+    `${id}: chgate's postStart hook is a shell loop around chgate-cli`, JSON.stringify(chgate.lifecycle?.postStart))) return;
+  const dir = mkdtempSync(join(tmpdir(), "chgate-poststart-"));
+  try {
+    writeFileSync(join(dir, "chgate-cli"), `#!/bin/sh
+echo "$*" >>"${dir}/calls"
+n=$(wc -l <"${dir}/calls")
+[ "$n" -gt "$FAILURES" ]
+`, { mode: 0o755 });
+    writeFileSync(join(dir, "sleep"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+    const runHook = (failures) => {
+      rmSync(join(dir, "calls"), { force: true });
+      const out = spawnSync("/bin/sh", ["-c", cmd[2]], {
+        env: { PATH: `${dir}:/usr/bin:/bin`, FAILURES: String(failures) }, encoding: "utf8", timeout: 20000 });
+      const calls = existsSync(join(dir, "calls")) ? readFileSync(join(dir, "calls"), "utf8").trim().split("\n") : [];
+      return { status: out.status, calls };
+    };
+    const ready = runHook(3);
+    r.check(ready.status === 0 && ready.calls.length === 4,
+      `${id}: postStart returns 0 once chgate answers (after 3 failed checks: ${ready.calls.length} calls)`, JSON.stringify(ready));
+    r.check(/--addr 127\.0\.0\.1:50052 .*health --service readiness/.test(ready.calls[0] ?? ""),
+      `${id}: postStart asks the health port for "readiness"`, ready.calls[0]);
+    const never = runHook(1000);
+    r.check(never.status !== 0 && never.calls.length >= 10 && never.calls.length <= 120,
+      `${id}: postStart gives up after a bounded number of tries (${never.calls.length}) when chgate never answers`,
+      JSON.stringify({ status: never.status, calls: never.calls.length }));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
