@@ -15,6 +15,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 PACKAGES=(
   prometheus          # promtool (check rules/config/metrics, test rules) and the server itself
+  prometheus-alertmanager  # amtool (check-config, config routes test) for deploy/alertmanager/
   yamllint
   docker-compose      # v1: `docker-compose config` works without a Docker engine
   python3 python3-grpcio python3-grpc-tools grpc-proto protobuf-compiler protobuf-compiler-grpc

@@ -93,8 +93,8 @@ std::vector<FlagSpec> BenchFlags() {
 std::vector<FlagSpec> HealthFlags() {
   return {
       {"service", "NAME",
-       "health service name: \"\" (default, the whole server), liveness or "
-       "readiness"},
+       "health service name: \"\" (default, the whole server), liveness, readiness or "
+       "buffer"},
   };
 }
 

@@ -259,10 +259,12 @@ const std::vector<Option>& Options() {
        Bytes("max-message-bytes", &Config::max_message_bytes, false)},
       {"table-memory-budget", "0", "most buffered bytes per table (0 = no per-table limit)",
        Bytes("table-memory-budget", &Config::table_memory_budget, true)},
-      {"ready-high-water", "0.9", "readiness turns NOT_SERVING above this share of the budget",
+      {"ready-high-water", "0.9",
+       "health name \"buffer\" (opt-in buffer-based readiness) turns NOT_SERVING above this "
+       "share of the budget",
        Share("ready-high-water", &Config::ready_high_water, /*zero_ok=*/false, /*one_ok=*/true)},
       {"ready-low-water", "0.7",
-       "after turning NOT_SERVING, readiness is SERVING again only below this share of the "
+       "after turning NOT_SERVING, \"buffer\" is SERVING again only below this share of the "
        "budget (must be below --ready-high-water)",
        Share("ready-low-water", &Config::ready_low_water, /*zero_ok=*/true, /*one_ok=*/false)},
       {"ack-mode", "committed",
@@ -547,7 +549,7 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
   }
   if (config.ready_low_water >= config.ready_high_water) {
     return absl::InvalidArgumentError(
-        "--ready-low-water must be below --ready-high-water (readiness would never return)");
+        "--ready-low-water must be below --ready-high-water (\"buffer\" would never return)");
   }
   if (config.pool_min_connections > config.pool_max_connections) {
     return absl::InvalidArgumentError("--pool-min-connections exceeds --pool-max-connections");

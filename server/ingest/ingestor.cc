@@ -516,7 +516,9 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
       slot->schema = p->schema;
       slot->block = EmptyBlock(*p->schema);
       // The table's series exist from its first batch on, at 0, so a first loss shows.
-      if (metrics_ != nullptr) (void)metrics_->ForTable(p->label);
+      if (metrics_ != nullptr) {
+        metrics_->TableStarted(p->label, absl::ToDoubleSeconds(LimitsFor(p->label).max_delay));
+      }
     }
     Batch& batch = *slot;
     const bool fits_global = buffered_bytes_ == 0 || buffered_bytes_ + p->bytes <= buffer_limit_;

@@ -26,6 +26,8 @@ constexpr char kBufferBudget[] = "chgate_buffer_budget_bytes";
 constexpr char kFlushRetries[] = "chgate_flush_retries_total";
 constexpr char kFlushErrors[] = "chgate_flush_errors_total";
 constexpr char kRowsDropped[] = "chgate_rows_dropped_total";
+constexpr char kBatchesFailed[] = "chgate_batches_failed_total";
+constexpr char kBatchMaxDelay[] = "chgate_batch_max_delay_seconds";
 constexpr char kWaitingRequests[] = "chgate_ingest_waiting_requests";
 constexpr char kMemoryBudget[] = "chgate_memory_budget_bytes";
 constexpr char kMemoryRequests[] = "chgate_memory_request_bytes";
@@ -142,10 +144,16 @@ void IngestTableMetrics::BatchFlushed(std::string_view reason, uint64_t rows, ui
 
 void IngestTableMetrics::FlushError(std::string_view code) const {
   flush_errors->Add({{"table", table}, {"code", std::string(code)}}).Increment();
+  batches_failed->Increment();
 }
 
 IngestTableMetrics IngestMetrics::ForTable(const std::string& table) const {
   const prometheus::Labels labels = {{"table", table}};
+  // A failure ratio needs its denominator from the first flush of each reason on.
+  for (std::string_view reason :
+       {kFlushRows, kFlushBytes, kFlushAge, kFlushDeadline, kFlushShutdown}) {
+    batches_flushed->Add({{"table", table}, {"reason", std::string(reason)}});
+  }
   return IngestTableMetrics{
       .flush_duration = &flush_duration->Add(labels, kLatencyBuckets),
       .batch_rows = &batch_rows->Add(labels, kBatchRowsBuckets),
@@ -154,11 +162,17 @@ IngestTableMetrics IngestMetrics::ForTable(const std::string& table) const {
       .flush_retries = &flush_retries->Add(labels),
       .batches_flushed = batches_flushed,
       .flush_errors = flush_errors,
+      .batches_failed = &batches_failed->Add(labels),
       .rows_dropped_accepted =
           &rows_dropped->Add({{"table", table}, {"reason", "accepted_flush_failed"}}),
       .rows_dropped_shutdown = &rows_dropped->Add({{"table", table}, {"reason", "shutdown"}}),
       .table = table,
   };
+}
+
+void IngestMetrics::TableStarted(const std::string& table, double max_delay_seconds) const {
+  (void)ForTable(table);
+  batch_max_delay->Add({{"table", table}}).Set(max_delay_seconds);
 }
 
 void IngestMetrics::RequestDone(const std::string& table, std::string_view result,
@@ -363,6 +377,14 @@ Metrics::Metrics()
       BuildCounter(), r, kFlushErrors,
       "Failed flush attempts, by table and code: the ClickHouse error code, or the status code "
       "name (e.g. UNAVAILABLE) when the failure did not come from ClickHouse.");
+  ingest_.batches_failed =
+      &Build(BuildCounter(), r, kBatchesFailed,
+             "Batches that failed for good (after their retries), by table; 0 from the table's "
+             "first batch on. chgate_flush_errors_total names their codes.");
+  ingest_.batch_max_delay =
+      &Build(BuildGauge(), r, kBatchMaxDelay,
+             "The table's configured batch delay (--batch-max-delay, or its --table-limits "
+             "delay): the longest a row waits before its batch is flushed.");
   ingest_.rows_dropped = &Build(
       BuildCounter(), r, kRowsDropped,
       "Rows chgate lost: accepted_flush_failed = acknowledged in accepted mode, then their flush "
@@ -497,6 +519,7 @@ std::vector<std::string> Metrics::MetricNames() {
       kPoolClosed,         kClickHouseUp,  kClickHouseLastSuccess,
       kTlsInsecure,        kTlsReloads,    kAuthFailures,
       kAuthReloads,        kBuildInfo,     kRowsDropped,
+      kBatchesFailed,      kBatchMaxDelay,
   };
   for (const char* name : kExposerFamilies) names.emplace_back(name);
   return names;

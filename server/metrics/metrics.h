@@ -69,6 +69,7 @@ struct IngestTableMetrics {
   prometheus::Counter* flush_retries = nullptr;     // chgate_flush_retries_total
   prometheus::Family<prometheus::Counter>* batches_flushed = nullptr;  // {table, reason}
   prometheus::Family<prometheus::Counter>* flush_errors = nullptr;     // {table, code}
+  prometheus::Counter* batches_failed = nullptr;         // chgate_batches_failed_total{table}
   prometheus::Counter* rows_dropped_accepted = nullptr;  // {table, reason="accepted_flush_failed"}
   prometheus::Counter* rows_dropped_shutdown = nullptr;  // {table, reason="shutdown"}
   std::string table;
@@ -80,8 +81,9 @@ struct IngestTableMetrics {
   void CommitLatency(double seconds) const { commit_latency->Observe(seconds); }
   // A flush attempt failed and will be retried.
   void FlushRetry() const { flush_retries->Increment(); }
-  // A flush attempt failed with `code` (ClickHouseCodeLabel or StatusCodeLabel); counted for
-  // every failed attempt, retried or not.
+  // A batch failed for good (after its retries) with `code` (ClickHouseCodeLabel or
+  // StatusCodeLabel): counts it in chgate_flush_errors_total{code} and
+  // chgate_batches_failed_total.
   void FlushError(std::string_view code) const;
   // Rows lost without their caller learning it: acknowledged in accepted mode, then their flush
   // failed for good.
@@ -109,6 +111,8 @@ struct IngestMetrics {
   prometheus::Family<prometheus::Counter>* flush_retries = nullptr;     // {table}
   prometheus::Family<prometheus::Counter>* flush_errors = nullptr;      // {table, code}
   prometheus::Family<prometheus::Counter>* rows_dropped = nullptr;      // {table, reason}
+  prometheus::Family<prometheus::Counter>* batches_failed = nullptr;    // {table}
+  prometheus::Family<prometheus::Gauge>* batch_max_delay = nullptr;     // {table}
   prometheus::Gauge* buffered_rows = nullptr;
   prometheus::Gauge* buffered_bytes = nullptr;
   prometheus::Gauge* buffer_budget_bytes = nullptr;
@@ -117,10 +121,15 @@ struct IngestMetrics {
   prometheus::Gauge* memory_request_bytes = nullptr;
   prometheus::Counter* memory_refusals = nullptr;
 
-  // Returns the handles for `table`, creating its series on first use (the rows-dropped ones at
-  // 0, so the first loss is an increase alerts see). Cheap enough per batch;
-  // the batcher keeps one per table for the per-request path.
+  // Returns the handles for `table`, creating its series on first use: the rows-dropped,
+  // batches-failed and batches-flushed (every reason) counters at 0, so the first failure or loss
+  // is an increase alerts see. Cheap enough per batch; the batcher keeps one per table for the
+  // per-request path.
   IngestTableMetrics ForTable(const std::string& table) const;
+  // The table's first batch was made: creates its series (ForTable) and exports its configured
+  // --batch-max-delay (or its --table-limits delay) as chgate_batch_max_delay_seconds{table}, the
+  // yardstick of the commit latency alert.
+  void TableStarted(const std::string& table, double max_delay_seconds) const;
 
   // A request finished with `result` (kResult* / ResultLabel); counts it and its `rows`.
   void RequestDone(const std::string& table, std::string_view result, uint64_t rows) const;

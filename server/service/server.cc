@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -18,10 +19,14 @@
 namespace chgate::service {
 namespace {
 
-// grpc.health.v1 service names (Kubernetes probes name them in `grpc.service`).
+// grpc.health.v1 service names (Kubernetes probes name them in `grpc.service`). "readiness" and
+// "" mean "accepting calls" (NOT_SERVING only once a drain began): a sidecar off the request path
+// must not take its application out of its Services because ClickHouse is slow. "buffer" carries
+// the buffer-based readiness (Ingestor::Ready, with hysteresis) for the opt-in probe.
 constexpr char kOverall[] = "";
 constexpr char kLiveness[] = "liveness";
 constexpr char kReadiness[] = "readiness";
+constexpr char kBuffer[] = "buffer";
 
 // Both are process-wide switches that apply to servers built afterwards.
 void InitGrpcOnce() {
@@ -95,7 +100,8 @@ class ServerImpl final : public Server {
       grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
       health->SetServingStatus(kLiveness, true);
     }
-    SetReadinessLocked(ingestor_->Ready());
+    SetStatusLocked({kReadiness, kOverall}, true);
+    SetStatusLocked({kBuffer}, ingestor_->Ready());
     return absl::OkStatus();
   }
 
@@ -105,7 +111,7 @@ class ServerImpl final : public Server {
   void RefreshHealth() override {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return;
-    SetReadinessLocked(ingestor_->Ready());
+    SetStatusLocked({kBuffer}, ingestor_->Ready());
   }
 
   void Shutdown(absl::Time deadline) override {
@@ -113,7 +119,7 @@ class ServerImpl final : public Server {
       absl::MutexLock lock(&mu_);
       if (!shutting_down_) {
         shutting_down_ = true;
-        SetReadinessLocked(false);
+        SetStatusLocked({kReadiness, kOverall, kBuffer}, false);
       }
     }
     service_.BeginShutdown();
@@ -152,12 +158,12 @@ class ServerImpl final : public Server {
     return servers;
   }
 
-  void SetReadinessLocked(bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void SetStatusLocked(std::initializer_list<const char*> names, bool serving)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (grpc::Server* server : ServersLocked()) {
       grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
       // Per name: SetServingStatus(bool) would flip liveness too.
-      health->SetServingStatus(kReadiness, serving);
-      health->SetServingStatus(kOverall, serving);
+      for (const char* name : names) health->SetServingStatus(name, serving);
     }
   }
 

@@ -1,5 +1,5 @@
 // The gRPC front end: the chgate.v1.Ingest service (callback API) over an Ingestor, plus
-// grpc.health.v1 (names "", "liveness", "readiness") and server reflection, on up to two
+// grpc.health.v1 (names "", "liveness", "readiness", "buffer") and server reflection, on up to two
 // listeners: the API address (loopback by default) and the health address (the pod address, so
 // kubelet gRPC probes reach it). Both listeners offer health and reflection; only the API
 // listener offers chgate.v1.Ingest. Thread-safe.
@@ -51,10 +51,15 @@ class Server {
   // health_address is empty.
   virtual int api_port() const = 0;
   virtual int health_port() const = 0;
-  // Updates grpc.health.v1 readiness ("readiness" and "") from the ingestor; liveness stays
-  // SERVING while the process runs. Called periodically by main; no effect once Shutdown began.
+  // Health names: "liveness" is SERVING while the process runs; "readiness" and "" are SERVING
+  // until Shutdown begins, whatever the buffer holds (the pod stays in its Services while
+  // ClickHouse is slow; callers get backpressure instead); "buffer" follows Ingestor::Ready()
+  // (NOT_SERVING from the high-water mark until below the low-water mark, and while draining),
+  // for deployments that opt into buffer-based readiness.
+  // Updates "buffer" from the ingestor. Called periodically by main; no effect once Shutdown
+  // began.
   virtual void RefreshHealth() = 0;
-  // Readiness (and "") NOT_SERVING at once, liveness stays SERVING; new Insert/InsertStream
+  // Readiness, "" and "buffer" NOT_SERVING at once, liveness stays SERVING; new Insert/InsertStream
   // calls get UNAVAILABLE; open streams stop reading and end with UNAVAILABLE after the acks
   // they owe. Then drains the ingestor (Ingestor::Shutdown(deadline): buffered batches are
   // flushed, requests still pending at `deadline` fail with UNAVAILABLE) so in-flight calls get

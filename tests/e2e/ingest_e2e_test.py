@@ -628,7 +628,8 @@ class DeadlineTest(ChgateTestCase):
 
 class BackpressureTest(ChgateTestCase):
     """Case 5: ClickHouse paused, a 1 MiB buffer: streams stop being read, unary inserts fail with
-    RESOURCE_EXHAUSTED, readiness turns NOT_SERVING, memory stays bounded; nothing acked is lost."""
+    RESOURCE_EXHAUSTED, health "buffer" turns NOT_SERVING while "readiness" stays SERVING, memory
+    stays bounded; nothing acked is lost."""
 
     BUDGET = 1 * MiB
     CHGATE_ARGS = [f"--memory-budget={BUDGET}", "--batch-max-bytes=256KiB", "--batch-max-delay=50ms"]
@@ -694,9 +695,13 @@ class BackpressureTest(ChgateTestCase):
                 m["acks_while_paused"] = sum(d.counts()[1] for d in drivers)
                 m["buffered_bytes"] = e2e.metric_sum(self.chgate.scrape(), "chgate_buffered_bytes")
                 if check_unary and not m["over_bound"]:
-                    # Readiness turns NOT_SERVING (refreshed every 500 ms); liveness stays SERVING.
-                    m["readiness"] = e2e.wait_until(
-                        lambda: self.chgate.health("readiness") == "NOT_SERVING", timeout=5, interval=0.1)
+                    # The buffer's health name turns NOT_SERVING (refreshed every 500 ms); the pod's
+                    # readiness, "" and liveness stay SERVING: a slow ClickHouse must not take the
+                    # application out of its Services.
+                    m["buffer"] = e2e.wait_until(
+                        lambda: self.chgate.health("buffer") == "NOT_SERVING", timeout=5, interval=0.1)
+                    m["readiness"] = self.chgate.health("readiness")
+                    m["overall"] = self.chgate.health("")
                     m["liveness"] = self.chgate.health("liveness")
                     # A unary insert with a short deadline fails with RESOURCE_EXHAUSTED, before it.
                     t = time.monotonic()
@@ -756,7 +761,9 @@ class BackpressureTest(ChgateTestCase):
         m = self.run_paused("bp", streams=1)
         self.assertTrue(m["plateau"], "the stream never stopped being written while ClickHouse was stopped")
         self.assertEqual(m["acks_while_paused"], 0, "acks arrived while ClickHouse was stopped")
-        self.assertTrue(m["readiness"], "readiness stayed SERVING with the buffer full")
+        self.assertTrue(m["buffer"], 'health "buffer" stayed SERVING with the buffer full')
+        self.assertEqual(m["readiness"], "SERVING", "the pod's readiness followed the buffer")
+        self.assertEqual(m["overall"], "SERVING")
         self.assertEqual(m["liveness"], "SERVING")
         self.assertEqual(m["unary"], "RESOURCE_EXHAUSTED")
         self.assertLess(m["unary_elapsed"], 1.5)
@@ -770,8 +777,8 @@ class BackpressureTest(ChgateTestCase):
         else:
             self.assertLess(m["growth"], self.RSS_BOUND)
         self.assertEqual(m["failed"], {}, "requests failed although ClickHouse came back in time")
-        self.assertTrue(e2e.wait_until(lambda: self.chgate.health("readiness") == "SERVING", timeout=5),
-                        "readiness did not return to SERVING")
+        self.assertTrue(e2e.wait_until(lambda: self.chgate.health("buffer") == "SERVING", timeout=5),
+                        'health "buffer" did not return to SERVING')
 
     def test_memory_bounded_with_many_streams(self):
         """The same bound with 32 producers: a stream chgate stops reading must not keep flowing
@@ -973,7 +980,7 @@ class HealthTest(ChgateTestCase):
     def test_health_services(self):
         import grpc
 
-        for service in ("", "liveness", "readiness"):
+        for service in ("", "liveness", "readiness", "buffer"):
             self.assertEqual(self.chgate.health(service), "SERVING", service)
         with self.assertRaises(grpc.RpcError) as cm:
             self.chgate.health("no-such-service")
@@ -1035,6 +1042,9 @@ class HealthTest(ChgateTestCase):
 class MetricsTest(ChgateTestCase):
     """Case 9: /metrics after inserts."""
 
+    # One table with a delay of its own: chgate_batch_max_delay_seconds exports it.
+    CHGATE_ARGS = ["--batch-max-delay=50ms", f"--table-limits={DATABASE}.metrics:delay=120ms"]
+
     def test_metrics_after_inserts(self):
         import grpc
 
@@ -1062,6 +1072,10 @@ class MetricsTest(ChgateTestCase):
         flushed = e2e.metric_sum(samples, "chgate_batches_flushed_total", table=table)
         self.assertIsNotNone(flushed)
         self.assertGreater(flushed, 0)
+        # The alerts' yardsticks and denominators exist from the table's first batch.
+        self.assertEqual(e2e.metric_sum(samples, "chgate_batch_max_delay_seconds", table=table), 0.12)
+        self.assertEqual(e2e.metric_sum(samples, "chgate_batches_failed_total", table=table), 0)
+        self.assertEqual(e2e.metric_sum(samples, "chgate_batches_flushed_total", table=table, reason="shutdown"), 0)
         sent = e2e.metric_sum(samples, "chgate_clickhouse_sent_bytes_total")
         self.assertIsNotNone(sent)
         self.assertGreater(sent, 0)

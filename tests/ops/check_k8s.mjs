@@ -16,8 +16,10 @@
 //      who reaches it, and the Certificate naming the Service.
 //
 //   node tests/ops/check_k8s.mjs [--chgate build/server/chgate]
-import { readdirSync, existsSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, existsSync, readFileSync, statSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
 import YAML from "yaml";
 import {
   Reporter, repoPath, run, have, typeCheck, parseDuration, parseSize, parseQuantity,
@@ -31,7 +33,7 @@ const K8S = process.env.CHGATE_OPS_K8S_DIR || repoPath("deploy/kubernetes");
 
 // The health service names chgate registers (server/service/health; checked live by
 // tests/ops/live_check.py and tests/e2e HealthTest).
-const HEALTH_NAMES = new Set(["", "liveness", "readiness"]);
+const HEALTH_NAMES = new Set(["", "liveness", "readiness", "buffer"]);
 // Volume types the restricted Pod Security Standard allows.
 const RESTRICTED_VOLUMES = new Set(["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
   "persistentVolumeClaim", "projected", "secret"]);
@@ -189,6 +191,10 @@ for (const [d, docs] of Object.entries(rendered)) {
       const json = JSON.stringify(dep);
       r.check(!/"sleep":\{/.test(json), `${id}: no lifecycle sleep action (needs 1.30)`);
       r.check(!init.some((c) => c.restartPolicy), `${id}: no native sidecar left`);
+      // The kubelet starts containers in order and waits for each one's postStart hook: chgate
+      // first, with a hook that returns once chgate answers, holds the application back.
+      r.check(pod.containers[0]?.name === "chgate", `${id}: chgate is the first container (started before the application)`);
+      if (chgate) checkPostStartWait(id, chgate);
     } else {
       r.check(chgate?.restartPolicy === "Always", `${id}: chgate is a native sidecar (init container, restartPolicy Always)`);
     }
@@ -219,13 +225,25 @@ for (const [d, docs] of Object.entries(rendered)) {
       `${id}: health and metrics listen on the pod address`);
     const ports = Object.fromEntries((chgate.ports ?? []).map((p) => [p.name, p.containerPort]));
     r.check(ports["grpc-health"] === healthPort, `${id}: port grpc-health = CHGATE_HEALTH_LISTEN's port (${healthPort})`);
-    r.check(ports.metrics === metricsPort, `${id}: port metrics = CHGATE_METRICS_LISTEN's port (${metricsPort})`);
+    r.check(ports["chgate-metrics"] === metricsPort, `${id}: port chgate-metrics = CHGATE_METRICS_LISTEN's port (${metricsPort})`);
+    // A port named plain "metrics" would be the application's to use; chgate's has its own name.
+    r.check(!ports.metrics, `${id}: chgate declares no port named "metrics" (it would clash with the application's)`);
 
-    const probes = { startupProbe: "liveness", livenessProbe: "liveness", readinessProbe: "readiness" };
+    // Buffer-based readiness is opt-in (overlays/buffer-readiness); everywhere else the pod's
+    // readiness must not follow the buffer.
+    const bufferReadiness = d.includes("buffer-readiness");
+    const probes = { startupProbe: "liveness", livenessProbe: "liveness",
+      readinessProbe: bufferReadiness ? "buffer" : "readiness" };
     for (const [p, want] of Object.entries(probes)) {
       const g = chgate[p]?.grpc;
       r.check(g && g.port === healthPort && g.service === want && HEALTH_NAMES.has(g.service),
         `${id}: ${p} is gRPC on port ${healthPort}, service "${want}"`, JSON.stringify(chgate[p]));
+    }
+    if (chgate.readinessProbe?.grpc?.service === "buffer") {
+      const rp = chgate.readinessProbe;
+      r.check((rp.successThreshold ?? 1) >= 2 && (rp.failureThreshold ?? 3) * (rp.periodSeconds ?? 10) >= 10,
+        `${id}: the buffer readiness probe needs 2 successes to return and 10 s of failures to leave`,
+        JSON.stringify(rp));
     }
     const sp = chgate.startupProbe ?? {};
     r.check((sp.periodSeconds ?? 10) * (sp.failureThreshold ?? 3) >= 20,
@@ -268,7 +286,11 @@ for (const [d, docs] of Object.entries(rendered)) {
       : legacy ? Math.max(chgatePreStop, appPreStop + 15) + drain + 10 : appPreStop + 15 + drain + 10;
     r.check(grace >= need, `${id}: terminationGracePeriodSeconds ${grace} >= ${need} (preStop, app shutdown, ${drain} s drain, margin)`);
     if (legacy) {
-      r.check(chgatePreStop >= appPreStop + 10, `${id}: chgate's preStop sleep (${chgatePreStop} s) outlasts the app's (${appPreStop} s)`);
+      // All preStop hooks start together and each container gets SIGTERM after its own: chgate
+      // must keep accepting rows until the application has stopped (its preStop + up to 15 s of
+      // shutdown) with a margin, not exactly then.
+      r.check(chgatePreStop >= appPreStop + 15 + 5,
+        `${id}: chgate's preStop sleep (${chgatePreStop} s) outlasts the app's preStop (${appPreStop} s) + 15 s shutdown + 5 s margin`);
     }
 
     // Memory: the limit holds the budget twice (buffer + a batch being encoded) plus gRPC's own.
@@ -283,8 +305,59 @@ for (const [d, docs] of Object.entries(rendered)) {
     const labels = dep.spec.template.metadata.labels ?? {};
     const monitors = docs.filter((o) => o.kind === "PodMonitor" &&
       Object.entries(o.spec.selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v));
-    r.check(monitors.length === 1 && monitors[0].spec.podMetricsEndpoints.some((e) => e.port === "metrics" && (e.path ?? "/metrics") === "/metrics"),
-      `${id}: a PodMonitor selects the pod and scrapes port "metrics" at /metrics`);
+    const endpoint = monitors[0]?.spec.podMetricsEndpoints.find((e) => e.port === "chgate-metrics" && (e.path ?? "/metrics") === "/metrics");
+    r.check(monitors.length === 1 && endpoint,
+      `${id}: one PodMonitor selects the pod and scrapes port "chgate-metrics" at /metrics`);
+    if (monitors.length === 1 && endpoint) {
+      const pm = monitors[0];
+      const relabel = endpoint.relabelings ?? [];
+      r.check(relabel.some((x) => x.targetLabel === "job" && x.replacement === "chgate" && !x.sourceLabels) &&
+        relabel.some((x) => x.targetLabel === "application" &&
+          JSON.stringify(x.sourceLabels) === '["__meta_kubernetes_pod_label_app_kubernetes_io_name"]'),
+        `${id}: PodMonitor ${pm.metadata.name} labels targets job="chgate" and application (the alerts aggregate by them)`,
+        JSON.stringify(relabel));
+      r.check((pm.spec.podTargetLabels ?? []).includes("app.kubernetes.io/name"),
+        `${id}: PodMonitor ${pm.metadata.name} copies the pod's app.kubernetes.io/name (podTargetLabels)`);
+      r.check("app.kubernetes.io/name" in (pm.spec.selector?.matchLabels ?? {}),
+        `${id}: PodMonitor ${pm.metadata.name} selects by the application's name, not every chgate pod of the namespace`);
+    }
+  }
+}
+
+// Runs the legacy variant's postStart hook with stand-ins for chgate-cli (failing a given number
+// of times, recording its arguments) and sleep (instant): it must return 0 once chgate answers,
+// ask for the readiness name on the health port, and give up with a non-zero status after a
+// bounded number of tries instead of holding the pod forever.
+function checkPostStartWait(id, chgate) {
+  const cmd = chgate.lifecycle?.postStart?.exec?.command;
+  if (!r.check(Array.isArray(cmd) && cmd[0] === "/bin/sh" && cmd[1] === "-c" && /chgate-cli/.test(cmd[2] ?? ""),
+    `${id}: chgate's postStart hook is a shell loop around chgate-cli`, JSON.stringify(chgate.lifecycle?.postStart))) return;
+  const dir = mkdtempSync(join(tmpdir(), "chgate-poststart-"));
+  try {
+    writeFileSync(join(dir, "chgate-cli"), `#!/bin/sh
+echo "$*" >>"${dir}/calls"
+n=$(wc -l <"${dir}/calls")
+[ "$n" -gt "$FAILURES" ]
+`, { mode: 0o755 });
+    writeFileSync(join(dir, "sleep"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+    const runHook = (failures) => {
+      rmSync(join(dir, "calls"), { force: true });
+      const out = spawnSync("/bin/sh", ["-c", cmd[2]], {
+        env: { PATH: `${dir}:/usr/bin:/bin`, FAILURES: String(failures) }, encoding: "utf8", timeout: 20000 });
+      const calls = existsSync(join(dir, "calls")) ? readFileSync(join(dir, "calls"), "utf8").trim().split("\n") : [];
+      return { status: out.status, calls };
+    };
+    const ready = runHook(3);
+    r.check(ready.status === 0 && ready.calls.length === 4,
+      `${id}: postStart returns 0 once chgate answers (after 3 failed checks: ${ready.calls.length} calls)`, JSON.stringify(ready));
+    r.check(/--addr 127\.0\.0\.1:50052 .*health --service readiness/.test(ready.calls[0] ?? ""),
+      `${id}: postStart asks the health port for "readiness"`, ready.calls[0]);
+    const never = runHook(1000);
+    r.check(never.status !== 0 && never.calls.length >= 10 && never.calls.length <= 120,
+      `${id}: postStart gives up after a bounded number of tries (${never.calls.length}) when chgate never answers`,
+      JSON.stringify({ status: never.status, calls: never.calls.length }));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

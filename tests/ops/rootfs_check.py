@@ -84,10 +84,10 @@ def main():
         check(Path(root).resolve() == Path(args.rootfs).resolve(), f"chgate's root is {root}")
         say(f"chgate pid {proc.pid} runs as uid/gid {UID} inside the root filesystem")
 
-        for service in ("", "liveness", "readiness"):
+        for service in ("", "liveness", "readiness", "buffer"):
             st = proc.health(service)
             check(st == "SERVING", f"health {service!r}: {st}")
-        say("health '', liveness, readiness: SERVING")
+        say("health '', liveness, readiness, buffer: SERVING")
 
         # The image's HEALTHCHECK command, run inside the root filesystem as the image's user:
         # passes against this chgate, fails against a port nothing listens on.

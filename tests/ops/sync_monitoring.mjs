@@ -24,13 +24,17 @@ const groups = YAML.parse(readFileSync(rulesSrc, "utf8")).groups;
 const rule = {
   apiVersion: "monitoring.coreos.com/v1",
   kind: "PrometheusRule",
-  metadata: { name: "chgate", labels: { "app.kubernetes.io/name": "chgate" } },
+  // release: kube-prometheus-stack is what that chart's Prometheus selects rules by when it is
+  // installed under that release name (ruleSelector release: <release name>).
+  metadata: { name: "chgate", labels: { "app.kubernetes.io/name": "chgate", release: "kube-prometheus-stack" } },
   spec: { groups },
 };
 const header =
   "# Generated from deploy/prometheus/chgate-alerts.yml by\n" +
   "# `node tests/ops/sync_monitoring.mjs --write`: edit that file, not this one.\n" +
-  "# Your Prometheus may select rules by a label (e.g. release: <name>): add it with a patch.\n";
+  "# Apply once per cluster. release: kube-prometheus-stack is the label kube-prometheus-stack's\n" +
+  "# Prometheus selects rules by when the chart's release has that name; for another release name\n" +
+  "# patch the label (README, Alerts).\n";
 const ruleText = header + YAML.stringify(rule, { lineWidth: 100, indentSeq: true });
 const dashText = readFileSync(dashSrc, "utf8");
 

@@ -4,6 +4,8 @@
 #
 #   yamllint           every YAML file of the repository (.yamllint)
 #   alert rules        promtool check rules + test rules (deploy/prometheus/)
+#   alertmanager       amtool check-config and routes of deploy/alertmanager/, and every alert it
+#                      names exists in the rules
 #   monitoring copies  deploy/kubernetes/monitoring/ matches deploy/prometheus and deploy/grafana
 #   kubernetes         check_k8s.mjs: render, schemas, unknown fields, the sidecar contract
 #   containers         check_containers.mjs: Dockerfile lint, compose config + schema, Prometheus
@@ -65,6 +67,26 @@ run_yamllint() {
 run_rules() {
   promtool check rules deploy/prometheus/chgate-alerts.yml &&
     (cd deploy/prometheus && promtool test rules chgate-alerts.test.yml)
+}
+
+# The Alertmanager example: a valid configuration, chgate's critical alerts reach the on-call and
+# warnings the ticket queue, and every alert name its inhibition rules use is one of the rules'
+# (a renamed alert would otherwise silently stop being inhibited).
+run_alertmanager() {
+  local config=deploy/alertmanager/chgate-alertmanager.yml got rc=0 name
+  amtool check-config "$config" || return 1
+  got=$(amtool config routes test --config.file="$config" alertname=ChgateRowsDropped severity=critical 2>/dev/null)
+  [[ $got == chgate-oncall ]] || { echo "critical chgate alert routed to '$got'"; rc=1; }
+  got=$(amtool config routes test --config.file="$config" alertname=ChgateBatchesFailing severity=warning 2>/dev/null)
+  [[ $got == chgate-tickets ]] || { echo "warning chgate alert routed to '$got'"; rc=1; }
+  for name in $(grep -o 'Chgate[A-Z][A-Za-z]*' "$config" | sort -u); do
+    if ! grep -q "alert: $name\$" deploy/prometheus/chgate-alerts.yml; then
+      echo "$config names $name, which deploy/prometheus/chgate-alerts.yml does not define"
+      rc=1
+    fi
+  done
+  ((rc == 0)) && echo "alertmanager: config valid, routes as intended, every inhibited alert exists"
+  return $rc
 }
 
 # The checks must fail on copies with known mistakes; otherwise a check that silently passes
@@ -149,6 +171,7 @@ rootfs() {
 t_all=$SECONDS
 step "yamllint (every YAML file)" run_yamllint
 step "alert rules (promtool check rules, test rules)" run_rules
+step "alertmanager example (amtool check-config, routes, alert names)" run_alertmanager
 step "monitoring copies in sync (sync_monitoring.mjs --check)" node $OPS/sync_monitoring.mjs --check
 step "kubernetes manifests (check_k8s.mjs)" node $OPS/check_k8s.mjs --chgate "$CHGATE"
 step "Dockerfile, compose, Prometheus config, Grafana provisioning (check_containers.mjs)" \

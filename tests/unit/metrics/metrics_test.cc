@@ -166,6 +166,7 @@ class ScrapeTest : public ::testing::Test {
   // Touches every family so that each one has at least one series.
   void PopulateEverything() {
     const IngestMetrics& ingest = metrics_.ingest();
+    ingest.TableStarted("events", 0.2);
     ingest.RequestDone("events", kResultOk, 10);
     ingest.BatchFlushed("events", kFlushAge, 10, 2048, 0.01);
     ingest.CommitLatency("events", 0.02);
@@ -265,7 +266,8 @@ TEST_F(ScrapeTest, RecordsFlushesHistogramsRetriesAndErrors) {
   EXPECT_EQ(e.Value("chgate_batches_flushed_total", with("reason", "rows")), 1);
   EXPECT_EQ(e.Value("chgate_batches_flushed_total", with("reason", "age")), 1);
   EXPECT_EQ(e.Value("chgate_batches_flushed_total", with("reason", "shutdown")), 1);
-  EXPECT_EQ(e.Value("chgate_batches_flushed_total", with("reason", "bytes")), std::nullopt);
+  // Every reason exists from the table's first use, so a failure ratio has its denominator.
+  EXPECT_EQ(e.Value("chgate_batches_flushed_total", with("reason", "bytes")), 0);
 
   EXPECT_EQ(e.types.at("chgate_batch_rows"), "histogram");
   EXPECT_EQ(e.Value("chgate_batch_rows_count", t), 3);
@@ -297,6 +299,26 @@ TEST_F(ScrapeTest, RecordsFlushesHistogramsRetriesAndErrors) {
   EXPECT_EQ(e.Value("chgate_flush_retries_total", t), 2);
   EXPECT_EQ(e.Value("chgate_flush_errors_total", with("code", "252")), 1);
   EXPECT_EQ(e.Value("chgate_flush_errors_total", with("code", "UNAVAILABLE")), 2);
+  EXPECT_EQ(e.Value("chgate_batches_failed_total", t), 3);
+}
+
+TEST_F(ScrapeTest, TableStartedCreatesFailureSeriesAtZeroAndExportsTheBatchDelay) {
+  metrics_.ingest().TableStarted("db.slow", 5);
+  metrics_.ingest().TableStarted("db.fast", 0.2);
+  const Exposition e = Scrape();
+  EXPECT_EQ(e.types.at("chgate_batch_max_delay_seconds"), "gauge");
+  EXPECT_EQ(e.Value("chgate_batch_max_delay_seconds", {{"table", "db.slow"}}), 5);
+  EXPECT_EQ(e.Value("chgate_batch_max_delay_seconds", {{"table", "db.fast"}}), 0.2);
+  // Before any flush, so increase() sees the first failure and the ratio its first flushes.
+  EXPECT_EQ(e.Value("chgate_batches_failed_total", {{"table", "db.slow"}}), 0);
+  for (const char* reason : {"rows", "bytes", "age", "deadline", "shutdown"}) {
+    EXPECT_EQ(e.Value("chgate_batches_flushed_total", {{"table", "db.slow"}, {"reason", reason}}),
+              0)
+        << reason;
+  }
+  EXPECT_EQ(e.Value("chgate_rows_dropped_total",
+                    {{"table", "db.slow"}, {"reason", "accepted_flush_failed"}}),
+            0);
 }
 
 TEST_F(ScrapeTest, ReportsBufferGauges) {

@@ -789,7 +789,7 @@ TEST_F(ServiceTest, CancelledCallsStaySafeWhenTheOutcomeArrivesLater) {
 TEST_F(ServiceTest, HealthOnBothListeners) {
   Start();
   for (const auto& channel : {health_channel_, api_channel_}) {
-    for (const char* name : {"", "liveness", "readiness"}) {
+    for (const char* name : {"", "liveness", "readiness", "buffer"}) {
       absl::StatusOr<int> serving = HealthCheck(channel, name);
       ASSERT_TRUE(serving.ok()) << name << ": " << serving.status();
       EXPECT_EQ(*serving, kServing) << name;
@@ -798,6 +798,33 @@ TEST_F(ServiceTest, HealthOnBothListeners) {
   }
   server_->RefreshHealth();
   EXPECT_EQ(HealthCheck(health_channel_, "readiness").value_or(-1), kServing);
+}
+
+TEST_F(ServiceTest, ReadinessIgnoresTheBufferWhichHasItsOwnHealthName) {
+  ingest::IngestOptions options = FastFlushes();
+  options.memory_budget_bytes = 4096;
+  options.ready_high_water = 0.5;
+  options.ready_low_water = 0.2;
+  Start(options);
+  inserter_.Block();
+  // Accepted mode returns once the rows are buffered; the flush is stuck in the inserter.
+  v1::InsertRequest request = SmallRequest(1, std::string(3000, 'x'));
+  request.set_ack_mode(v1::ACK_MODE_ACCEPTED);
+  v1::InsertResponse response;
+  ASSERT_TRUE(Insert(request, &response).ok());
+  ASSERT_TRUE(inserter_.WaitForStarted(1));
+  server_->RefreshHealth();
+  for (const auto& channel : {health_channel_, api_channel_}) {
+    EXPECT_EQ(HealthCheck(channel, "buffer").value_or(-1), kNotServing);
+    // The pod's readiness and the overall status do not follow the buffer.
+    EXPECT_EQ(HealthCheck(channel, "readiness").value_or(-1), kServing);
+    EXPECT_EQ(HealthCheck(channel, "").value_or(-1), kServing);
+    EXPECT_EQ(HealthCheck(channel, "liveness").value_or(-1), kServing);
+  }
+  inserter_.Release();
+  ASSERT_TRUE(WaitFor([&] { return ingestor_->Stats().buffered_bytes == 0; }));
+  server_->RefreshHealth();
+  EXPECT_EQ(HealthCheck(health_channel_, "buffer").value_or(-1), kServing);
 }
 
 TEST_F(ServiceTest, ShutdownDrainsAndRefusesNewCalls) {
@@ -820,6 +847,7 @@ TEST_F(ServiceTest, ShutdownDrainsAndRefusesNewCalls) {
     return readiness.ok() && *readiness == kNotServing;
   }));
   EXPECT_EQ(HealthCheck(health_channel_, "").value_or(-1), kNotServing);
+  EXPECT_EQ(HealthCheck(health_channel_, "buffer").value_or(-1), kNotServing);
   EXPECT_EQ(HealthCheck(health_channel_, "liveness").value_or(-1), kServing);
 
   v1::InsertResponse response;
