@@ -259,17 +259,20 @@ int Serve(const config::Config& config) {
                                                           : service::ClientAuth::kRequire,
                                        .reload_interval = config.api_reload_interval};
 
-  auto server = service::StartServer({.api_address = config.listen,
-                                      .health_address = config.health_listen,
-                                      .max_message_bytes = config.max_message_bytes,
-                                      .default_deadline = config.default_deadline,
-                                      .queries = &queries,
-                                      .tls = api_tls,
-                                      .authorizer = authorizer->get(),
-                                      .auth_metrics = &auth_metrics,
-                                      .default_database = config.database,
-                                      .default_ack = ingest_options.default_ack},
-                                     &ingestor);
+  auto server = service::StartServer(
+      {.api_address = config.listen,
+       .health_address = config.health_listen,
+       .max_message_bytes = config.max_message_bytes,
+       .max_concurrent_streams =
+           static_cast<uint32_t>(std::min<uint64_t>(config.max_concurrent_streams, INT32_MAX)),
+       .default_deadline = config.default_deadline,
+       .queries = &queries,
+       .tls = api_tls,
+       .authorizer = authorizer->get(),
+       .auth_metrics = &auth_metrics,
+       .default_database = config.database,
+       .default_ack = ingest_options.default_ack},
+      &ingestor);
   if (!server.ok()) {
     std::cerr << "chgate: " << server.status().message() << "\n";
     return 1;
@@ -290,6 +293,21 @@ int Serve(const config::Config& config) {
       (*server)->RefreshHealth();
     }
   });
+  // Liveness watchdog: its own thread, because a wedged ingestor would also block the thread
+  // above. Only CheckProgress's atomics are read here.
+  std::thread watchdog([&] {
+    bool live = true;
+    while (!stop_health.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+      const absl::Status progress = ingestor.CheckProgress(config.liveness_stall_timeout);
+      if (progress.ok() == live) continue;
+      live = progress.ok();
+      (*server)->SetLiveness(live);
+      std::cerr << "chgate: liveness "
+                << (live ? "SERVING again: the ingestor makes progress"
+                         : absl::StrCat("NOT_SERVING: ", progress.message()))
+                << std::endl;
+    }
+  });
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
@@ -299,6 +317,7 @@ int Serve(const config::Config& config) {
             << std::endl;
   stop_health.Notify();
   health.join();
+  watchdog.join();
   const uint64_t dropped_before = ingestor.Stats().rows_dropped;
   std::thread stopper([&] { (*server)->Shutdown(deadline); });
   ingestor.Shutdown(deadline);

@@ -257,6 +257,11 @@ const std::vector<Option>& Options() {
        "largest API request message; larger ones are refused by gRPC with RESOURCE_EXHAUSTED "
        "(at most 1/4 of --memory-budget)",
        Bytes("max-message-bytes", &Config::max_message_bytes, false)},
+      {"max-concurrent-streams", "0",
+       "most calls open at once on one client connection (0 = no limit); gRPC holds each unary "
+       "call's whole message before chgate sees it, so this bounds a burst's memory per "
+       "connection to this many x --max-message-bytes, at the cost of calls waiting in the client",
+       Count("max-concurrent-streams", &Config::max_concurrent_streams, 0)},
       {"table-memory-budget", "0", "most buffered bytes per table (0 = no per-table limit)",
        Bytes("table-memory-budget", &Config::table_memory_budget, true)},
       {"ready-high-water", "0.9",
@@ -267,6 +272,11 @@ const std::vector<Option>& Options() {
        "after turning NOT_SERVING, \"buffer\" is SERVING again only below this share of the "
        "budget (must be below --ready-high-water)",
        Share("ready-low-water", &Config::ready_low_water, /*zero_ok=*/true, /*one_ok=*/false)},
+      {"liveness-stall-timeout", "5m",
+       "the health name `liveness` turns NOT_SERVING (and the kubelet restarts chgate) when the "
+       "batch scheduler has not run, or a conversion or flush has not ended, for this long; "
+       "must exceed --retry-max-elapsed plus --read-timeout",
+       Duration("liveness-stall-timeout", &Config::liveness_stall_timeout)},
       {"ack-mode", "committed",
        "default ack: committed (after ClickHouse accepted the rows) or accepted (once buffered; "
        "rows are lost if chgate dies before flushing)",
@@ -561,13 +571,18 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
   }
   if (config.max_message_bytes > config.memory_budget / 4) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--max-message-bytes (", config.max_message_bytes,
-        ") exceeds 1/4 of --memory-budget (", config.memory_budget,
+        "--max-message-bytes (", config.max_message_bytes, ") exceeds 1/4 of --memory-budget (",
+        config.memory_budget,
         "): a request is counted at twice its size while it is parsed, and the budget must keep "
         "room for it beside a full buffer; raise --memory-budget or lower --max-message-bytes"));
   }
   if (config.max_message_bytes > (1u << 31) - 1) {
     return absl::InvalidArgumentError("--max-message-bytes must be below 2GiB");
+  }
+  if (config.liveness_stall_timeout <= config.retry_max_elapsed + config.read_timeout) {
+    return absl::InvalidArgumentError(
+        "--liveness-stall-timeout must exceed --retry-max-elapsed plus --read-timeout: a flush "
+        "that is still retrying legitimately would otherwise look wedged");
   }
   if (config.retry_initial_backoff > config.retry_max_backoff) {
     return absl::InvalidArgumentError("--retry-initial-backoff exceeds --retry-max-backoff");

@@ -72,6 +72,8 @@ struct Config {
   uint64_t memory_budget = 256 << 20;
   uint64_t table_memory_budget = 0;
   uint64_t max_message_bytes = 16 << 20;
+  uint64_t max_concurrent_streams = 0;
+  absl::Duration liveness_stall_timeout = absl::Minutes(5);
   double ready_high_water = 0.9;
   double ready_low_water = 0.7;
   std::string ack_mode = "committed";  // committed | accepted

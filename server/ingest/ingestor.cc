@@ -167,11 +167,15 @@ Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
     metrics_->memory_budget_bytes->Set(static_cast<double>(options_.memory_budget_bytes));
   }
   if (!options_.background) return;
+  busy_slots_ = options_.worker_threads + options_.flush_threads;
+  busy_since_ = std::make_unique<std::atomic<int64_t>[]>(busy_slots_);
+  for (size_t i = 0; i < busy_slots_; ++i) busy_since_[i].store(0);
+  scheduler_beat_.store(absl::ToUnixNanos(clock_->Now()));
   for (size_t i = 0; i < options_.worker_threads; ++i) {
-    threads_.emplace_back([this] { WorkerLoop(false); });
+    threads_.emplace_back([this, i] { WorkerLoop(false, i); });
   }
   for (size_t i = 0; i < options_.flush_threads; ++i) {
-    threads_.emplace_back([this] { WorkerLoop(true); });
+    threads_.emplace_back([this, slot = options_.worker_threads + i] { WorkerLoop(true, slot); });
   }
   threads_.emplace_back([this] { SchedulerLoop(); });
 }
@@ -190,7 +194,7 @@ void Ingestor::Enqueue(std::function<void()> task, bool flush_queue) {
   (flush_queue ? flush_work_ : work_).push_back(std::move(task));
 }
 
-void Ingestor::WorkerLoop(bool flush_queue) {
+void Ingestor::WorkerLoop(bool flush_queue, size_t slot) {
   while (true) {
     std::function<void()> task;
     {
@@ -204,8 +208,33 @@ void Ingestor::WorkerLoop(bool flush_queue) {
       task = std::move(queue.front());
       queue.pop_front();
     }
+    busy_since_[slot].store(absl::ToUnixNanos(clock_->Now()), std::memory_order_relaxed);
     task();
+    busy_since_[slot].store(0, std::memory_order_relaxed);
   }
+}
+
+absl::Status Ingestor::CheckProgress(absl::Duration stall) const {
+  if (!options_.background) return absl::OkStatus();
+  const absl::Time now = clock_->Now();
+  const absl::Time beat = absl::FromUnixNanos(scheduler_beat_.load(std::memory_order_relaxed));
+  if (now - beat > stall) {
+    return absl::DeadlineExceededError(absl::StrCat("the batch scheduler has not run for ",
+                                                    absl::FormatDuration(now - beat), " (limit ",
+                                                    absl::FormatDuration(stall), ")"));
+  }
+  for (size_t i = 0; i < busy_slots_; ++i) {
+    const int64_t since = busy_since_[i].load(std::memory_order_relaxed);
+    if (since == 0) continue;
+    const absl::Duration busy = now - absl::FromUnixNanos(since);
+    if (busy > stall) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(i < options_.worker_threads ? "a conversion thread" : "a flush thread",
+                       " has been inside one task for ", absl::FormatDuration(busy), " (limit ",
+                       absl::FormatDuration(stall), ")"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 bool Ingestor::RunPending() {
@@ -292,8 +321,8 @@ absl::StatusOr<MemoryBudget::Reservation> Ingestor::Reserve(uint64_t bytes) {
       "chgate's memory budget is full: %.1f MiB of %.1f MiB in use (%.1f MiB of rows buffered "
       "for ClickHouse, %.1f MiB held by requests being converted or waiting for room), this "
       "request needs %.1f MiB; nothing of it was buffered, so it is safe to retry after a backoff",
-      static_cast<double>(budget_.used()) / kMiB,
-      static_cast<double>(budget_.limit()) / kMiB, static_cast<double>(budget_.buffered()) / kMiB,
+      static_cast<double>(budget_.used()) / kMiB, static_cast<double>(budget_.limit()) / kMiB,
+      static_cast<double>(budget_.buffered()) / kMiB,
       static_cast<double>(budget_.requests()) / kMiB, static_cast<double>(bytes) / kMiB));
 }
 
@@ -306,8 +335,7 @@ void Ingestor::PublishRequestBytes() const {
 void Ingestor::Submit(Request request, MemoryBudget::Reservation reservation,
                       std::function<void()> on_admitted, std::function<void(Result)> on_done) {
   auto pending = std::make_shared<Pending>();
-  pending->reservation =
-      reservation.attached() ? std::move(reservation) : budget_.Attach();
+  pending->reservation = reservation.attached() ? std::move(reservation) : budget_.Attach();
   pending->received = clock_->Now();
   pending->deadline = request.deadline;
   pending->ack = request.ack.value_or(options_.default_ack);
@@ -771,6 +799,7 @@ void Ingestor::SchedulerLoop() {
   while (true) {
     Poll();
     absl::MutexLock lock(&mu_);
+    scheduler_beat_.store(absl::ToUnixNanos(clock_->Now()), std::memory_order_relaxed);
     if (stop_threads_) return;
     absl::Time next = clock_->Now() + absl::Milliseconds(50);
     for (auto& [key, batch] : batches_) {

@@ -13,6 +13,7 @@
 // Thread-safe. Callbacks run on the Ingestor's threads and must not block.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -163,6 +164,13 @@ class Ingestor {
   bool Ready() const;
   IngestStats Stats() const;
 
+  // The liveness watchdog's question: do the Ingestor's loops make progress? Not OK when the
+  // batch scheduler has not run for `stall`, or a worker or flush thread has been inside one task
+  // (a conversion, a header lookup, a flush with its retries) for longer than `stall`: every such
+  // task ends by its deadline or the retry window, so either means chgate is wedged. Lock-free,
+  // so it answers even when a thread holds the Ingestor's mutex forever.
+  absl::Status CheckProgress(absl::Duration stall) const;
+
   // Stops taking requests (they fail with Unavailable), flushes every batch and waits for the
   // flushes until `deadline`; requests still pending then fail with Unavailable.
   void Shutdown(absl::Time deadline);
@@ -180,7 +188,8 @@ class Ingestor {
   enum class FlushReason { kRows, kBytes, kAge, kDeadline, kShutdown };
 
   void Enqueue(std::function<void()> task, bool flush_queue);
-  void WorkerLoop(bool flush_queue);
+  // `slot`: this thread's entry in busy_since_.
+  void WorkerLoop(bool flush_queue, size_t slot);
   void SchedulerLoop();
   void Admit(std::shared_ptr<Pending> pending, Request request);
   // Remembers (or looks up) the request's idempotency key; true when the request is finished
@@ -253,6 +262,11 @@ class Ingestor {
   std::deque<std::function<void()>> flush_work_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   std::string instance_id_;
+  // Progress, read by CheckProgress without the mutex (Unix nanoseconds of clock_): the last run
+  // of the scheduler, and per worker/flush thread when its current task started (0: idle).
+  std::atomic<int64_t> scheduler_beat_{0};
+  std::unique_ptr<std::atomic<int64_t>[]> busy_since_;
+  size_t busy_slots_ = 0;
   std::vector<std::thread> threads_;
 };
 

@@ -109,9 +109,16 @@ class ServerImpl final : public Server {
   int health_port() const override { return health_port_; }
 
   void RefreshHealth() override {
+    // Asked before taking mu_: a wedged ingestor must not hold up SetLiveness.
+    const bool ready = ingestor_->Ready();
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return;
-    SetStatusLocked({kBuffer}, ingestor_->Ready());
+    SetStatusLocked({kBuffer}, ready);
+  }
+
+  void SetLiveness(bool live) override {
+    absl::MutexLock lock(&mu_);
+    SetStatusLocked({kLiveness}, live);
   }
 
   void Shutdown(absl::Time deadline) override {

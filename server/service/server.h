@@ -59,6 +59,10 @@ class Server {
   // Updates "buffer" from the ingestor. Called periodically by main; no effect once Shutdown
   // began.
   virtual void RefreshHealth() = 0;
+  // "liveness": SERVING while the watchdog in main sees the ingestor make progress
+  // (Ingestor::CheckProgress), NOT_SERVING while it does not, so the kubelet restarts a wedged
+  // chgate. Never takes the ingestor's locks.
+  virtual void SetLiveness(bool live) = 0;
   // Readiness, "" and "buffer" NOT_SERVING at once, liveness stays SERVING; new Insert/InsertStream
   // calls get UNAVAILABLE; open streams stop reading and end with UNAVAILABLE after the acks
   // they owe. Then drains the ingestor (Ingestor::Shutdown(deadline): buffered batches are

@@ -8,6 +8,7 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/columns/string.h"
@@ -690,6 +691,87 @@ TEST_F(IngestorTest, ReadinessReturnsOnlyBelowTheLowWaterMark) {
   EXPECT_TRUE(done);
   EXPECT_EQ(ingestor_->Stats().buffered_rows, 0u);
   EXPECT_TRUE(ingestor_->Ready());
+}
+
+}  // namespace
+}  // namespace chgate::ingest
+
+namespace chgate::ingest {
+namespace {
+
+// An inserter whose Insert blocks until Release(): a flush that does not end.
+class StuckInserter final : public Inserter {
+ public:
+  absl::StatusOr<TableSchema> Describe(const TableId& table,
+                                       const std::vector<std::string>& columns,
+                                       absl::Time deadline) override {
+    return schemas_.Describe(table, columns, deadline);
+  }
+  absl::Status Insert(const TableId&, const clickhouse::Block&, const InsertAttempt&,
+                      absl::Time) override {
+    started_.Notify();
+    release_.WaitForNotification();
+    return absl::OkStatus();
+  }
+  void WaitStarted() { started_.WaitForNotification(); }
+  void Release() { release_.Notify(); }
+
+ private:
+  FakeInserter schemas_;
+  absl::Notification started_;
+  absl::Notification release_;
+};
+
+TEST(IngestorWatchdogTest, AFlushThatDoesNotEndFailsTheProgressCheckUntilItEnds) {
+  StuckInserter inserter;
+  IngestOptions o;
+  o.limits = {.max_rows = 1, .max_bytes = 1 << 20, .max_delay = absl::Milliseconds(10)};
+  Ingestor ingestor(o, &inserter, RealClock());
+  const absl::Duration stall = absl::Milliseconds(300);
+  EXPECT_TRUE(ingestor.CheckProgress(stall).ok());
+  clickhouse::Block block = Rows(0, 1);
+  absl::Notification done;
+  ingestor.Submit({.table = "events", .block = &block, .deadline = absl::Now() + absl::Minutes(1)},
+                  nullptr, [&done](Result) { done.Notify(); });
+  inserter.WaitStarted();
+  // The scheduler keeps running; only the flush thread is stuck.
+  absl::SleepFor(stall + absl::Milliseconds(200));
+  const absl::Status stuck = ingestor.CheckProgress(stall);
+  EXPECT_EQ(stuck.code(), absl::StatusCode::kDeadlineExceeded) << stuck;
+  EXPECT_THAT(std::string(stuck.message()), testing::HasSubstr("a flush thread"));
+  EXPECT_TRUE(ingestor.CheckProgress(absl::Minutes(1)).ok()) << "a longer limit is not reached";
+  inserter.Release();
+  done.WaitForNotification();
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_TRUE(ingestor.CheckProgress(stall).ok());
+}
+
+TEST(IngestorWatchdogTest, AConversionThreadThatDoesNotReturnFailsTheProgressCheck) {
+  FakeInserter inserter;
+  IngestOptions o;
+  Ingestor ingestor(o, &inserter, RealClock());
+  const absl::Duration stall = absl::Milliseconds(300);
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_TRUE(ingestor.CheckProgress(stall).ok());
+  // A conversion thread that does not return: the request's on_admitted callback blocks it.
+  absl::Notification release;
+  absl::Notification blocked;
+  clickhouse::Block block = Rows(0, 1);
+  ingestor.Submit(
+      {.table = "events", .block = &block, .deadline = absl::Now() + absl::Minutes(1)},
+      [&] {
+        blocked.Notify();
+        release.WaitForNotification();
+      },
+      [](Result) {});
+  blocked.WaitForNotification();
+  absl::SleepFor(stall + absl::Milliseconds(200));
+  const absl::Status stuck = ingestor.CheckProgress(stall);
+  EXPECT_EQ(stuck.code(), absl::StatusCode::kDeadlineExceeded) << stuck;
+  EXPECT_THAT(std::string(stuck.message()), testing::HasSubstr("a conversion thread"));
+  release.Notify();
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_TRUE(ingestor.CheckProgress(stall).ok());
 }
 
 }  // namespace
