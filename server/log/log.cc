@@ -354,8 +354,10 @@ Logger::Logger(LoggerOptions options) : options_(std::move(options)), impl_(new 
   }
 }
 
-Logger::~Logger() {
-  impl_->stop.Notify();
+Logger::~Logger() { Finish(); }
+
+void Logger::Finish() {
+  if (!impl_->stop.HasBeenNotified()) impl_->stop.Notify();
   if (impl_->sweeper.joinable()) impl_->sweeper.join();
   Sweep(/*all=*/true);
   impl_->logger->flush();

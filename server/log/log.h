@@ -73,7 +73,8 @@ class Field {
   Kind kind_;
 };
 
-using Fields = std::initializer_list<Field>;
+// Fields of one event: a braced list (`{{"table", t}, {"rows", n}}`) or a vector.
+using Fields = absl::Span<const Field>;
 
 // The part of a line after time and level, for `format`:
 //   text: "[component] message key=value key=\"quoted value\" (3 similar suppressed in the last
@@ -104,7 +105,7 @@ struct LoggerOptions {
 class Logger {
  public:
   explicit Logger(LoggerOptions options);
-  // Stops the sweeper and writes every pending summary.
+  // Finish(), then releases the sink.
   ~Logger();
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
@@ -124,6 +125,9 @@ class Logger {
   // interval ended with suppressed events, and forgets idle classes. `all`: every class with
   // suppressed events, interval ended or not (at exit).
   void Sweep(bool all = false);
+  // Stops the sweeper thread and writes every pending summary (at exit). Events are still written
+  // afterwards; their repeats are summarized only by the next event of their class.
+  void Finish();
 
  private:
   struct Impl;
@@ -137,7 +141,8 @@ class Logger {
 
 // Makes `logger` the one every Component writes to; null restores the default (text, info, to
 // stderr, no sweeper). The logger must outlive every use: install it before other threads start
-// and remove it after they stopped.
+// and remove it after they stopped (main never destroys its logger: library threads such as
+// gRPC's may log until the process exits).
 void SetLogger(Logger* logger);
 // The installed logger, or the default one.
 Logger& CurrentLogger();
@@ -162,8 +167,7 @@ class Component {
   }
   void Write(Level level, std::string_view message, Fields fields) const {
     Logger& logger = CurrentLogger();
-    if (logger.Enabled(level))
-      logger.Write(level, name_, message, absl::Span<const Field>(fields.begin(), fields.size()));
+    if (logger.Enabled(level)) logger.Write(level, name_, message, fields);
   }
   // Rate-limited per (this component, message, key): see Logger::WriteThrottled. `key` separates
   // classes that must not hide each other, e.g. the endpoint of "endpoint down"; it must come from
@@ -172,8 +176,7 @@ class Component {
                  Fields fields = {}) const {
     Logger& logger = CurrentLogger();
     if (logger.Enabled(level)) {
-      logger.WriteThrottled(level, name_, message, key,
-                            absl::Span<const Field>(fields.begin(), fields.size()));
+      logger.WriteThrottled(level, name_, message, key, fields);
     }
   }
 

@@ -225,3 +225,21 @@ TEST(LogParseTest, LevelsAndFormats) {
 
 }  // namespace
 }  // namespace chgate::log
+
+namespace chgate::log {
+namespace {
+
+TEST_F(LogTest, ComponentTakesAVectorOfFields) {
+  Logger& logger = Make(Format::kText, Level::kInfo);
+  SetLogger(&logger);
+  std::vector<Field> fields = {{"user", "default"}, {"batch-max-rows", "100000"}};
+  fields.emplace_back("memory-budget", "256MiB");
+  constexpr Component kLog("main");
+  kLog.Info("configuration", fields);
+  SetLogger(nullptr);
+  EXPECT_THAT(Lines(), ElementsAre(HasSubstr("INFO [main] configuration user=default "
+                                             "batch-max-rows=100000 memory-budget=256MiB")));
+}
+
+}  // namespace
+}  // namespace chgate::log
