@@ -176,6 +176,11 @@ std::string WindowText(absl::Duration window) {
   return absl::FormatDuration(absl::Trunc(window, absl::Milliseconds(100)));
 }
 
+// RFC 3339 in UTC with milliseconds, as the line's own time.
+std::string TimeText(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
 spdlog::level::level_enum SpdLevel(Level level) {
   switch (level) {
     case Level::kDebug:
@@ -273,8 +278,7 @@ Field::Field(std::string_view key, double value) : key_(key) {
 }
 
 std::string FormatPayload(Format format, std::string_view component, std::string_view message,
-                          absl::Span<const Field> fields, uint64_t suppressed,
-                          absl::Duration suppressed_window) {
+                          absl::Span<const Field> fields, const Suppressed& suppressed) {
   std::string out;
   out.reserve(64 + message.size() + 32 * fields.size());
   if (format == Format::kJson) {
@@ -292,9 +296,12 @@ std::string FormatPayload(Format format, std::string_view component, std::string
         out.append(f.value());
       }
     }
-    if (suppressed > 0) {
-      absl::StrAppend(&out, ",\"suppressed\":", suppressed, ",\"suppressed_window\":");
-      AppendJsonString(&out, WindowText(suppressed_window));
+    if (suppressed.count > 0) {
+      absl::StrAppend(&out, ",\"suppressed\":", suppressed.count, ",\"suppressed_window\":");
+      AppendJsonString(&out, WindowText(suppressed.window));
+      if (suppressed.last_at != absl::InfinitePast()) {
+        absl::StrAppend(&out, ",\"last_at\":\"", TimeText(suppressed.last_at), "\"");
+      }
     }
     return out;
   }
@@ -308,9 +315,13 @@ std::string FormatPayload(Format format, std::string_view component, std::string
     out.push_back('=');
     AppendTextValue(&out, f);
   }
-  if (suppressed > 0) {
-    absl::StrAppend(&out, " (", suppressed, " similar suppressed in the last ",
-                    WindowText(suppressed_window), ")");
+  if (suppressed.count > 0) {
+    absl::StrAppend(&out, " (", suppressed.count, " similar suppressed in the last ",
+                    WindowText(suppressed.window));
+    if (suppressed.last_at != absl::InfinitePast()) {
+      absl::StrAppend(&out, ", the last at ", TimeText(suppressed.last_at));
+    }
+    out.push_back(')');
   }
   return out;
 }
@@ -323,6 +334,7 @@ struct Logger::Impl {
     absl::Time last_written;
     uint64_t suppressed = 0;
     // The latest suppressed event, for the summary line.
+    absl::Time last_at;
     Level level = Level::kInfo;
     std::string component;
     std::string message;
@@ -366,10 +378,10 @@ void Logger::Finish() {
 absl::Time Logger::Now() const { return options_.clock ? options_.clock() : absl::Now(); }
 
 void Logger::Emit(absl::Time time, Level level, std::string_view component,
-                  std::string_view message, absl::Span<const Field> fields, uint64_t suppressed,
-                  absl::Duration window) {
+                  std::string_view message, absl::Span<const Field> fields,
+                  const Suppressed& suppressed) {
   const std::string payload =
-      FormatPayload(options_.format, component, message, fields, suppressed, window);
+      FormatPayload(options_.format, component, message, fields, suppressed);
   impl_->logger->log(absl::ToChronoTime(time), spdlog::source_loc{}, SpdLevel(level),
                      spdlog::string_view_t(payload.data(), payload.size()));
 }
@@ -377,7 +389,7 @@ void Logger::Emit(absl::Time time, Level level, std::string_view component,
 void Logger::Write(Level level, std::string_view component, std::string_view message,
                    absl::Span<const Field> fields) {
   if (!Enabled(level)) return;
-  Emit(Now(), level, component, message, fields, 0, absl::ZeroDuration());
+  Emit(Now(), level, component, message, fields, {});
 }
 
 void Logger::WriteThrottled(Level level, std::string_view component, std::string_view message,
@@ -393,19 +405,20 @@ void Logger::WriteThrottled(Level level, std::string_view component, std::string
   Impl::Repeat& r = it->second;
   if (!fresh && now - r.last_written < options_.repeat_interval) {
     ++r.suppressed;
+    r.last_at = now;
     r.level = level;
     if (r.component != component) r.component = std::string(component);
     if (r.message != message) r.message = std::string(message);
     r.fields.assign(fields.begin(), fields.end());
     return;
   }
-  const uint64_t suppressed = fresh ? 0 : r.suppressed;
-  const absl::Duration window = fresh ? absl::ZeroDuration() : now - r.last_written;
+  const Suppressed suppressed{.count = fresh ? 0 : r.suppressed,
+                              .window = fresh ? absl::ZeroDuration() : now - r.last_written};
   r.last_written = now;
   r.suppressed = 0;
   r.fields.clear();
   // Under the lock, so a class's lines come out in the order they were decided.
-  Emit(now, level, component, message, fields, suppressed, window);
+  Emit(now, level, component, message, fields, suppressed);
 }
 
 void Logger::Sweep(bool all) {
@@ -415,7 +428,8 @@ void Logger::Sweep(bool all) {
     Impl::Repeat& r = it->second;
     const bool interval_over = now - r.last_written >= options_.repeat_interval;
     if (r.suppressed > 0 && (interval_over || all)) {
-      Emit(now, r.level, r.component, r.message, r.fields, r.suppressed, now - r.last_written);
+      Emit(now, r.level, r.component, r.message, r.fields,
+           {.count = r.suppressed, .window = now - r.last_written, .last_at = r.last_at});
       r.last_written = now;
       r.suppressed = 0;
       r.fields.clear();

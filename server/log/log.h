@@ -76,17 +76,27 @@ class Field {
 // Fields of one event: a braced list (`{{"table", t}, {"rows", n}}`) or a vector.
 using Fields = absl::Span<const Field>;
 
-// The part of a line after time and level, for `format`:
-//   text: "[component] message key=value key=\"quoted value\" (3 similar suppressed in the last
-//   10s)" json: "\"component\":\"pool\",\"msg\":\"...\",\"key\":\"value\",\"suppressed\":3,..."
-// (the JSON members without braces; the Logger's line pattern adds time, level and the braces).
+// Repeats of a throttled event that were not written.
+struct Suppressed {
+  uint64_t count = 0;
+  absl::Duration window;  // since the previous line of the class
+  // For a summary written by the sweeper: when the event it shows happened (it may be seconds
+  // before the line). InfinitePast otherwise.
+  absl::Time last_at = absl::InfinitePast();
+};
+
+// The part of a line after time and level, for `format`. Text:
+//   [pool] endpoint down endpoint=a:9000 error="connect: refused" (3 similar suppressed in the
+//   last 10s)
+// JSON (members without braces; the Logger's line pattern adds time, level and the braces):
+//   "component":"pool","msg":"endpoint down","endpoint":"a:9000",...,"suppressed":3,...
 // Text values are quoted when empty or holding spaces, quotes, '=', backslashes, control bytes or
 // invalid UTF-8, which are escaped (\n, \", \xHH), so every event stays on one line; JSON strings
-// are escaped per RFC 8259, invalid UTF-8 becoming U+FFFD. `suppressed` > 0 adds the count of
-// suppressed repeats and the time they span.
+// are escaped per RFC 8259, invalid UTF-8 becoming U+FFFD. A `suppressed.count` > 0 adds the count
+// of suppressed repeats, the time they span and, for a summary, when the shown one happened (text:
+// "..., the last at <time>)"; JSON: "suppressed", "suppressed_window", "last_at").
 std::string FormatPayload(Format format, std::string_view component, std::string_view message,
-                          absl::Span<const Field> fields, uint64_t suppressed = 0,
-                          absl::Duration suppressed_window = absl::ZeroDuration());
+                          absl::Span<const Field> fields, const Suppressed& suppressed = {});
 
 struct LoggerOptions {
   Level level = Level::kInfo;  // events below it are neither written nor counted
@@ -133,7 +143,7 @@ class Logger {
   struct Impl;
   absl::Time Now() const;
   void Emit(absl::Time time, Level level, std::string_view component, std::string_view message,
-            absl::Span<const Field> fields, uint64_t suppressed, absl::Duration window);
+            absl::Span<const Field> fields, const Suppressed& suppressed);
 
   const LoggerOptions options_;
   std::unique_ptr<Impl> impl_;

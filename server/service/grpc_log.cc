@@ -16,7 +16,8 @@ void Forward(gpr_log_func_args* args) {
   const log::Level level = args->severity == GPR_LOG_SEVERITY_ERROR  ? log::Level::kError
                            : args->severity == GPR_LOG_SEVERITY_INFO ? log::Level::kInfo
                                                                      : log::Level::kDebug;
-  const std::string source = absl::StrCat(args->file != nullptr ? args->file : "?", ":", args->line);
+  const std::string source =
+      absl::StrCat(args->file != nullptr ? args->file : "?", ":", args->line);
   // The text varies (peers, addresses): the source line is the event class.
   kLog.Throttled(level, "gRPC library message", source,
                  {{"text", args->message != nullptr ? args->message : ""}, {"source", source}});

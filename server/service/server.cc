@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -13,10 +14,13 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "server/log/log.h"
 #include "server/service/ingest_service.h"
 
 namespace chgate::service {
 namespace {
+
+constexpr log::Component kLog("api");
 
 // grpc.health.v1 service names (Kubernetes probes name them in `grpc.service`).
 constexpr char kOverall[] = "";
@@ -149,6 +153,17 @@ class ServerImpl final : public Server {
   }
 
   void SetReadinessLocked(bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (readiness_.has_value() && *readiness_ != serving) {
+      const ingest::IngestStats stats = ingestor_->Stats();
+      kLog.Throttled(serving || shutting_down_ ? log::Level::kInfo : log::Level::kWarn,
+                     serving ? "readiness SERVING" : "readiness NOT_SERVING", "",
+                     {{"reason", shutting_down_ ? "shutting down"
+                                 : serving      ? "buffer below the low-water mark"
+                                                : "buffer above the high-water mark"},
+                      {"buffered_bytes", stats.buffered_bytes},
+                      {"waiting_callers", stats.waiting_requests}});
+    }
+    readiness_ = serving;
     for (grpc::Server* server : ServersLocked()) {
       grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
       // Per name: SetServingStatus(bool) would flip liveness too.
@@ -166,6 +181,7 @@ class ServerImpl final : public Server {
   int health_port_ = 0;
   absl::Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<bool> readiness_ ABSL_GUARDED_BY(mu_);  // what the health services say
 };
 
 }  // namespace

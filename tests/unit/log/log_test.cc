@@ -154,7 +154,8 @@ TEST_F(LogTest, SweepWritesTheLatestSuppressedEventWithItsCount) {
   now_ += absl::Seconds(3);
   logger.Sweep();
   EXPECT_THAT(Lines(), ElementsAre("2025-03-04T05:06:19.089Z WARN [ingest] batch retry "
-                                   "attempt=3 (2 similar suppressed in the last 12s)"));
+                                   "attempt=3 (2 similar suppressed in the last 12s, the last at "
+                                   "2025-03-04T05:06:09.089Z)"));
   // Nothing new since the summary: nothing more to say.
   now_ += absl::Seconds(20);
   logger.Sweep();
@@ -173,7 +174,7 @@ TEST_F(LogTest, JsonSummaryCarriesTheCountAsFields) {
   EXPECT_THAT(lines[0], Not(HasSubstr("suppressed")));
   EXPECT_EQ(lines[1], R"({"time":"2025-03-04T05:06:10.089Z","level":"warn","component":"pool",)"
                       R"("msg":"endpoint down","endpoint":"a:1","suppressed":1,)"
-                      R"("suppressed_window":"3s"})");
+                      R"("suppressed_window":"3s","last_at":"2025-03-04T05:06:07.589Z"})");
 }
 
 TEST_F(LogTest, ThrottleClassesAreKeyedByComponentMessageAndKey) {
@@ -195,7 +196,8 @@ TEST_F(LogTest, DestructionWritesPendingSummaries) {
   now_ += absl::Seconds(1);
   logger_.reset();
   EXPECT_THAT(Lines(), ElementsAre("2025-03-04T05:06:09.089Z ERROR [ingest] batch failed rows=7 "
-                                   "(1 similar suppressed in the last 2s)"));
+                                   "(1 similar suppressed in the last 2s, the last at "
+                                   "2025-03-04T05:06:08.089Z)"));
 }
 
 TEST_F(LogTest, ComponentWritesToTheInstalledLogger) {
