@@ -17,7 +17,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       prometheus-cpp-dev libabsl-dev libasio-dev liblz4-dev libzstd-dev libssl-dev \
-      libgtest-dev libgmock-dev openssl \
+      libspdlog-dev libgtest-dev libgmock-dev openssl \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -39,7 +39,8 @@ RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHGATE_
 FROM debian:12.11-slim AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libgrpc++1.51 libprometheus-cpp-pull1.0 liblz4-1 libzstd1 libssl3 ca-certificates \
+      libgrpc++1.51 libprometheus-cpp-pull1.0 liblz4-1 libzstd1 libssl3 libspdlog1.10 libfmt9 \
+      ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 chgate \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

@@ -1,6 +1,8 @@
-// chgate entry point: wiring only. Reads the configuration, then either runs one query (--query)
-// or serves the gRPC API until SIGTERM/SIGINT, when it drains: readiness goes NOT_SERVING, new
-// requests are refused, buffered rows are flushed within --drain-timeout, and it exits 0.
+// chgate entry point: wiring only. Reads the configuration, installs the logger, then either runs
+// one query (--query) or serves the gRPC API until SIGTERM/SIGINT, when it drains: readiness goes
+// NOT_SERVING, new requests are refused, buffered rows are flushed within --drain-timeout, and it
+// exits 0. Everything it says goes through server/log (stderr); only errors in the options
+// themselves, found before the log format is known, are plain text.
 #include <pthread.h>
 #include <signal.h>
 
@@ -11,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "build_info.h"
@@ -21,13 +24,19 @@
 #include "server/config/config.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
+#include "server/log/log.h"
 #include "server/metrics/metrics.h"
+#include "server/service/grpc_log.h"
 #include "server/service/server.h"
 
 extern char** environ;
 
 namespace chgate {
 namespace {
+
+constexpr log::Component kLog("main");
+constexpr log::Component kTlsLog("tls");
+constexpr log::Component kAuthLog("api");
 
 // The TLS context of ClickHouse connections, or null when no endpoint uses TLS. Prints the
 // warning an operator must see when certificates go unchecked.
@@ -37,10 +46,10 @@ absl::StatusOr<std::shared_ptr<clickhouse::TlsClientContext>> ClickHouseTls(
   for (const auto& ep : c.endpoints) any = any || ep.tls;
   if (!any) return nullptr;
   if (c.clickhouse_tls_insecure_skip_verify) {
-    std::cerr << "chgate: WARNING: --clickhouse-tls-insecure-skip-verify: ClickHouse's "
-                 "certificate is not verified; anyone on the network path can impersonate the "
-                 "server and read every row and password sent to it"
-              << std::endl;
+    kTlsLog.Warn(
+        "--clickhouse-tls-insecure-skip-verify: ClickHouse's certificate is not verified; anyone "
+        "on the network path can impersonate the server and read every row and password sent to "
+        "it");
   }
   auto tls = clickhouse::TlsClientContext::Create({
       .ca_file = c.clickhouse_tls_ca_file,
@@ -73,7 +82,7 @@ clickhouse::ConnectionOptions ConnectionOptionsFrom(const config::Config& c) {
 int RunQuery(const config::Config& config) {
   auto tls = ClickHouseTls(config);
   if (!tls.ok()) {
-    std::cerr << "chgate: " << tls.status().message() << "\n";
+    kLog.Error("chgate: cannot start", {{"error", tls.status().message()}});
     return 2;
   }
   for (const auto& endpoint : config.endpoints) {
@@ -81,17 +90,20 @@ int RunQuery(const config::Config& config) {
     options.host = endpoint.host;
     options.port = endpoint.port;
     if (endpoint.tls) options.tls = *tls;
+    const std::string name = absl::StrCat(endpoint.host, ":", endpoint.port);
     auto conn = clickhouse::Connection::Connect(options);
     if (!conn.ok()) {
-      std::cerr << "chgate: " << conn.status().message() << "\n";
+      kLog.Warn("cannot connect", {{"endpoint", name}, {"error", conn.status().message()}});
       continue;
     }
     const clickhouse::ServerInfo& info = (*conn)->server_info();
-    std::cerr << "connected to " << info.name << " " << info.version_major << "."
-              << info.version_minor << "." << info.version_patch << " at " << endpoint.host << ":"
-              << endpoint.port << " (server revision " << info.revision << ", negotiated "
-              << (*conn)->revision() << ", time zone " << info.timezone << ", "
-              << (*conn)->transport_description() << ")\n";
+    kLog.Info("connected", {{"endpoint", name},
+                            {"server", absl::StrCat(info.name, " ", info.version_major, ".",
+                                                    info.version_minor, ".", info.version_patch)},
+                            {"server_revision", info.revision},
+                            {"revision", (*conn)->revision()},
+                            {"timezone", info.timezone},
+                            {"transport", (*conn)->transport_description()}});
     std::string line;
     clickhouse::QueryResult result;
     absl::Status status = (*conn)->Select(
@@ -111,12 +123,13 @@ int RunQuery(const config::Config& config) {
         &result);
     std::fflush(stdout);
     if (!status.ok()) {
-      std::cerr << "chgate: query failed: " << status.message() << "\n";
+      kLog.Error("query failed", {{"endpoint", name}, {"error", status.message()}});
       return 1;
     }
-    std::cerr << result.rows << " rows in " << result.blocks << " blocks; received "
-              << (*conn)->received_bytes() << " bytes from the socket, decoded "
-              << (*conn)->decoded_bytes() << " bytes from compressed frames\n";
+    kLog.Info("query done", {{"rows", result.rows},
+                             {"blocks", result.blocks},
+                             {"received_bytes", (*conn)->received_bytes()},
+                             {"decoded_bytes", (*conn)->decoded_bytes()}});
     return 0;
   }
   return 1;
@@ -132,12 +145,11 @@ int Serve(const config::Config& config) {
 
   metrics::Metrics metrics;
   metrics.SetBuildInfo(CHGATE_VERSION, CHGATE_REVISION);
-  std::cerr << "chgate: version " CHGATE_VERSION ", revision " CHGATE_REVISION << std::endl;
   std::unique_ptr<prometheus::Exposer> exposer;
   if (!config.metrics_listen.empty()) {
     auto started = metrics.StartExposer(config.metrics_listen);
     if (!started.ok()) {
-      std::cerr << "chgate: " << started.status().message() << "\n";
+      kLog.Error("chgate: cannot start", {{"error", started.status().message()}});
       return 1;
     }
     exposer = *std::move(started);
@@ -149,7 +161,7 @@ int Serve(const config::Config& config) {
   metrics.RegisterCollectable(byte_counters);
   auto tls = ClickHouseTls(config);
   if (!tls.ok()) {
-    std::cerr << "chgate: " << tls.status().message() << "\n";
+    kLog.Error("chgate: cannot start", {{"error", tls.status().message()}});
     return 2;
   }
   auto tls_collectable = std::make_shared<metrics::ClickHouseTlsCollectable>([tls = *tls] {
@@ -166,7 +178,8 @@ int Serve(const config::Config& config) {
     // Re-read when the Secret behind it is rotated: new connections use the new password.
     auto password = SecretFile::Open(config.password_file);
     if (!password.ok()) {
-      std::cerr << "chgate: --password-file: " << password.status().message() << "\n";
+      kLog.Error("chgate: cannot start",
+                 {{"error", absl::StrCat("--password-file: ", password.status().message())}});
       return 2;
     }
     connection.password_file = *std::move(password);
@@ -242,13 +255,16 @@ int Serve(const config::Config& config) {
        .on_reload = [&auth_metrics](std::string_view kind, const std::string& path,
                                     const absl::Status& status) {
          auth_metrics.Reloaded(kind, status.ok());
-         std::cerr << "chgate: " << kind << " file " << path
-                   << (status.ok() ? " reloaded"
-                                   : absl::StrCat(" kept its previous content: ", status.message()))
-                   << std::endl;
+         // The file is named, never quoted: a tokens file holds secrets.
+         if (status.ok()) {
+           kAuthLog.Info("file reloaded", {{"file", kind}, {"path", path}});
+         } else {
+           kAuthLog.Warn("file changed but could not be loaded; the previous content stays",
+                         {{"file", kind}, {"path", path}, {"error", status.message()}});
+         }
        }});
   if (!authorizer.ok()) {
-    std::cerr << "chgate: " << authorizer.status().message() << "\n";
+    kLog.Error("chgate: cannot start", {{"error", authorizer.status().message()}});
     return 1;
   }
   const service::ApiTlsOptions api_tls{.cert_file = config.api_tls_cert_file,
@@ -274,18 +290,20 @@ int Serve(const config::Config& config) {
        .default_ack = ingest_options.default_ack},
       &ingestor);
   if (!server.ok()) {
-    std::cerr << "chgate: " << server.status().message() << "\n";
+    kLog.Error("chgate: cannot start", {{"error", server.status().message()}});
     return 1;
   }
-  std::cerr << "chgate: serving the API on " << config.listen << " (port " << (*server)->api_port()
-            << (api_tls.enabled() ? (api_tls.client_ca_file.empty() ? ", TLS" : ", mutual TLS")
-                                  : ", plaintext")
-            << ((*authorizer)->enabled() ? ", policy " + config.api_policy_file : "")
-            << "), health on "
-            << (config.health_listen.empty() ? config.listen : config.health_listen) << " (port "
-            << (*server)->health_port() << "), metrics on "
-            << (config.metrics_listen.empty() ? "(off)" : config.metrics_listen) << " (port "
-            << metrics.port() << ")" << std::endl;
+  kLog.Info(
+      "chgate: serving the API",
+      {{"listen", config.listen},
+       {"api_port", (*server)->api_port()},
+       {"api_security",
+        api_tls.enabled() ? (api_tls.client_ca_file.empty() ? "TLS" : "mutual TLS") : "plaintext"},
+       {"policy", (*authorizer)->enabled() ? config.api_policy_file : "none"},
+       {"health_listen", config.health_listen.empty() ? config.listen : config.health_listen},
+       {"health_port", (*server)->health_port()},
+       {"metrics_listen", config.metrics_listen.empty() ? "off" : config.metrics_listen},
+       {"metrics_port", metrics.port()}});
 
   absl::Notification stop_health;
   std::thread health([&] {
@@ -312,9 +330,8 @@ int Serve(const config::Config& config) {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   const absl::Time deadline = absl::Now() + config.drain_timeout;
-  std::cerr << "chgate: " << (signal_number == SIGTERM ? "SIGTERM" : "SIGINT")
-            << ": draining (up to " << absl::FormatDuration(config.drain_timeout) << ")"
-            << std::endl;
+  kLog.Info(signal_number == SIGTERM ? "chgate: SIGTERM: draining" : "chgate: SIGINT: draining",
+            {{"drain_timeout", config.drain_timeout}});
   stop_health.Notify();
   health.join();
   watchdog.join();
@@ -325,24 +342,36 @@ int Serve(const config::Config& config) {
   pool.Shutdown();
   const ingest::IngestStats stats = ingestor.Stats();
   const uint64_t dropped = stats.rows_dropped - dropped_before;
-  std::cerr << "chgate: stopped; " << dropped << " buffered rows were dropped, "
-            << stats.buffered_rows << " rows were still being flushed at the drain deadline"
-            << std::endl;
   // A drain that lost rows (or left their fate open) exits 1, so the loss shows where exit codes
   // are watched; chgate_rows_dropped_total{reason="shutdown"} counts them too.
   const int rc = dropped > 0 || stats.flushes_in_flight > 0 ? 1 : 0;
-  if (rc != 0) std::cerr << "chgate: exiting 1: the drain did not flush everything" << std::endl;
+  if (rc != 0) {
+    kLog.Error("chgate: exiting 1: the drain did not flush everything",
+               {{"rows_dropped", dropped},
+                {"rows_in_flight", stats.buffered_rows},
+                {"flushes_in_flight", stats.flushes_in_flight}});
+  } else {
+    kLog.Info("chgate: stopped", {{"rows_dropped", uint64_t{0}}});
+  }
   if (stats.flushes_in_flight > 0) {
     // A flush still waiting for an unresponsive ClickHouse would hold the Ingestor's destructor
     // (it joins the flush threads) until --read-timeout, far past the drain deadline. Its callers
     // already had their error when the server shut down; leave without it.
-    std::cerr << "chgate: " << stats.flushes_in_flight
-              << " flush(es) still waiting for ClickHouse at the drain deadline; exiting without "
-                 "them"
-              << std::endl;
+    kLog.Warn("exiting without the flushes still waiting for ClickHouse",
+              {{"flushes_in_flight", stats.flushes_in_flight}});
+    log::CurrentLogger().Finish();
     std::_Exit(rc);
   }
   return rc;
+}
+
+// The configuration at start, one field per option (never a secret: the password is read from a
+// file and is no option).
+void LogConfiguration(const config::Config& config) {
+  std::vector<log::Field> fields;
+  fields.reserve(config.settings.size());
+  for (const auto& [name, value] : config.settings) fields.emplace_back(name, value);
+  kLog.Info("configuration", fields);
 }
 
 int Main(int argc, char** argv) {
@@ -355,9 +384,20 @@ int Main(int argc, char** argv) {
     std::cout << config::Usage();
     return 0;
   }
+  // Never destroyed: gRPC's threads may log until the process exits. Finish() writes what the
+  // throttled events still owe.
+  auto* logger = new log::Logger({.level = *log::ParseLevel(config->log_level),
+                                  .format = *log::ParseFormat(config->log_format),
+                                  .repeat_interval = config->log_repeat_interval});
+  log::SetLogger(logger);
+  absl::Cleanup finish = [logger] { logger->Finish(); };
+  service::RouteGrpcLogs();
+  kLog.Info("chgate: version " CHGATE_VERSION ", revision " CHGATE_REVISION,
+            {{"version", CHGATE_VERSION}, {"revision", CHGATE_REVISION}});
+  LogConfiguration(*config);
   for (const std::string& name : config->unknown_environment) {
-    std::cerr << "chgate: warning: " << name
-              << " is set but is not an option's variable (see --help); it is ignored\n";
+    kLog.Warn("environment variable names no option (see --help); it is ignored",
+              {{"variable", name}});
   }
   return config->query.empty() ? Serve(*config) : RunQuery(*config);
 }

@@ -6,8 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/common/status_macros.h"
+#include "server/log/log.h"
 
 namespace chgate::clickhouse {
+namespace {
+constexpr log::Component kLog("pool");
+}  // namespace
 
 PooledConnection::PooledConnection(Pool* pool, std::unique_ptr<Connection> conn, size_t endpoint,
                                    absl::Time created)
@@ -51,6 +55,7 @@ Pool::Pool(PoolOptions options) : options_(std::move(options)) {
     stats_.push_back(std::move(s));
     skip_until_.push_back(absl::InfinitePast());
     last_attempt_.push_back(absl::InfinitePast());
+    down_since_.push_back(absl::InfinitePast());
   }
 }
 
@@ -174,11 +179,19 @@ absl::StatusOr<PooledConnection> Pool::Open(absl::Time deadline) {
     opts.handshake_timeout = std::min(opts.handshake_timeout, left);
     absl::StatusOr<std::unique_ptr<Connection>> conn = Connection::Connect(opts);
     absl::MutexLock lock(&mu_);
-    RecordConnect(e, conn.ok(), absl::Now(), /*probe=*/false);
+    RecordConnect(e, conn.status(), absl::Now(), /*probe=*/false);
     if (conn.ok()) {
       --opening_;
       ++in_use_;
       ++stats_[e].in_use;
+      if (!errors.empty()) {
+        kLog.Throttled(
+            log::Level::kWarn, "failover: connected to another endpoint", stats_[e].endpoint,
+            {{"endpoint", stats_[e].endpoint},
+             {"failed", absl::StrJoin(errors, "; ")},
+             {"policy",
+              options_.endpoint_policy == EndpointPolicy::kOrdered ? "ordered" : "round-robin"}});
+      }
       return PooledConnection(this, *std::move(conn), e, absl::Now());
     }
     errors.push_back(absl::StrCat(stats_[e].endpoint, ": ", conn.status().message()));
@@ -198,7 +211,31 @@ ConnectionOptions Pool::OptionsFor(size_t e) const {
   return opts;
 }
 
-void Pool::RecordConnect(size_t e, bool ok, absl::Time now, bool probe) {
+void Pool::RecordConnect(size_t e, const absl::Status& status, absl::Time now, bool probe) {
+  const bool ok = status.ok();
+  const EndpointStats& s = stats_[e];
+  const bool first = s.connects + s.connect_failures + s.probes == 0;
+  const char* via = probe ? "probe" : "connect";
+  if (ok && (first || !s.healthy)) {
+    if (down_since_[e] == absl::InfinitePast()) {
+      kLog.Throttled(log::Level::kInfo, "endpoint up", s.endpoint,
+                     {{"endpoint", s.endpoint}, {"tls", options_.endpoints[e].tls}, {"via", via}});
+    } else {
+      kLog.Throttled(log::Level::kInfo, "endpoint up", s.endpoint,
+                     {{"endpoint", s.endpoint},
+                      {"tls", options_.endpoints[e].tls},
+                      {"via", via},
+                      {"down_for", absl::Trunc(now - down_since_[e], absl::Milliseconds(1))}});
+    }
+    down_since_[e] = absl::InfinitePast();
+  } else if (!ok && (first || s.healthy)) {
+    down_since_[e] = now;
+    kLog.Throttled(log::Level::kWarn, "endpoint down", s.endpoint,
+                   {{"endpoint", s.endpoint},
+                    {"tls", options_.endpoints[e].tls},
+                    {"via", via},
+                    {"error", status.message()}});
+  }
   last_attempt_[e] = now;
   stats_[e].healthy = ok;
   if (probe) {
@@ -234,7 +271,7 @@ void Pool::Probe() {
     absl::StatusOr<std::unique_ptr<Connection>> conn = Connection::Connect(opts);
     absl::MutexLock lock(&mu_);
     if (shutdown_) return;
-    RecordConnect(e, conn.ok(), absl::Now(), /*probe=*/true);
+    RecordConnect(e, conn.status(), absl::Now(), /*probe=*/true);
   }
 }
 

@@ -139,8 +139,9 @@ class Pool {
   ConnectionOptions OptionsFor(size_t e) const;
   // Connects to the endpoints due for a probe and records the outcome.
   void Probe();
-  // Records the outcome of a connect attempt (or a probe) to endpoint `e`.
-  void RecordConnect(size_t e, bool ok, absl::Time now, bool probe)
+  // Records the outcome of a connect attempt (or a probe) to endpoint `e`, and logs the endpoint
+  // going down or coming up.
+  void RecordConnect(size_t e, const absl::Status& status, absl::Time now, bool probe)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   size_t OpenCountLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -150,6 +151,7 @@ class Pool {
   std::vector<EndpointStats> stats_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Time> skip_until_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Time> last_attempt_ ABSL_GUARDED_BY(mu_);  // connect or probe, per endpoint
+  std::vector<absl::Time> down_since_ ABSL_GUARDED_BY(mu_);    // first failure after a success
   size_t in_use_ ABSL_GUARDED_BY(mu_) = 0;
   size_t opening_ ABSL_GUARDED_BY(mu_) = 0;
   size_t next_endpoint_ ABSL_GUARDED_BY(mu_) = 0;

@@ -325,6 +325,16 @@ const std::vector<Option>& Options() {
       {"query-cancel-drain", "2s",
        "after cancelling a query, how long to drain its connection before closing it",
        Duration("query-cancel-drain", &Config::query_cancel_drain)},
+      {"log-level", "info", "least severe log events written: debug, info, warn or error",
+       OneOf("log-level", &Config::log_level, {"debug", "info", "warn", "error"})},
+      {"log-format", "text",
+       "log lines on stderr: text (time level [component] message key=value ...) or json (one "
+       "object per line)",
+       OneOf("log-format", &Config::log_format, {"text", "json"})},
+      {"log-repeat-interval", "10s",
+       "a repeating event (a retried batch, a refused caller) is logged at most once per interval "
+       "per table, endpoint or reason, with the count of the repeats suppressed meanwhile",
+       Duration("log-repeat-interval", &Config::log_repeat_interval)},
       {"query", "", "one-shot mode: run this SQL, print the result as TSV and exit",
        String(&Config::query)},
   };
@@ -461,6 +471,7 @@ absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text, boo
 
 absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* const* envp) {
   Config config;
+  std::map<std::string, std::string> given;  // option -> the text that set it
   // Environment first, so flags override it.
   for (const char* const* e = envp; e != nullptr && *e != nullptr; ++e) {
     absl::string_view entry(*e);
@@ -474,6 +485,7 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
         absl::Status s = o.set(entry.substr(eq + 1), &config);
         if (!s.ok())
           return absl::InvalidArgumentError(absl::StrCat(EnvName(o.name), ": ", s.message()));
+        given[o.name] = std::string(entry.substr(eq + 1));
       }
     }
     if (!known) config.unknown_environment.emplace_back(entry.substr(0, eq));
@@ -504,6 +516,11 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
       value = argv[++i];
     }
     if (absl::Status s = option->set(value, &config); !s.ok()) return s;
+    given[option->name] = std::string(value);
+  }
+  for (const Option& o : Options()) {
+    auto it = given.find(o.name);
+    config.settings.emplace_back(o.name, it == given.end() ? o.default_text : it->second);
   }
   if (!config.password_file.empty()) {
     std::ifstream file(config.password_file);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -93,12 +94,20 @@ struct Config {
   std::vector<std::string> query_allow_table_functions;
   absl::Duration query_default_timeout = absl::Minutes(5);
   absl::Duration query_cancel_drain = absl::Seconds(2);
+  // Logging (server/log).
+  std::string log_level = "info";   // debug | info | warn | error
+  std::string log_format = "text";  // text | json
+  absl::Duration log_repeat_interval = absl::Seconds(10);
   // One-shot mode: run this query, print the result as TSV and exit.
   std::string query;
   bool help = false;
   // CHGATE_* environment variables that name no option (a typo would otherwise go unnoticed);
   // main warns about them at start.
   std::vector<std::string> unknown_environment;
+  // Every option's effective value as text (as given by a flag or variable, else its default), in
+  // --help order, for the configuration line at start. Holds no secret: the ClickHouse password
+  // comes from a file and is no option, and files are named, not read.
+  std::vector<std::pair<std::string, std::string>> settings;
 };
 
 // Parses argv and the environment. Returns InvalidArgument with a message naming the option for

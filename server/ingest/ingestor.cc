@@ -11,10 +11,13 @@
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/common/status_macros.h"
+#include "server/log/log.h"
 #include "server/sql/identifier.h"
 
 namespace chgate::ingest {
 namespace {
+
+constexpr log::Component kLog("ingest");
 
 class RealClockImpl final : public Clock {
  public:
@@ -47,6 +50,13 @@ std::string ResultLabel(const absl::Status& status) {
 std::string ErrorCodeLabel(const absl::Status& status) {
   if (auto code = clickhouse::ClickHouseCode(status)) return absl::StrCat(*code);
   return absl::AsciiStrToUpper(absl::StatusCodeToString(status.code()));
+}
+
+// The ack mode of a batch's rows: committed (callers wait for the commit), accepted (already
+// acknowledged), or mixed.
+const char* BatchAckMode(uint64_t rows, uint64_t waiting_rows) {
+  if (waiting_rows == rows) return "committed";
+  return waiting_rows == 0 ? "accepted" : "mixed";
 }
 
 const char* ReasonLabel(int reason) {
@@ -475,7 +485,17 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
   bool fetched = false;
   absl::StatusOr<std::shared_ptr<const TableSchema>> schema =
       Schema(p->table, p->columns, p->deadline, /*refresh=*/false, &fetched);
-  if (!schema.ok()) return Complete(p, {.status = schema.status()});
+  if (!schema.ok()) {
+    // A caller's mistake (no such table or column) is the caller's to see; ClickHouse being
+    // unreachable is the operator's.
+    if (ShouldRetry(schema.status())) {
+      kLog.Throttled(log::Level::kWarn, "table header lookup failed; request refused", "",
+                     {{"table", label},
+                      {"code", ErrorCodeLabel(schema.status())},
+                      {"error", schema.status().message()}});
+    }
+    return Complete(p, {.status = schema.status()});
+  }
   absl::Status converted = Convert(request, **schema, p.get());
   if (!converted.ok() && !fetched) {
     // The rows were judged by a cached header; the table may have changed since (ALTER ...
@@ -552,7 +572,17 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
     const bool fits_global = buffered_bytes_ == 0 || buffered_bytes_ + p->bytes <= buffer_limit_;
     const bool fits_table = options_.table_budget_bytes == 0 || batch.table_bytes == 0 ||
                             batch.table_bytes + p->bytes <= options_.table_budget_bytes;
-    if (!fits_global || !fits_table) return;  // FIFO: later requests wait behind this one
+    if (!fits_global || !fits_table) {
+      kLog.Throttled(log::Level::kWarn, "memory budget full; callers wait",
+                     fits_global ? p->label : "",
+                     {{"budget", fits_global ? "table" : "global"},
+                      {"table", p->label},
+                      {"waiting_callers", waiting_.size()},
+                      {"buffered_bytes", fits_global ? batch.table_bytes : buffered_bytes_},
+                      {"budget_bytes",
+                       fits_global ? options_.table_budget_bytes : options_.memory_budget_bytes}});
+      return;  // FIFO: later requests wait behind this one
+    }
     waiting_.pop_front();
     if (batch.schema != p->schema && !SameTypes(*batch.schema, *p->schema)) {
       if (batch.rows > 0) {
@@ -703,6 +733,16 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
     const absl::Time resume = clock_->Now() + cap * jitter;
     if (resume >= stop_at) break;
     if (metrics_ != nullptr) metrics_->FlushRetry(batch->label);
+    kLog.Throttled(log::Level::kWarn, "batch retry", batch->label,
+                   {{"table", batch->label},
+                    {"batch_id", attempt.query_id},
+                    {"attempt", attempt.attempt},
+                    {"rows", block->rows()},
+                    {"callers", pendings.size()},
+                    {"ack_mode", BatchAckMode(block->rows(), waiting_rows)},
+                    {"backoff", absl::Trunc(cap * jitter, absl::Milliseconds(1))},
+                    {"code", ErrorCodeLabel(status)},
+                    {"error", status.message()}});
     clock_->SleepUntil(resume);
     ++attempt.attempt;
   }
@@ -725,6 +765,31 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   }
   const uint64_t rows = block->rows(), bytes = block->ByteSize();
   block.reset();
+  if (!status.ok()) {
+    kLog.Throttled(log::Level::kError, "batch failed", batch->label,
+                   {{"table", batch->label},
+                    {"batch_id", attempt.query_id},
+                    {"attempts", attempt.attempt},
+                    {"rows", rows},
+                    {"callers", pendings.size()},
+                    {"ack_mode", BatchAckMode(rows, waiting_rows)},
+                    {"rows_dropped", rows - waiting_rows},
+                    {"retryable", ShouldRetry(status)},
+                    {"code", ErrorCodeLabel(status)},
+                    {"error", status.message()}});
+  } else if (attempt.attempt > 1) {
+    kLog.Throttled(log::Level::kInfo, "batch committed after retries", batch->label,
+                   {{"table", batch->label},
+                    {"batch_id", attempt.query_id},
+                    {"attempts", attempt.attempt},
+                    {"rows", rows},
+                    {"callers", pendings.size()},
+                    {"elapsed", absl::Trunc(end - start, absl::Milliseconds(1))}});
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    (status.ok() ? rows_committed_ : rows_failed_) += rows;
+  }
   if (!status.ok()) {
     // Callers in committed mode get the error; rows acknowledged in accepted mode are lost.
     if (rows > waiting_rows) {
@@ -787,6 +852,12 @@ bool Ingestor::Poll() {
     }
     ExpireWaitingLocked(now, &expired);
   }
+  if (!expired.empty()) {
+    kLog.Throttled(log::Level::kWarn,
+                   "callers refused with RESOURCE_EXHAUSTED: the memory budget stayed full until "
+                   "their deadline",
+                   "", {{"callers", expired.size()}, {"table", expired.front()->label}});
+  }
   for (const auto& p : expired) {
     Complete(p, {.status = absl::ResourceExhaustedError(
                      "chgate's buffer stayed full until the request's deadline; nothing of it "
@@ -837,14 +908,29 @@ IngestStats Ingestor::Stats() const {
 
 void Ingestor::Shutdown(absl::Time deadline) {
   std::vector<std::shared_ptr<Pending>> refused, unflushed;
+  // Set by the call that starts the drain, which also says how it ended.
+  std::optional<IngestStats> drain_start;
+  uint64_t committed_before = 0, failed_before = 0;
+  const absl::Time started = clock_->Now();
   {
     absl::MutexLock lock(&mu_);
     if (!shutting_down_) {
       shutting_down_ = true;
+      drain_start = IngestStats{buffered_rows_, buffered_bytes_, waiting_.size(),
+                                flushes_in_flight_, rows_dropped_};
+      committed_before = rows_committed_;
+      failed_before = rows_failed_;
       refused.assign(waiting_.begin(), waiting_.end());
       waiting_.clear();
       for (auto& [key, batch] : batches_) StartFlushLocked(*batch, FlushReason::kShutdown);
     }
+  }
+  if (drain_start) {
+    kLog.Info("drain started",
+              {{"buffered_rows", drain_start->buffered_rows},
+               {"buffered_bytes", drain_start->buffered_bytes},
+               {"callers_refused", refused.size()},
+               {"deadline_in", absl::Trunc(deadline - started, absl::Milliseconds(1))}});
   }
   for (const auto& p : refused) {
     Complete(p,
@@ -878,6 +964,19 @@ void Ingestor::Shutdown(absl::Time deadline) {
       buffered_rows_ -= batch->rows;
       batch->rows = batch->bytes = 0;
       batch->block = EmptyBlock(*batch->schema);
+    }
+    if (drain_start) {
+      const uint64_t flushed = rows_committed_ - committed_before;
+      const uint64_t failed = rows_failed_ - failed_before;
+      const uint64_t dropped = rows_dropped_ - drain_start->rows_dropped;
+      const bool clean = failed == 0 && dropped == 0 && flushes_in_flight_ == 0;
+      kLog.Write(clean ? log::Level::kInfo : log::Level::kError, "drain finished",
+                 {{"rows_flushed", flushed},
+                  {"rows_failed", failed},
+                  {"rows_dropped", dropped},
+                  {"rows_in_flight", buffered_rows_},
+                  {"flushes_in_flight", flushes_in_flight_},
+                  {"elapsed", absl::Trunc(clock_->Now() - started, absl::Milliseconds(1))}});
     }
   }
   for (const auto& p : unflushed) {

@@ -254,6 +254,8 @@ class Ingestor {
   uint64_t buffered_rows_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rows_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t rows_committed_ ABSL_GUARDED_BY(mu_) = 0;  // by flushes, for the drain's log lines
+  uint64_t rows_failed_ ABSL_GUARDED_BY(mu_) = 0;     // batches that failed for good
   mutable bool above_high_water_ ABSL_GUARDED_BY(mu_) = false;  // Ready()'s hysteresis state
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
 #include "server/ingest/value_error.h"
+#include "server/log/log.h"
 #include "server/service/api_security.h"
 #include "server/service/proto_values.h"
 #include "server/service/raw_messages.h"
@@ -610,6 +611,15 @@ absl::string_view AckName(v1::AckMode requested, ingest::AckMode fallback) {
 absl::Status IngestService::Refused(const auth::Decision& decision) const {
   if (!decision.status.ok() && options_.auth_metrics != nullptr) {
     options_.auth_metrics->Failure(auth::DenyReasonLabel(decision.reason));
+  }
+  if (!decision.status.ok()) {
+    // The message names the identity and the table, never a token.
+    static constexpr log::Component kLog("api");
+    kLog.Throttled(log::Level::kWarn, "call refused", auth::DenyReasonLabel(decision.reason),
+                   {{"reason", auth::DenyReasonLabel(decision.reason)},
+                    {"code", absl::StatusCodeToString(decision.status.code())},
+                    {"identity", decision.identity},
+                    {"error", decision.status.message()}});
   }
   return decision.status;
 }

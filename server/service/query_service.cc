@@ -16,9 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/clickhouse/cursor.h"
+#include "server/clickhouse/protocol/error_codes.h"
+#include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/common/status_macros.h"
 #include "server/ingest/inserter.h"
+#include "server/log/log.h"
 #include "server/service/query_block.h"
 #include "server/service/raw_messages.h"
 #include "server/service/status.h"
@@ -27,6 +30,8 @@
 
 namespace chgate::service {
 namespace {
+
+constexpr log::Component kLog("query");
 
 // Settings chgate sets itself; a request may not.
 constexpr const char* kReservedSettings[] = {
@@ -634,6 +639,16 @@ void QueryExecutor::Run(Call* call) {
     auto cancel = [&]() -> absl::Status {
       absl::Status drained = cursor.Cancel(options_.cancel_drain_timeout);
       if (!drained.ok()) discard = true;
+      const char* reason = call->shutting_down()             ? "shutdown"
+                           : absl::Now() >= call->deadline() ? "deadline"
+                           : !header_status.ok()             ? "result refused"
+                                                             : "caller cancelled";
+      kLog.Throttled(log::Level::kInfo, "query cancelled in ClickHouse", reason,
+                     {{"query_id", query_id},
+                      {"reason", reason},
+                      {"rows_sent", builder.rows()},
+                      {"drained", drained.ok()},
+                      {"elapsed", absl::Trunc(absl::Now() - sent_at, absl::Milliseconds(1))}});
       if (call->shutting_down()) return absl::UnavailableError("chgate is shutting down");
       if (absl::Now() >= call->deadline()) {
         return absl::DeadlineExceededError(
@@ -659,7 +674,18 @@ void QueryExecutor::Run(Call* call) {
     if (cursor.interrupted() || send_failed) return cancel();
     // The cursor is done: rows it delivered go out even when an exception followed them.
     if (!builder.Flush()) return absl::CancelledError("the caller cancelled");
-    if (!cursor.status().ok()) return ExplainReadOnly(cursor.status());
+    if (!cursor.status().ok()) {
+      if (clickhouse::ClickHouseCode(cursor.status()) ==
+          clickhouse::error_code::kQueryWasCancelled) {
+        // KILL QUERY in ClickHouse, or its own limits: the caller gets the error, the operator
+        // the id to look up in system.query_log.
+        kLog.Throttled(log::Level::kWarn, "query killed in ClickHouse", "",
+                       {{"query_id", query_id},
+                        {"rows_sent", builder.rows()},
+                        {"error", cursor.status().message()}});
+      }
+      return ExplainReadOnly(cursor.status());
+    }
     if (!header_sent) {
       // A statement without a result (SET, or DDL with writes allowed) names no columns.
       v1::QueryResponse header;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <initializer_list>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -14,10 +15,13 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "server/log/log.h"
 #include "server/service/ingest_service.h"
 
 namespace chgate::service {
 namespace {
+
+constexpr log::Component kLog("api");
 
 // grpc.health.v1 service names (Kubernetes probes name them in `grpc.service`). "readiness" and
 // "" mean "accepting calls" (NOT_SERVING only once a drain began): a sidecar off the request path
@@ -111,13 +115,30 @@ class ServerImpl final : public Server {
   void RefreshHealth() override {
     // Asked before taking mu_: a wedged ingestor must not hold up SetLiveness.
     const bool ready = ingestor_->Ready();
+    const ingest::IngestStats stats = ingestor_->Stats();
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return;
+    if (buffer_ready_.has_value() && *buffer_ready_ != ready) {
+      kLog.Throttled(ready ? log::Level::kInfo : log::Level::kWarn,
+                     ready ? "buffer readiness SERVING" : "buffer readiness NOT_SERVING", "",
+                     {{"reason", ready ? "buffer below the low-water mark"
+                                       : "buffer above the high-water mark"},
+                      {"buffered_bytes", stats.buffered_bytes},
+                      {"waiting_callers", stats.waiting_requests}});
+    }
+    buffer_ready_ = ready;
     SetStatusLocked({kBuffer}, ready);
   }
 
   void SetLiveness(bool live) override {
     absl::MutexLock lock(&mu_);
+    if (live != live_) {
+      kLog.Throttled(live ? log::Level::kInfo : log::Level::kError,
+                     live ? "liveness SERVING" : "liveness NOT_SERVING", "",
+                     {{"reason", live ? "the ingestor makes progress again"
+                                      : "the ingestor stopped making progress"}});
+    }
+    live_ = live;
     SetStatusLocked({kLiveness}, live);
   }
 
@@ -183,6 +204,8 @@ class ServerImpl final : public Server {
   int health_port_ = 0;
   absl::Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<bool> buffer_ready_ ABSL_GUARDED_BY(mu_);  // what "buffer" says
+  bool live_ ABSL_GUARDED_BY(mu_) = true;                   // what "liveness" says
 };
 
 }  // namespace

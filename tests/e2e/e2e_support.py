@@ -6,7 +6,7 @@ Debian's python3-grpcio as the client (an independent gRPC implementation):
   - Stubs: Python modules generated from proto/chgate/v1/chgate.proto (and grpc.health.v1) at run
     time into a temporary directory.
   - ClickHouse: clickhouse-client for DDL and read-back; clickhousectl.sh for the server's pid
-    (SIGSTOP/SIGCONT) and restarts.
+    (SIGSTOP/SIGCONT), stops, starts and restarts.
   - ChgateProcess: one chgate on free loopback ports, stopped by its own pid.
   - encode_column(): ClickHouse types to the columnar `Block` layout described in the .proto.
 
@@ -281,6 +281,13 @@ class ClickHouse:
         r = self._ctl("start", timeout=240)
         if r.returncode != 0:
             raise ClickHouseError(f"clickhousectl.sh start failed: {r.stdout}{r.stderr}")
+
+    def stop(self):
+        """clickhousectl.sh stop: TERM to the server's pid, KILL after 30 s. Callers must start it
+        again (in a finally), the other tests share it."""
+        r = self._ctl("stop", timeout=120)
+        if r.returncode != 0:
+            raise ClickHouseError(f"clickhousectl.sh stop failed: {r.stdout}{r.stderr}")
 
     def restart(self):
         r = self._ctl("restart", timeout=240)

@@ -347,7 +347,9 @@ class ClickHouseTlsTest(unittest.TestCase):
     def test_skip_verify_warns_and_is_visible_in_a_metric(self):
         chgate = self.start("--clickhouse-tls-insecure-skip-verify=true")
         try:
-            self.assertIn("WARNING: --clickhouse-tls-insecure-skip-verify", chgate.log_text())
+            self.assertRegex(chgate.log_text(),
+                             r"WARN \[tls\] --clickhouse-tls-insecure-skip-verify: ClickHouse's "
+                             r"certificate is not verified")
             self.assertEqual(self.insert(chgate, 6000), ("OK", ""))
             self.assertEqual(
                 e2e.metric_sum(chgate.scrape(), "chgate_clickhouse_tls_insecure_skip_verify"), 1)

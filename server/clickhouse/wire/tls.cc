@@ -11,9 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "asio/ssl/context.hpp"
 #include "asio/ssl/error.hpp"
+#include "server/log/log.h"
 
 namespace chgate::clickhouse {
 namespace {
+
+constexpr log::Component kLog("tls");
 
 absl::Status CheckReadable(const std::string& path, const char* what) {
   if (::access(path.c_str(), R_OK) != 0) {
@@ -118,6 +121,13 @@ std::shared_ptr<asio::ssl::context> TlsClientContext::Current() {
     // but a failure is counted once per change seen.
     if (last_error_.ok() || last_error_ != built.status()) {
       reload_failures_.fetch_add(1, std::memory_order_relaxed);
+      // Files are named, never quoted: the key file is key material.
+      kLog.Warn(
+          "ClickHouse TLS files changed but could not be loaded; new connections keep the "
+          "previous ones",
+          {{"ca_file", options_.ca_file},
+           {"cert_file", options_.cert_file},
+           {"error", built.status().message()}});
     }
     last_error_ = built.status();
     return current_;
@@ -126,6 +136,8 @@ std::shared_ptr<asio::ssl::context> TlsClientContext::Current() {
   current_ = *std::move(built);
   last_error_ = absl::OkStatus();
   reloads_.fetch_add(1, std::memory_order_relaxed);
+  kLog.Info("ClickHouse TLS files reloaded",
+            {{"ca_file", options_.ca_file}, {"cert_file", options_.cert_file}});
   return current_;
 }
 

@@ -2,11 +2,17 @@
 // over the endpoints, ordered keeps them on the first and uses the others only as fallbacks.
 #include "server/clickhouse/pool.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "server/log/log.h"
 #include "tests/bench/null_server.h"
 #include "tests/unit/clickhouse/test_util.h"
 
@@ -151,6 +157,46 @@ TEST(PoolProbeTest, EndpointsWithConnectionsAreNotProbed) {
   const uint64_t probes = pool.Stats()[0].probes;
   absl::SleepFor(absl::Milliseconds(200));  // ten probe intervals
   EXPECT_EQ(pool.Stats()[0].probes, probes);
+}
+
+}  // namespace
+}  // namespace chgate::clickhouse
+
+namespace chgate::clickhouse {
+namespace {
+
+// The pool's log: an endpoint failing, the failover, the endpoint that answered.
+TEST_F(PoolPolicyTest, LogsEndpointDownFailoverAndUpOnceEach) {
+  std::ostringstream out;
+  log::Logger logger(
+      {.format = log::Format::kJson, .out = &out, .sweep_interval = absl::ZeroDuration()});
+  log::SetLogger(&logger);
+  const uint16_t dead = testing::DeadLoopbackPort();
+  {
+    Pool pool(Options(EndpointPolicy::kOrdered, {dead, servers_[1]->port()}));
+    std::vector<PooledConnection> held;
+    for (int i = 0; i < 3; ++i) {
+      auto conn = pool.Acquire(absl::Now() + absl::Seconds(10));
+      ASSERT_TRUE(conn.ok()) << conn.status();
+      held.push_back(*std::move(conn));
+    }
+  }
+  log::SetLogger(nullptr);
+  const std::string dead_name = absl::StrCat("127.0.0.1:", dead);
+  const std::string live_name = absl::StrCat("127.0.0.1:", servers_[1]->port());
+  const std::vector<std::string> lines = absl::StrSplit(out.str(), '\n', absl::SkipEmpty());
+  // The dead endpoint is tried once (then skipped for the backoff): one line each.
+  ASSERT_EQ(lines.size(), 3u) << out.str();
+  EXPECT_THAT(lines[0],
+              ::testing::HasSubstr(absl::StrCat(
+                  R"("level":"warn","component":"pool","msg":"endpoint down","endpoint":")",
+                  dead_name, R"(","tls":false,"via":"connect","error":")")));
+  EXPECT_THAT(lines[1], ::testing::HasSubstr(absl::StrCat(R"("msg":"endpoint up","endpoint":")",
+                                                          live_name, R"(","tls":false)")));
+  EXPECT_THAT(lines[2], ::testing::HasSubstr(absl::StrCat(
+                            R"("msg":"failover: connected to another endpoint","endpoint":")",
+                            live_name, R"(","failed":")", dead_name, ": ")));
+  EXPECT_THAT(lines[2], ::testing::HasSubstr(R"("policy":"ordered")"));
 }
 
 }  // namespace

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace chgate::config {
@@ -281,6 +285,70 @@ TEST(ConfigTest, ReadyLowWaterMustBeBelowTheHighWaterMark) {
   auto bad = ParseArgs({"--ready-high-water=0.5", "--ready-low-water=0.5"});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("--ready-low-water"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace chgate::config
+
+namespace chgate::config {
+namespace {
+
+TEST(ConfigTest, LogOptionsTakeTheirNamedValues) {
+  auto c = ParseArgs({});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->log_level, "info");
+  EXPECT_EQ(c->log_format, "text");
+  EXPECT_EQ(c->log_repeat_interval, absl::Seconds(10));
+  const char* argv[] = {"chgate", "--log-level=debug", "--log-repeat-interval=2s"};
+  const char* env[] = {"CHGATE_LOG_FORMAT=json", "CHGATE_LOG_LEVEL=error", nullptr};
+  c = Parse(3, argv, env);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->log_level, "debug");  // the flag wins over the variable
+  EXPECT_EQ(c->log_format, "json");
+  EXPECT_EQ(c->log_repeat_interval, absl::Seconds(2));
+  for (const char* bad :
+       {"--log-level=warning", "--log-level=", "--log-format=logfmt", "--log-repeat-interval=0s"}) {
+    auto refused = ParseArgs({bad});
+    ASSERT_FALSE(refused.ok()) << bad;
+    const std::string option(bad, std::string_view(bad).find('='));
+    EXPECT_NE(refused.status().message().find(option), std::string::npos) << refused.status();
+  }
+}
+
+TEST(ConfigTest, SettingsListEveryOptionsEffectiveValueButNoSecret) {
+  const std::string password_file = ::testing::TempDir() + "/config_test_password";
+  {
+    std::ofstream f(password_file);
+    f << "s3cret-pa55\n";
+  }
+  const std::string password_flag = "--password-file=" + password_file;
+  const char* argv[] = {"chgate", "--batch-max-rows=500", password_flag.c_str()};
+  const char* env[] = {"CHGATE_USER=writer", "CHGATE_BATCH_MAX_ROWS=7", nullptr};
+  auto c = Parse(3, argv, env);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->password, "s3cret-pa55");
+  std::map<std::string, std::string> settings(c->settings.begin(), c->settings.end());
+  EXPECT_EQ(settings.size(), c->settings.size()) << "an option is listed twice";
+  EXPECT_EQ(settings["batch-max-rows"], "500");
+  EXPECT_EQ(settings["user"], "writer");
+  EXPECT_EQ(settings["compression"], "lz4");  // the default
+  EXPECT_EQ(settings["log-format"], "text");
+  EXPECT_EQ(settings["password-file"], password_file);
+  // Every option of --help is there.
+  const std::string usage = Usage();
+  for (const auto& [name, value] : c->settings) {
+    EXPECT_NE(usage.find("--" + name + "="), std::string::npos) << name;
+  }
+  size_t options_in_usage = 0;
+  for (size_t at = usage.find("=VALUE  ["); at != std::string::npos;
+       at = usage.find("=VALUE  [", at + 1)) {
+    ++options_in_usage;
+  }
+  EXPECT_EQ(c->settings.size(), options_in_usage);
+  for (const auto& [name, value] : c->settings) {
+    EXPECT_EQ(value.find("s3cret"), std::string::npos) << name;
+  }
+  std::remove(password_file.c_str());
 }
 
 }  // namespace
