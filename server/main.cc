@@ -320,10 +320,12 @@ int Serve(const config::Config& config) {
       if (progress.ok() == live) continue;
       live = progress.ok();
       (*server)->SetLiveness(live);
-      std::cerr << "chgate: liveness "
-                << (live ? "SERVING again: the ingestor makes progress"
-                         : absl::StrCat("NOT_SERVING: ", progress.message()))
-                << std::endl;
+      if (live) {
+        kLog.Info("liveness SERVING", {{"reason", "the ingestor makes progress again"}});
+      } else {
+        kLog.Error("liveness NOT_SERVING: the kubelet will restart chgate",
+                   {{"reason", progress.message()}});
+      }
     }
   });
 

@@ -132,13 +132,6 @@ class ServerImpl final : public Server {
 
   void SetLiveness(bool live) override {
     absl::MutexLock lock(&mu_);
-    if (live != live_) {
-      kLog.Throttled(live ? log::Level::kInfo : log::Level::kError,
-                     live ? "liveness SERVING" : "liveness NOT_SERVING", "",
-                     {{"reason", live ? "the ingestor makes progress again"
-                                      : "the ingestor stopped making progress"}});
-    }
-    live_ = live;
     SetStatusLocked({kLiveness}, live);
   }
 
@@ -205,7 +198,6 @@ class ServerImpl final : public Server {
   absl::Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<bool> buffer_ready_ ABSL_GUARDED_BY(mu_);  // what "buffer" says
-  bool live_ ABSL_GUARDED_BY(mu_) = true;                   // what "liveness" says
 };
 
 }  // namespace

@@ -800,6 +800,20 @@ TEST_F(ServiceTest, HealthOnBothListeners) {
   EXPECT_EQ(HealthCheck(health_channel_, "readiness").value_or(-1), kServing);
 }
 
+TEST_F(ServiceTest, TheWatchdogTurnsLivenessAloneNotServingAndBack) {
+  Start();
+  server_->SetLiveness(false);
+  for (const auto& channel : {health_channel_, api_channel_}) {
+    EXPECT_EQ(HealthCheck(channel, "liveness").value_or(-1), kNotServing);
+    // Readiness is about taking calls; the kubelet's restart is liveness's business.
+    EXPECT_EQ(HealthCheck(channel, "readiness").value_or(-1), kServing);
+  }
+  server_->RefreshHealth();  // the buffer's refresh leaves liveness alone
+  EXPECT_EQ(HealthCheck(health_channel_, "liveness").value_or(-1), kNotServing);
+  server_->SetLiveness(true);
+  EXPECT_EQ(HealthCheck(health_channel_, "liveness").value_or(-1), kServing);
+}
+
 TEST_F(ServiceTest, ReadinessIgnoresTheBufferWhichHasItsOwnHealthName) {
   ingest::IngestOptions options = FastFlushes();
   options.memory_budget_bytes = 4096;
