@@ -595,8 +595,14 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
       batch.schema = p->schema;
       batch.block = EmptyBlock(*p->schema);
     }
-    for (size_t i = 0; i < batch.block->column_count(); ++i) {
-      batch.block->column(i).column->AppendRange(*p->staged->column(i).column, 0, p->rows);
+    if (batch.rows == 0) {
+      // The first rows of a batch: its block is the request's own, not a copy (no second
+      // buffer, no growth slack from appending).
+      batch.block = std::move(p->staged);
+    } else {
+      for (size_t i = 0; i < batch.block->column_count(); ++i) {
+        batch.block->column(i).column->AppendRange(*p->staged->column(i).column, 0, p->rows);
+      }
     }
     p->staged.reset();
     // The bytes move from the request's reservation to the buffer's count (added first, so the

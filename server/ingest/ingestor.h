@@ -96,7 +96,8 @@ struct Request {
   std::vector<std::string> columns;
   const RowSource* rows = nullptr;  // either rows ...
   // ... or typed columns matching `columns`. The Ingestor takes the block's columns once they
-  // are judged to fit the table (the block is left without them).
+  // are judged to fit the table (the block is left without them) and may append other rows to
+  // them: they must not be shared with anything the caller still reads.
   clickhouse::Block* block = nullptr;
   absl::Time deadline = absl::InfiniteFuture();
   std::optional<AckMode> ack;

@@ -209,41 +209,86 @@ class FinishedWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnDone() override { delete this; }
 };
 
+class FinishedBidi final : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit FinishedBidi(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+constexpr char kInsertMethod[] = "/chgate.v1.Ingest/Insert";
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Insert
 // ---------------------------------------------------------------------------------------------
 
-class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
+// Insert is served as a generic call (a bidi stream of raw messages on the wire of a unary call)
+// so that chgate decides when its message is read: a slot of the ReadGate first, then one read,
+// one response written with the status. gRPC's unary handler would receive every caller's whole
+// message before chgate could count or refuse it.
+class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
  public:
-  InsertCall(IngestService* service, grpc::CallbackServerContext* context,
-             const grpc::ByteBuffer* raw_request, grpc::ByteBuffer* raw_response)
-      : service_(service),
-        context_(context),
-        raw_request_(raw_request),
-        raw_response_(raw_response),
-        state_(std::make_shared<State>()) {
+  InsertCall(IngestService* service, grpc::GenericCallbackServerContext* context)
+      : service_(service), context_(context), state_(std::make_shared<State>()) {
     absl::MutexLock lock(&state_->mu);
     state_->call = this;
   }
 
   void Start() {
     if (service_->shutting_down()) return FinishEarly(ShuttingDown());
+    if (service_->auth_enabled()) {
+      // Who is calling is known before anything is read; what they may insert needs the message.
+      credentials_ = CallCredentials(*context_);
+      absl::Status who =
+          service_->Refused(service_->options_.authorizer->Authenticate(credentials_));
+      if (!who.ok()) return FinishEarly(who);
+    }
+    std::shared_ptr<State> state = state_;
+    const bool now = service_->read_gate_.Acquire([state] {
+      absl::MutexLock lock(&state->mu);
+      if (state->call == nullptr) return false;  // ended while it waited: pass the slot on
+      state->phase = Phase::kReading;
+      state->call->StartRead(&state->call->raw_);
+      return true;
+    });
+    if (now) {
+      absl::MutexLock lock(&state->mu);
+      state->phase = Phase::kReading;
+      StartRead(&raw_);
+    }
+  }
+
+  void OnReadDone(bool ok) override {
+    // The message is in (or the call ended): its slot goes to the next call, and the memory
+    // budget counts the message from here on.
+    service_->read_gate_.Release();
+    if (!ok) {
+      // Cancelled, over --max-message-bytes (gRPC has ended the call), or half-closed without
+      // a message.
+      return FinishEarly(
+          absl::InvalidArgumentError("the Insert call ended before its request message arrived"));
+    }
+    {
+      absl::MutexLock lock(&state_->mu);
+      state_->phase = Phase::kProcessing;
+    }
     // Counted from the moment its bytes arrived; refused at once when the budget is full.
-    const size_t wire = raw_request_->Length();
+    const size_t wire = raw_.Length();
     absl::StatusOr<ingest::MemoryBudget::Reservation> reservation =
         service_->ingestor_->Reserve(ArrivalBytes(wire));
-    if (!reservation.ok()) return FinishEarly(reservation.status());
+    if (!reservation.ok()) {
+      raw_.Clear();
+      return FinishEarly(reservation.status());
+    }
     state_->message = std::make_unique<v1::InsertRequest>();
     const v1::InsertRequest& message = *state_->message;
-    absl::Status parsed = ParseRawMessage(*raw_request_, state_->message.get());
-    // The received bytes are not read again: free them now rather than when the call ends.
-    const_cast<grpc::ByteBuffer*>(raw_request_)->Clear();
+    absl::Status parsed = ParseRawMessage(raw_, state_->message.get());
+    raw_.Clear();  // not read again
     if (!parsed.ok()) return FinishEarly(parsed);
     reservation->Resize(ConvertingBytes(message, wire));
     if (service_->auth_enabled()) {
-      absl::Status allowed = service_->AuthorizeInsert(CallCredentials(*context_), message);
+      absl::Status allowed = service_->AuthorizeInsert(credentials_, message);
       if (!allowed.ok()) return FinishEarly(allowed);
     }
     const absl::Time deadline = HasDeadline(*context_)
@@ -266,17 +311,23 @@ class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
     const std::shared_ptr<State> state = state_;  // outlives this reactor once it finished
     absl::MutexLock lock(&state->mu);
     state->cancelled = true;
-    // Before admission the Ingestor may still read the request, which lives only as long as
-    // the call: finish once it was admitted (or at the outcome).
-    if (state->admitted) FinishLocked(*state, absl::CancelledError("the call was cancelled"));
+    // Waiting for a read slot: nothing is pending, end now (the slot, when it comes, is passed
+    // on). Reading: OnReadDone follows. Before admission the Ingestor may still read the request,
+    // which lives only as long as the call: finish once it was admitted (or at the outcome).
+    if (state->phase == Phase::kWaiting || state->admitted) {
+      FinishLocked(*state, absl::CancelledError("the call was cancelled"));
+    }
   }
 
   void OnDone() override { delete this; }
 
  private:
+  enum class Phase { kWaiting, kReading, kProcessing };
+
   struct State {
     absl::Mutex mu;
     InsertCall* call ABSL_GUARDED_BY(mu) = nullptr;  // null once Finish was called
+    Phase phase ABSL_GUARDED_BY(mu) = Phase::kWaiting;
     bool admitted ABSL_GUARDED_BY(mu) = false;
     bool cancelled ABSL_GUARDED_BY(mu) = false;
     // Written before Submit; afterwards only ReleaseInput (once, on an Ingestor thread) frees
@@ -292,11 +343,8 @@ class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
   };
 
   void FinishEarly(const absl::Status& status) {
-    {
-      absl::MutexLock lock(&state_->mu);
-      state_->call = nullptr;
-    }
-    Finish(ToGrpcStatus(status, context_));
+    absl::MutexLock lock(&state_->mu);
+    FinishLocked(*state_, status);
   }
 
   // Finishes the call with `status` unless it already finished. The reactor may be deleted as
@@ -323,14 +371,15 @@ class IngestService::InsertCall final : public grpc::ServerUnaryReactor {
     }
     v1::InsertResponse response;
     FillSuccess(result, state.prepared, &response);
-    SerializeRawMessage(response, call->raw_response_);
-    call->Finish(grpc::Status::OK);
+    SerializeRawMessage(response, &call->response_);
+    call->StartWriteAndFinish(&call->response_, grpc::WriteOptions(), grpc::Status::OK);
   }
 
   IngestService* const service_;
-  grpc::CallbackServerContext* const context_;
-  const grpc::ByteBuffer* const raw_request_;
-  grpc::ByteBuffer* const raw_response_;
+  grpc::GenericCallbackServerContext* const context_;
+  auth::Credentials credentials_;  // written in Start, read-only afterwards
+  grpc::ByteBuffer raw_;           // the request, until parsed
+  grpc::ByteBuffer response_;
   const std::shared_ptr<State> state_;
 };
 
@@ -640,14 +689,21 @@ absl::Status IngestService::AuthorizeInsert(const auth::Credentials& credentials
 }
 
 IngestService::IngestService(ingest::Ingestor* ingestor, IngestServiceOptions options)
-    : ingestor_(ingestor), options_(options) {}
+    : ingestor_(ingestor),
+      options_(options),
+      read_gate_(std::max<size_t>(options.read_slots, 1)),
+      insert_handler_(this) {}
 
 IngestService::~IngestService() = default;
 
-grpc::ServerUnaryReactor* IngestService::Insert(grpc::CallbackServerContext* context,
-                                                const grpc::ByteBuffer* request,
-                                                grpc::ByteBuffer* response) {
-  auto* call = new InsertCall(this, context, request, response);
+grpc::ServerGenericBidiReactor* IngestService::InsertHandler::CreateReactor(
+    grpc::GenericCallbackServerContext* context) {
+  if (context->method() != kInsertMethod) {
+    return new FinishedBidi(
+        grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                     absl::StrCat("unknown method ", ingest::PrintableName(context->method()))));
+  }
+  auto* call = new InsertCall(service_, context);
   call->Start();
   return call;
 }

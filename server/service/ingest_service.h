@@ -20,6 +20,7 @@
 // after the call was cancelled.
 #pragma once
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -33,6 +34,7 @@
 #include "server/ingest/ingestor.h"
 #include "server/metrics/metrics.h"
 #include "server/service/query_service.h"
+#include "server/service/read_gate.h"
 
 namespace chgate::service {
 
@@ -56,14 +58,19 @@ struct IngestServiceOptions {
   // policy is checked against the same resolution.
   std::string default_database = "default";
   ingest::AckMode default_ack = ingest::AckMode::kCommitted;
+  // Insert messages read at once (ReadGate): each may be as large as the largest message, so
+  // these many x --max-message-bytes bound what gRPC pulls in before chgate counts it.
+  size_t read_slots = 8;
 };
 
 // The three methods are registered raw (grpc::ByteBuffer): the service parses each request
 // itself so that bytes that are not a valid message end the call (or the stream, after the acks
 // it owes) with INVALID_ARGUMENT and a message, where gRPC's own parsing would answer
 // UNIMPLEMENTED with none. The wire format is unchanged.
+// Insert is left to a generic callback service (insert_handler()) that reads each call's message
+// only once a ReadGate slot is free: see read_gate.h. Register both with the server.
 using IngestRawService =
-    v1::Ingest::WithRawCallbackMethod_Insert<v1::Ingest::WithRawCallbackMethod_InsertStream<
+    v1::Ingest::WithGenericMethod_Insert<v1::Ingest::WithRawCallbackMethod_InsertStream<
         v1::Ingest::WithRawCallbackMethod_Query<v1::Ingest::Service>>>;
 
 class IngestService final : public IngestRawService {
@@ -74,9 +81,6 @@ class IngestService final : public IngestRawService {
   IngestService(const IngestService&) = delete;
   IngestService& operator=(const IngestService&) = delete;
 
-  grpc::ServerUnaryReactor* Insert(grpc::CallbackServerContext* context,
-                                   const grpc::ByteBuffer* request,
-                                   grpc::ByteBuffer* response) override;
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* InsertStream(
       grpc::CallbackServerContext* context) override;
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Query(grpc::CallbackServerContext* context,
@@ -89,9 +93,22 @@ class IngestService final : public IngestRawService {
   void BeginShutdown();
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
+  // Serves Insert (and answers UNIMPLEMENTED for methods no service knows): register it with
+  // grpc::ServerBuilder::RegisterCallbackGenericService beside the service.
+  grpc::CallbackGenericService* insert_handler() { return &insert_handler_; }
+
  private:
   class InsertCall;
   class StreamCall;
+  class InsertHandler final : public grpc::CallbackGenericService {
+   public:
+    explicit InsertHandler(IngestService* service) : service_(service) {}
+    grpc::ServerGenericBidiReactor* CreateReactor(
+        grpc::GenericCallbackServerContext* context) override;
+
+   private:
+    IngestService* const service_;
+  };
 
   // Counts a refusal and returns its status (OK for an allowed decision).
   absl::Status Refused(const auth::Decision& decision) const;
@@ -112,6 +129,8 @@ class IngestService final : public IngestRawService {
   std::atomic<bool> shutting_down_{false};
   absl::Mutex streams_mu_;
   absl::flat_hash_set<StreamCall*> streams_ ABSL_GUARDED_BY(streams_mu_);
+  ReadGate read_gate_;
+  InsertHandler insert_handler_;
 };
 
 }  // namespace chgate::service

@@ -51,7 +51,8 @@ class ServerImpl final : public Server {
                             .authorizer = options.authorizer,
                             .auth_metrics = options.auth_metrics,
                             .default_database = options.default_database,
-                            .default_ack = options.default_ack}) {}
+                            .default_ack = options.default_ack,
+                            .read_slots = options.read_slots}) {}
 
   // Not shut down (e.g. a failed Start): stop the listeners at once but leave the ingestor,
   // which the caller owns, alone.
@@ -75,6 +76,7 @@ class ServerImpl final : public Server {
       builder.AddListeningPort(options_.api_address, *api_credentials, &api_port_);
       ExclusivePort(builder);
       builder.RegisterService(&service_);
+      builder.RegisterCallbackGenericService(service_.insert_handler());
       builder.SetMaxReceiveMessageSize(
           static_cast<int>(std::min<size_t>(options_.max_message_bytes, INT_MAX)));
       if (options_.max_concurrent_streams > 0) {

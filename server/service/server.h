@@ -28,6 +28,8 @@ struct ServerOptions {
   // bounds what a burst of calls on one connection holds in gRPC's buffers; calls beyond it wait
   // in the client.
   uint32_t max_concurrent_streams = 0;
+  // Insert messages gRPC may be receiving at once (see read_gate.h).
+  size_t read_slots = 8;
   // Requests without a deadline get this one (InsertStream: each request, from when it is read).
   absl::Duration default_deadline = absl::Seconds(30);
   // Runs Query calls (must outlive the Server); null: Query is UNIMPLEMENTED.

@@ -92,6 +92,18 @@ class FakeInserter final : public Inserter {
   std::deque<absl::Status> script;  // results of the next inserts (then OK)
 };
 
+// A copy of `block` with columns of its own: the Ingestor takes a request's columns and may
+// append to them, so a test block that is submitted again must not share them.
+clickhouse::Block Own(const clickhouse::Block& block) {
+  clickhouse::Block copy;
+  for (size_t i = 0; i < block.column_count(); ++i) {
+    clickhouse::ColumnPtr column = block.column(i).column->CloneEmpty();
+    column->AppendRange(*block.column(i).column, 0, block.rows());
+    copy.AddColumn(block.column(i).name, std::move(column));
+  }
+  return copy;
+}
+
 clickhouse::Block Rows(uint64_t first, size_t n, size_t string_size = 3) {
   clickhouse::Block b;
   auto id = *clickhouse::CreateColumn("UInt64");
@@ -153,7 +165,7 @@ class IngestorTest : public ::testing::Test {
                   std::string table = "events", std::optional<AckMode> ack = std::nullopt) {
     outcomes_.push_back(std::make_unique<Outcome>());
     Outcome* o = outcomes_.back().get();
-    o->block = block;
+    o->block = Own(block);
     Request r{.table = std::move(table),
               .block = &o->block,
               .deadline = clock_.Now() + timeout,
@@ -459,7 +471,7 @@ TEST_F(IngestorTest, RepeatedIdempotencyKeysInsertOnce) {
   auto submit = [&](const std::string& key) {
     outcomes_.push_back(std::make_unique<Outcome>());
     Outcome* o = outcomes_.back().get();
-    o->block = a;
+    o->block = Own(a);
     Request r{.table = "events",
               .block = &o->block,
               .deadline = clock_.Now() + absl::Seconds(30),

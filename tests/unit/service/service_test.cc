@@ -29,6 +29,7 @@
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/ingest/ingestor.h"
+#include "server/service/read_gate.h"
 #include "server/service/server.h"
 #include "server/service/status.h"
 
@@ -761,6 +762,68 @@ TEST_F(ServiceTest, FullBufferStopsReadingTheStreamUntilRoomReturns) {
   EXPECT_EQ(inserter_.rows().size(), static_cast<size_t>(kRequests));
 }
 
+TEST_F(ServiceTest, InsertMessagesAreReadThroughTheGateOneAtATime) {
+  ServerOptions server_options;
+  server_options.read_slots = 1;
+  Start(FastFlushes(), server_options);
+  // Calls whose deadline passes while they wait for the slot end without holding up the rest;
+  // the others are all read in turn and committed.
+  constexpr int kCalls = 40;
+  const std::string payload(256 << 10, 'g');
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<v1::InsertRequest> requests;
+  for (int i = 0; i < kCalls; ++i) requests.push_back(SmallRequest(i, payload));
+  std::vector<v1::InsertResponse> responses(kCalls);
+  std::vector<grpc::Status> statuses(kCalls);
+  std::atomic<int> finished{0};
+  for (int i = 0; i < kCalls; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    // Every fourth call gives up almost at once, most likely while it waits for the slot.
+    SetDeadline(contexts.back().get(), i % 4 == 3 ? absl::Milliseconds(1) : absl::Seconds(30));
+    stub_->async()->Insert(contexts.back().get(), &requests[i], &responses[i],
+                           [&, i](grpc::Status status) {
+                             statuses[i] = std::move(status);
+                             finished.fetch_add(1);
+                           });
+  }
+  ASSERT_TRUE(WaitFor([&] { return finished.load() == kCalls; }));
+  int committed = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    if (i % 4 != 3) {
+      EXPECT_TRUE(statuses[i].ok()) << i << ": " << statuses[i].error_message();
+    }
+    if (statuses[i].ok()) ++committed;
+  }
+  EXPECT_GE(committed, kCalls / 4 * 3);
+  // A call that timed out after it was read may still have been committed.
+  EXPECT_GE(inserter_.rows().size(), static_cast<size_t>(committed));
+  // The slot came back: a call after the burst is read at once.
+  v1::InsertResponse response;
+  EXPECT_TRUE(Insert(SmallRequest(100), &response).ok());
+}
+
+TEST_F(ServiceTest, AnUnknownMethodIsUnimplementedAndNamed) {
+  Start();
+  grpc::GenericStub generic(api_channel_);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::ByteBuffer request, response;
+  v1::InsertRequest message = SmallRequest(1);
+  bool own = false;
+  ASSERT_TRUE(
+      grpc::SerializationTraits<v1::InsertRequest>::Serialize(message, &request, &own).ok());
+  absl::Notification done;
+  grpc::Status status;
+  generic.UnaryCall(&context, "/chgate.v1.Ingest/Nope", grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) {
+                      status = std::move(s);
+                      done.Notify();
+                    });
+  done.WaitForNotification();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(status.error_message(), testing::HasSubstr("/chgate.v1.Ingest/Nope"));
+}
+
 TEST_F(ServiceTest, CancelledCallsStaySafeWhenTheOutcomeArrivesLater) {
   Start();
   inserter_.Block();
@@ -907,6 +970,33 @@ TEST_F(ServiceTest, BusyAddressIsUnavailable) {
       StartServer({.api_address = "127.0.0.1:0", .health_address = busy}, &other);
   ASSERT_FALSE(third.ok());
   EXPECT_THAT(third.status().message(), HasSubstr(busy));
+}
+
+}  // namespace
+}  // namespace chgate::service
+
+namespace chgate::service {
+namespace {
+
+TEST(ReadGateTest, GivesSlotsFirstComeFirstServedAndPassesOnTheOnesNotKept) {
+  ReadGate gate(1);
+  std::vector<int> order;
+  EXPECT_TRUE(gate.Acquire([] { return true; }));  // the only slot, at once
+  EXPECT_FALSE(gate.Acquire([&] {
+    order.push_back(1);
+    return false;  // its call ended while it waited
+  }));
+  EXPECT_FALSE(gate.Acquire([&] {
+    order.push_back(2);
+    return true;
+  }));
+  EXPECT_EQ(gate.queued(), 2u);
+  gate.Release();  // to 1, which passes it on to 2
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_EQ(gate.queued(), 0u);
+  gate.Release();  // 2 is done: back to the pool
+  EXPECT_TRUE(gate.Acquire([] { return true; }));
+  EXPECT_FALSE(gate.Acquire([] { return true; }));
 }
 
 }  // namespace
