@@ -47,7 +47,7 @@ SCENARIOS = [
     ("200 x 1 MiB", 128 * MiB, [(200, 1 * MiB)], 0, 0, []),
     ("48 x 16 MiB", 128 * MiB, [(48, 16 * MiB - 64 * KiB)], 0, 0, []),
     # --max-concurrent-streams bounds what gRPC holds in transit: 4 x 16 MiB per connection.
-    ("48 x 16 MiB, 4 streams per connection", 64 * MiB, [(48, 16 * MiB - 64 * KiB)], 0, 0,
+    ("48 x 16 MiB, --max-concurrent-streams=4", 64 * MiB, [(48, 16 * MiB - 64 * KiB)], 0, 0,
      ["--max-concurrent-streams=4"]),
     ("mixed + 16 streams", 64 * MiB, [(200, 64 * KiB), (60, 1 * MiB), (6, 8 * MiB)], 16, 256 * KiB, []),
 ]
@@ -145,7 +145,8 @@ def run_scenario(ch, stubs, name, budget, unary, streams, stream_bytes, extra_ar
         for s, d in enumerate(drivers):
             d.join(60)
             for seq, ack in list(d.acks.items()):
-                key = "stream OK" if ack.status.code == 0 else f"stream {ack.status.code}"
+                names = {c.value[0]: c.name for c in grpc.StatusCode}
+                key = f"stream {names.get(ack.status.code, ack.status.code)}"
                 outcomes[key] = outcomes.get(key, 0) + 1
                 if ack.status.code == 0:
                     acked_ids += result["stream_ids"][(s, seq)]
@@ -204,12 +205,14 @@ class MemoryBoundTest(unittest.TestCase):
 
     def check(self, scenario):
         if e2e.is_sanitized(CHGATE):
-            self.skipTest("chgate is built with AddressSanitizer: its RSS says little")
+            # ctest does not register this file for the sanitized build; run by hand, say why.
+            self.fail("chgate is built with AddressSanitizer: its RSS says nothing about chgate")
         r = run_scenario(clickhouse(), e2e.load_stubs(), *scenario)
         budget = r["budget"]
         report(describe(r))
         self.assertEqual(r["missing"], 0, "acknowledged rows are missing")
-        allowed = {"OK", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "stream OK", "stream 8", "stream 4"}
+        allowed = {"OK", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "stream OK", "stream RESOURCE_EXHAUSTED",
+                   "stream DEADLINE_EXCEEDED"}
         self.assertLessEqual(set(r["outcomes"]), allowed, r["outcomes"])
         self.assertLessEqual(r["buffered"], budget)
         self.assertLessEqual(r["peak_rss"], bound(budget),
