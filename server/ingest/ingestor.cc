@@ -336,6 +336,13 @@ absl::StatusOr<MemoryBudget::Reservation> Ingestor::Reserve(uint64_t bytes) {
       static_cast<double>(budget_.requests()) / kMiB, static_cast<double>(bytes) / kMiB));
 }
 
+MemoryBudget::Reservation Ingestor::Hold(uint64_t bytes) {
+  MemoryBudget::Reservation reservation = budget_.Attach();
+  reservation.Resize(bytes);
+  PublishRequestBytes();
+  return reservation;
+}
+
 void Ingestor::PublishRequestBytes() const {
   if (metrics_ != nullptr) {
     metrics_->memory_request_bytes->Set(static_cast<double>(budget_.requests()));

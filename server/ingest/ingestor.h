@@ -144,6 +144,10 @@ class Ingestor {
   // converted forms) against the memory budget. ResourceExhausted, saying how the budget is
   // used, when they do not fit: the caller refuses the request before doing anything with it.
   absl::StatusOr<MemoryBudget::Reservation> Reserve(uint64_t bytes);
+  // Counts `bytes` that are in memory already and are not refused: a stream's one request, which
+  // then waits for room like any other while the stream reads nothing more (its backpressure).
+  // May take the count past the budget, by at most one request per open stream.
+  MemoryBudget::Reservation Hold(uint64_t bytes);
 
   // Takes a request and the reservation that counts it (see Reserve; without one the Ingestor
   // counts it from its conversion on). `on_admitted` runs once its rows are buffered (the

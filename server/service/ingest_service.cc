@@ -510,11 +510,13 @@ class IngestService::StreamCall final
         slot->deadline_from_stream = true;
       }
     }
-    // A request already read is counted from now on; one that does not fit beside the others
-    // is refused with its own ack, and the stream reads on.
-    absl::StatusOr<ingest::MemoryBudget::Reservation> reservation =
-        service_->ingestor_->Reserve(ConvertingBytes(*slot->request, slot->wire_bytes));
-    absl::Status s = reservation.status();
+    // A request already read is counted from now on, and never refused for memory: the stream
+    // reads nothing more until it is admitted, so it waits for room in the buffer like before
+    // and gRPC's flow control holds the writer back (one request per stream beyond the budget at
+    // most; --max-concurrent-streams bounds the streams per connection).
+    ingest::MemoryBudget::Reservation reservation =
+        service_->ingestor_->Hold(ConvertingBytes(*slot->request, slot->wire_bytes));
+    absl::Status s;
     if (s.ok() && service_->auth_enabled()) {
       s = service_->AuthorizeInsert(credentials_, *slot->request);
     }
@@ -529,7 +531,7 @@ class IngestService::StreamCall final
     Slot* raw = slot.get();
     raw->prepared.request.release_input = [slot] { slot->ReleaseInput(); };
     service_->ingestor_->Submit(
-        std::move(raw->prepared.request), *std::move(reservation),
+        std::move(raw->prepared.request), std::move(reservation),
         [slot] { slot->call->OnAdmitted(*slot); },
         [slot](ingest::Result result) { slot->call->OnResult(*slot, std::move(result)); });
   }

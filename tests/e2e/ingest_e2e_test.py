@@ -632,7 +632,8 @@ class BackpressureTest(ChgateTestCase):
     stays bounded; nothing acked is lost."""
 
     BUDGET = 1 * MiB
-    CHGATE_ARGS = [f"--memory-budget={BUDGET}", "--batch-max-bytes=256KiB", "--batch-max-delay=50ms"]
+    CHGATE_ARGS = [f"--memory-budget={BUDGET}", "--max-message-bytes=256KiB", "--batch-max-bytes=256KiB",
+                   "--batch-max-delay=50ms"]
     ROWS_PER_REQUEST = 16
     PAYLOAD_BYTES = 1000
     # The bound on chgate's RSS growth while ClickHouse is stopped: the buffer itself (<= budget,
