@@ -39,7 +39,7 @@ RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHGATE_
 FROM debian:12.11-slim AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libgrpc++1.51 libprometheus-cpp-pull1.0 liblz4-1 libzstd1 libssl3 libspdlog1.10 libfmt9 \
+      libgrpc++1.51 libprometheus-cpp-core1.0 liblz4-1 libzstd1 libssl3 libspdlog1.10 libfmt9 \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 chgate \

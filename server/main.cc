@@ -146,9 +146,9 @@ int Serve(const config::Config& config) {
 
   metrics::Metrics metrics;
   metrics.SetBuildInfo(CHGATE_VERSION, CHGATE_REVISION);
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<metrics::HttpServer> exposer;
   if (!config.metrics_listen.empty()) {
-    auto started = metrics.StartExposer(config.metrics_listen);
+    auto started = metrics.StartServer(config.metrics_listen);
     if (!started.ok()) {
       kLog.Error("chgate: cannot start", {{"error", started.status().message()}});
       return 1;

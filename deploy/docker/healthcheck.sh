@@ -11,14 +11,14 @@ set -u
 port_of() { local a=$1; echo "${a##*:}"; }
 
 cli=/usr/local/bin/chgate-cli
-health=${CHGATE_HEALTH_LISTEN-0.0.0.0:50052}
+health=${CHGATE_HEALTH_LISTEN-[::]:50052}
 # An empty health address means the API listener serves health.
 [[ -z $health ]] && health=${CHGATE_LISTEN:-127.0.0.1:50051}
 if [[ -x $cli ]]; then
   exec "$cli" --addr="127.0.0.1:$(port_of "$health")" --timeout=2s health --service liveness >/dev/null
 fi
 
-listen=${CHGATE_METRICS_LISTEN-0.0.0.0:9464}
+listen=${CHGATE_METRICS_LISTEN-[::]:9464}
 port=$(port_of "$listen")
 if [[ -z $listen || ! $port =~ ^[0-9]+$ ]]; then
   echo "healthcheck: metrics are off (CHGATE_METRICS_LISTEN=\"$listen\") and chgate-cli is missing" >&2

@@ -178,10 +178,11 @@ const std::vector<Option>& Options() {
        "how often the API certificate, key, client CA, tokens and policy files are checked for "
        "changes",
        Duration("api-reload-interval", &Config::api_reload_interval)},
-      {"health-listen", "0.0.0.0:50052",
+      {"health-listen", "[::]:50052",
        "grpc.health.v1 address for kubelet probes (\"\" = API listener)",
        String(&Config::health_listen)},
-      {"metrics-listen", "0.0.0.0:9464", "Prometheus /metrics address (\"\" = off)",
+      {"metrics-listen", "[::]:9464",
+       "Prometheus /metrics address (\"\" = off; \"[::]:port\" = every IPv6 and IPv4 address)",
        String(&Config::metrics_listen)},
       {"endpoints", "127.0.0.1:9000",
        "ClickHouse native endpoints, [tcp://|tls://]host[:port][,...] (port 9000, or 9440 with "

@@ -29,10 +29,10 @@ struct TableLimits {
 
 struct Config {
   // Listeners.
-  std::string listen = "127.0.0.1:50051";       // Insert/InsertStream/Query
-  std::string health_listen = "0.0.0.0:50052";  // grpc.health.v1 for kubelet probes
-  std::string metrics_listen = "0.0.0.0:9464";  // Prometheus /metrics
-  bool allow_remote_api = false;                // required to put the API on a non-loopback address
+  std::string listen = "127.0.0.1:50051";    // Insert/InsertStream/Query
+  std::string health_listen = "[::]:50052";  // grpc.health.v1 for kubelet probes
+  std::string metrics_listen = "[::]:9464";  // Prometheus /metrics
+  bool allow_remote_api = false;             // required to put the API on a non-loopback address
   // API security: TLS of the API listener, caller identities and the policy.
   std::string api_tls_cert_file;
   std::string api_tls_key_file;

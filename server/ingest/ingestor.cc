@@ -120,6 +120,10 @@ std::unique_ptr<clickhouse::Block> EmptyBlock(const TableSchema& schema) {
   return block;
 }
 
+// How long a header refresh may take while an older header is at hand, and how long that one
+// is used after a refresh failed for a connection problem before the next try.
+constexpr absl::Duration kSchemaRefreshTimeout = absl::Seconds(5);
+
 std::string SchemaKey(const TableId& table, const std::vector<std::string>& columns) {
   return absl::StrCat(table.database.size(), ":", table.database, table.table.size(), ":",
                       table.table, "|", absl::StrJoin(columns, ","));
@@ -377,15 +381,46 @@ absl::StatusOr<std::shared_ptr<const TableSchema>> Ingestor::Schema(
     bool refresh, bool* fetched) {
   const std::string key = SchemaKey(table, columns);
   *fetched = false;
+  std::shared_ptr<const TableSchema> last_known;
   if (!refresh) {
     absl::MutexLock lock(&mu_);
     auto it = schemas_.find(key);
-    if (it != schemas_.end() && clock_->Now() - it->second.fetched < options_.schema_ttl) {
-      return it->second.schema;
+    if (it != schemas_.end()) {
+      const absl::Time now = clock_->Now();
+      if (now - it->second.fetched < options_.schema_ttl || now < it->second.retry_after) {
+        return it->second.schema;
+      }
+      last_known = it->second.schema;
     }
   }
-  ASSIGN_OR_RETURN(TableSchema described, inserter_->Describe(table, columns, deadline));
-  auto schema = std::make_shared<const TableSchema>(std::move(described));
+  // With a header at hand, a refresh may not eat the request's deadline: ClickHouse unreachable
+  // or stopped must not turn buffering into timeouts.
+  const absl::Time describe_deadline =
+      last_known == nullptr ? deadline : std::min(deadline, clock_->Now() + kSchemaRefreshTimeout);
+  absl::StatusOr<TableSchema> described = inserter_->Describe(table, columns, describe_deadline);
+  if (!described.ok()) {
+    if (last_known != nullptr && ShouldRetry(described.status()) &&
+        !IsTableChangeError(described.status())) {
+      // A connection problem, not an answer about the table: keep buffering with the last
+      // header the server gave (a type change is still caught: the insert compares the block
+      // with the header the server sends, and the rows path asks again on a mismatch). Ask again
+      // in a little while rather than on every request.
+      absl::MutexLock lock(&mu_);
+      auto it = schemas_.find(key);
+      if (it != schemas_.end()) it->second.retry_after = clock_->Now() + kSchemaRefreshTimeout;
+      kLog.Throttled(log::Level::kWarn, "table header refresh failed: using the last known one",
+                     absl::StrCat(table.database, ".", table.table),
+                     {{"table", absl::StrCat(table.database, ".", table.table)},
+                      {"error", described.status().message()}});
+      return last_known;
+    }
+    if (last_known != nullptr && IsTableChangeError(described.status())) {
+      absl::MutexLock lock(&mu_);
+      schemas_.erase(key);  // the table is not what the header said any more
+    }
+    return described.status();
+  }
+  auto schema = std::make_shared<const TableSchema>(*std::move(described));
   *fetched = true;
   absl::MutexLock lock(&mu_);
   schemas_[key] = {schema, clock_->Now()};

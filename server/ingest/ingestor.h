@@ -238,6 +238,8 @@ class Ingestor {
   struct SchemaEntry {
     std::shared_ptr<const TableSchema> schema;
     absl::Time fetched;
+    // After a refresh failed for a connection problem: served as it is until then.
+    absl::Time retry_after = absl::InfinitePast();
   };
   absl::flat_hash_map<std::string, SchemaEntry> schemas_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<Pending>> waiting_ ABSL_GUARDED_BY(mu_);

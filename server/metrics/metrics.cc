@@ -4,9 +4,11 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_type.h"
+#include "prometheus/text_serializer.h"
 #include "server/common/status_macros.h"
 
 namespace chgate::metrics {
@@ -58,9 +60,6 @@ constexpr char kClickHouseLastSuccess[] = "chgate_clickhouse_last_success_timest
 constexpr char kBuildInfo[] = "chgate_build_info";
 constexpr char kTlsInsecure[] = "chgate_clickhouse_tls_insecure_skip_verify";
 constexpr char kTlsReloads[] = "chgate_clickhouse_tls_reloads_total";
-// Added by prometheus::Exposer itself.
-constexpr const char* kExposerFamilies[] = {"exposer_transferred_bytes_total",
-                                            "exposer_scrapes_total", "exposer_request_latencies"};
 
 // 1-2-5 steps (about x2.2 each) from 1 ms to 60 s: readable `le` values.
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
@@ -441,42 +440,16 @@ void Metrics::RegisterCollectable(std::weak_ptr<prometheus::Collectable> collect
   collector_->Add(std::move(collectable));
 }
 
-absl::StatusOr<std::unique_ptr<prometheus::Exposer>> Metrics::StartExposer(
-    const std::string& address) {
-  // civetweb takes "port" or "host:port" ("[::1]:port" for IPv6); validate the port here so that
-  // typos get a precise message rather than civetweb's generic failure.
-  const size_t colon = address.rfind(':');
-  const std::string port_text = colon == std::string::npos ? address : address.substr(colon + 1);
-  uint32_t requested_port = 0;
-  bool valid =
-      !port_text.empty() && port_text.size() <= 5 && address.find(',') == std::string::npos;
-  for (char c : port_text) {
-    if (c < '0' || c > '9') {
-      valid = false;
-      break;
-    }
-    requested_port = requested_port * 10 + static_cast<uint32_t>(c - '0');
-  }
-  if (!valid || requested_port > 65535) {
-    return absl::InvalidArgumentError("metrics address \"" + address +
-                                      "\" is not host:port with a port from 0 to 65535");
-  }
-  std::unique_ptr<prometheus::Exposer> exposer;
-  try {
-    exposer = std::make_unique<prometheus::Exposer>(address);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError("cannot serve metrics on " + address +
-                                  ": the address cannot be bound (port in use, not a local "
-                                  "address, or permission denied); civetweb says: " +
-                                  e.what());
-  }
-  const std::vector<int> ports = exposer->GetListeningPorts();
-  if (ports.empty() || ports.front() <= 0 || ports.front() > 65535) {
-    return absl::UnavailableError("metrics server on " + address + " reports no listening port");
-  }
-  exposer->RegisterCollectable(collector_);
-  port_.store(static_cast<uint16_t>(ports.front()), std::memory_order_release);
-  return exposer;
+absl::StatusOr<std::unique_ptr<HttpServer>> Metrics::StartServer(const std::string& address) {
+  // The page is rendered from the collector, which the server keeps alive on its own.
+  std::shared_ptr<Collector> collector = collector_;
+  ASSIGN_OR_RETURN(std::unique_ptr<HttpServer> server, HttpServer::Start(address, [collector] {
+                     return HttpServer::Page{
+                         .content_type = "text/plain; version=0.0.4; charset=utf-8",
+                         .body = prometheus::TextSerializer().Serialize(collector->Collect())};
+                   }));
+  port_.store(server->port(), std::memory_order_release);
+  return server;
 }
 
 ClickHouseTlsCollectable::ClickHouseTlsCollectable(std::function<ClickHouseTlsSample()> sample)
@@ -522,7 +495,6 @@ std::vector<std::string> Metrics::MetricNames() {
       kAuthReloads,        kBuildInfo,     kRowsDropped,
       kBatchesFailed,      kBatchMaxDelay,
   };
-  for (const char* name : kExposerFamilies) names.emplace_back(name);
   return names;
 }
 

@@ -17,12 +17,12 @@
 #include "absl/status/statusor.h"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
+#include "server/metrics/http_server.h"
 
 namespace chgate::metrics {
 
@@ -277,30 +277,28 @@ class Metrics {
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
   // Returns what /metrics serves: the registry followed by every registered collectable.
-  // StartExposer registers it; it can also be registered with an exposer started elsewhere.
+  // StartServer serves it.
   std::shared_ptr<prometheus::Collectable> collectable() const;
 
   // Adds a collectable (ByteCountersCollectable, PoolCollectable, ...) to what /metrics serves,
-  // before or after StartExposer. Held weakly: the caller keeps it alive; once it is destroyed
+  // before or after StartServer. Held weakly: the caller keeps it alive; once it is destroyed
   // it drops out of the scrape.
   void RegisterCollectable(std::weak_ptr<prometheus::Collectable> collectable);
 
-  // Starts the HTTP server serving GET /metrics on `address` ("host:port", civetweb syntax, e.g.
-  // "0.0.0.0:9464"; port 0 picks a free port, see port()). The exposer serves this Metrics'
-  // registry and collectables; destroying the exposer stops it. It may outlive the Metrics (it
-  // then serves only its own exposer_* families).
+  // Starts the HTTP server serving GET /metrics on `address` (see HttpServer: "host:port",
+  // "[::]:9464" for every IPv6 and IPv4 address; port 0 picks a free port, see port()). It serves
+  // this Metrics' registry and collectables; destroying it stops it. It may outlive the Metrics.
   // Returns InvalidArgument for an address without a valid port, Unavailable when the address
   // cannot be bound (port in use, address not local, permission denied).
-  [[nodiscard]] absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartExposer(
-      const std::string& address);
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<HttpServer>> StartServer(const std::string& address);
 
-  // Returns the port the last StartExposer call bound (the real one when it asked for port 0),
-  // or 0 before a successful StartExposer.
+  // Returns the port the last StartServer call bound (the real one when it asked for port 0),
+  // or 0 before a successful StartServer.
   uint16_t port() const { return port_.load(std::memory_order_acquire); }
 
-  // Returns the name of every metric family /metrics serves: chgate's own families (histograms by
-  // their base name, without _bucket/_sum/_count) followed by the exposer's own exposer_*
-  // families. For checking dashboards and alert rules against what the binary exports.
+  // Returns the name of every metric family /metrics serves (histograms by their base name,
+  // without _bucket/_sum/_count). For checking dashboards and alert rules against what the
+  // binary exports.
   static std::vector<std::string> MetricNames();
 
  private:

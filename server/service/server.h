@@ -19,8 +19,8 @@
 namespace chgate::service {
 
 struct ServerOptions {
-  std::string api_address = "127.0.0.1:50051";   // Insert/InsertStream/Query
-  std::string health_address = "0.0.0.0:50052";  // health + reflection only ("" = API listener)
+  std::string api_address = "127.0.0.1:50051";  // Insert/InsertStream/Query
+  std::string health_address = "[::]:50052";    // health + reflection only ("" = API listener)
   // Larger requests are rejected by gRPC itself with RESOURCE_EXHAUSTED.
   size_t max_message_bytes = 16 << 20;
   // Calls open at once on one client connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; 0: no

@@ -459,11 +459,12 @@ class ChgateProcess:
     """One chgate on free ports: API on 127.0.0.1, health on `health_host`, metrics on 127.0.0.1."""
 
     def __init__(self, binary, clickhouse, args=(), health_host="127.0.0.1", name="chgate",
-                 database=DATABASE):
+                 database=DATABASE, metrics_host="127.0.0.1"):
         self.binary = binary
         self.clickhouse = clickhouse
         self.args = list(args)
         self.health_host = health_host
+        self.metrics_host = metrics_host
         self.name = name
         self.database = database
         self.proc = None
@@ -484,7 +485,7 @@ class ChgateProcess:
         return [self.binary,
                 f"--listen=127.0.0.1:{self.api_port}",
                 f"--health-listen={self.health_host}:{self.health_port}",
-                f"--metrics-listen=127.0.0.1:{self.metrics_port}",
+                f"--metrics-listen={self.metrics_host}:{self.metrics_port}",
                 f"--endpoints={self.clickhouse.address}",
                 f"--database={self.database}",
                 *self.args]
@@ -600,8 +601,8 @@ class ChgateProcess:
             r = stub.Check(stubs.health_pb.HealthCheckRequest(service=service), timeout=timeout)
             return stubs.health_pb.HealthCheckResponse.ServingStatus.Name(r.status)
 
-    def scrape(self, timeout=10):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
+    def scrape(self, timeout=10, host="127.0.0.1"):
+        with urllib.request.urlopen(f"http://{host}:{self.metrics_port}/metrics",
                                     timeout=timeout) as r:
             return parse_prometheus(r.read().decode())
 

@@ -1040,6 +1040,29 @@ class HealthTest(ChgateTestCase):
 # 9. Metrics
 # ---------------------------------------------------------------------------------------------
 
+
+class DualStackTest(ChgateTestCase):
+    """Health and metrics on "[::]" (the defaults) answer over IPv6 and IPv4, so probes work on
+    IPv6-first clusters as on IPv4 ones."""
+
+    HEALTH_HOST = "[::]"
+
+    @classmethod
+    def start_chgate(cls, args=None):
+        cls.chgate = e2e.ChgateProcess(CHGATE, cls.ch, args if args is not None else cls.CHGATE_ARGS,
+                                       health_host=cls.HEALTH_HOST, name=cls.__name__,
+                                       metrics_host="[::]").start()
+        cls.channel = cls.chgate.channel()
+        cls.stub = cls.stubs.pb_grpc.IngestStub(cls.channel)
+        return cls.chgate
+
+    def test_health_and_metrics_over_ipv6_and_ipv4(self):
+        for host in ("[::1]", "127.0.0.1"):
+            self.assertEqual(self.chgate.health("liveness", host=host), "SERVING", host)
+            samples = self.chgate.scrape(host=host)
+            self.assertIsNotNone(e2e.metric_sum(samples, "chgate_memory_budget_bytes"), host)
+        report("health and metrics on [::] answer on ::1 and 127.0.0.1")
+
 class MetricsTest(ChgateTestCase):
     """Case 9: /metrics after inserts."""
 

@@ -177,7 +177,7 @@ r.check(apiListen.startsWith("127.0.0.1:") && !env.CHGATE_ALLOW_REMOTE_API, `doc
     r.fail("promtool is needed", "deploy/install-ops-deps.sh");
   }
   const prom = YAML.parse(readFileSync(repoPath("deploy/compose/prometheus.yml"), "utf8"));
-  const metricsPort = String(env.CHGATE_METRICS_LISTEN ?? "0.0.0.0:9464").split(":").pop();
+  const metricsPort = String(env.CHGATE_METRICS_LISTEN ?? "[::]:9464").split(":").pop();
   const targets = prom.scrape_configs.flatMap((s) => s.static_configs ?? []).flatMap((s) => s.targets);
   r.check(targets.includes(`chgate:${metricsPort}`), `deploy/compose/prometheus.yml scrapes chgate:${metricsPort}`);
 }

@@ -219,9 +219,9 @@ for (const [d, docs] of Object.entries(rendered)) {
       r.check(isLoopback(listen) && env.CHGATE_ALLOW_REMOTE_API === undefined,
         `${id}: the API listens on loopback only (${listen})`);
     }
-    const healthPort = portOf(env.CHGATE_HEALTH_LISTEN ?? "0.0.0.0:50052");
-    const metricsPort = portOf(env.CHGATE_METRICS_LISTEN ?? "0.0.0.0:9464");
-    r.check(!isLoopback(env.CHGATE_HEALTH_LISTEN ?? "0.0.0.0:50052") && !isLoopback(env.CHGATE_METRICS_LISTEN ?? "0.0.0.0:9464"),
+    const healthPort = portOf(env.CHGATE_HEALTH_LISTEN ?? "[::]:50052");
+    const metricsPort = portOf(env.CHGATE_METRICS_LISTEN ?? "[::]:9464");
+    r.check(!isLoopback(env.CHGATE_HEALTH_LISTEN ?? "[::]:50052") && !isLoopback(env.CHGATE_METRICS_LISTEN ?? "[::]:9464"),
       `${id}: health and metrics listen on the pod address`);
     const ports = Object.fromEntries((chgate.ports ?? []).map((p) => [p.name, p.containerPort]));
     r.check(ports["grpc-health"] === healthPort, `${id}: port grpc-health = CHGATE_HEALTH_LISTEN's port (${healthPort})`);

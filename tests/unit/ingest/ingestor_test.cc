@@ -57,8 +57,10 @@ class FakeInserter final : public Inserter {
  public:
   absl::StatusOr<TableSchema> Describe(const TableId& table,
                                        const std::vector<std::string>& columns,
-                                       absl::Time) override {
+                                       absl::Time deadline) override {
     ++describes;
+    last_describe_deadline = deadline;
+    if (!describe_error.ok()) return describe_error;
     if (table.table != "events") return absl::NotFoundError("Table doesn't exist");
     TableSchema s;
     s.server_time_zone = "UTC";
@@ -87,6 +89,8 @@ class FakeInserter final : public Inserter {
     return st;
   }
   int describes = 0;
+  absl::Status describe_error;  // what Describe answers, when not OK (ClickHouse unreachable)
+  absl::Time last_describe_deadline;
   std::string id_type = "UInt64";  // what Describe reports for `id` (ALTER ... MODIFY COLUMN)
   std::vector<InsertCall> calls;
   std::deque<absl::Status> script;  // results of the next inserts (then OK)
@@ -584,6 +588,43 @@ TEST_F(IngestorTest, ATransientErrorKeepsTheCachedHeader) {
   ingestor_->Poll();
   ingestor_->RunPending();
   EXPECT_TRUE(ob->done);
+}
+
+TEST_F(IngestorTest, AnOutageLongerThanTheHeaderCacheKeepsBuffering) {
+  IngestOptions o = Options();
+  o.schema_ttl = absl::Seconds(60);
+  Make(o);
+  auto a = Rows(0, 1);
+  EXPECT_TRUE(Submit(a)->admitted);
+  EXPECT_EQ(inserter_.describes, 1);
+  // ClickHouse becomes unreachable for longer than the cache keeps a header.
+  inserter_.describe_error = absl::UnavailableError("connection refused");
+  clock_.Advance(absl::Seconds(61));
+  auto b = Rows(1, 1);
+  Outcome* ob = Submit(b, absl::Seconds(30));
+  EXPECT_TRUE(ob->admitted) << ob->result.status;  // buffered with the last known header
+  EXPECT_EQ(inserter_.describes, 2);
+  // The refresh was not allowed to use up the request's deadline.
+  EXPECT_LE(inserter_.last_describe_deadline, clock_.Now() + absl::Seconds(5));
+  // Within the next few seconds requests do not ask again.
+  auto c = Rows(2, 1);
+  EXPECT_TRUE(Submit(c)->admitted);
+  EXPECT_EQ(inserter_.describes, 2);
+  // An answer about the table itself is not papered over.
+  clock_.Advance(absl::Seconds(6));
+  inserter_.describe_error =
+      ClickHouseError(clickhouse::error_code::kUnknownTable, "Table default.events doesn't exist");
+  auto d = Rows(3, 1);
+  Outcome* od = Submit(d);
+  ASSERT_TRUE(od->done);
+  EXPECT_FALSE(od->result.status.ok());
+  // That answer dropped the header: without one at hand, a connection problem is the caller's.
+  inserter_.describe_error = absl::UnavailableError("connection refused");
+  auto e = Rows(4, 1);
+  Outcome* oe = Submit(e);
+  ASSERT_TRUE(oe->done);
+  EXPECT_EQ(oe->result.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(oe->admitted);
 }
 
 TEST(ParseTableNameTest, ReadsNamesAsClickHouseDoes) {

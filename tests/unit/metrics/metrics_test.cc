@@ -1,7 +1,7 @@
 // Unit tests of server/metrics: the exposition served on /metrics (names, labels, values), the
-// scrape-time collectables, exposer start-up errors, MetricNames(), and `promtool check metrics`
-// over a real scrape when promtool is installed (CHGATE_REQUIRE_PROMTOOL=1 makes its absence a
-// failure, for CI).
+// scrape-time collectables, metrics server start-up errors, MetricNames(), and `promtool check
+// metrics` over a real scrape when promtool is installed (CHGATE_REQUIRE_PROMTOOL=1 makes its
+// absence a failure, for CI).
 #include "server/metrics/metrics.h"
 
 #include <arpa/inet.h>
@@ -33,8 +33,8 @@ using LabelSet = std::map<std::string, std::string>;
 
 // GET `path` from 127.0.0.1:`port` over a plain socket; returns the body of a 200 response, or
 // an empty optional (with the failure added to the test) otherwise.
-std::optional<std::string> HttpGet(uint16_t port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+std::optional<std::string> HttpGet(uint16_t port, const std::string& path, bool ipv6 = false) {
+  const int fd = ::socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
   if (fd < 0) {
     ADD_FAILURE() << "socket: " << std::strerror(errno);
     return std::nullopt;
@@ -47,7 +47,13 @@ std::optional<std::string> HttpGet(uint16_t port, const std::string& path) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+  sockaddr_in6 addr6{};
+  addr6.sin6_family = AF_INET6;
+  addr6.sin6_port = htons(port);
+  addr6.sin6_addr = in6addr_loopback;
+  const int connected = ipv6 ? ::connect(fd, reinterpret_cast<sockaddr*>(&addr6), sizeof(addr6))
+                             : ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  if (connected != 0) {
     ADD_FAILURE() << "connect to port " << port << ": " << std::strerror(errno);
     ::close(fd);
     return std::nullopt;
@@ -142,20 +148,15 @@ Exposition Parse(const std::string& text) {
   return out;
 }
 
-// Each test gets its own Metrics, served through one exposer shared by the suite: stopping a
-// civetweb server takes up to two seconds, so the tests do not start one each.
+// Each test gets its own Metrics, served by its own server on a free port.
 class ScrapeTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    exposer_ = new prometheus::Exposer("127.0.0.1:0");
-    port_ = static_cast<uint16_t>(exposer_->GetListeningPorts().at(0));
+  void SetUp() override {
+    auto server = metrics_.StartServer("127.0.0.1:0");
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    port_ = metrics_.port();
   }
-  static void TearDownTestSuite() {
-    delete exposer_;
-    exposer_ = nullptr;
-  }
-  void SetUp() override { exposer_->RegisterCollectable(metrics_.collectable()); }
-  void TearDown() override { exposer_->RemoveCollectable(metrics_.collectable()); }
 
   std::string ScrapeText() {
     std::optional<std::string> body = HttpGet(port_, "/metrics");
@@ -186,8 +187,8 @@ class ScrapeTest : public ::testing::Test {
     metrics_.SetBuildInfo("1.2.3", "abcdef123456");
   }
 
-  static inline prometheus::Exposer* exposer_ = nullptr;
-  static inline uint16_t port_ = 0;
+  std::unique_ptr<HttpServer> server_;
+  uint16_t port_ = 0;
   Metrics metrics_;
   std::atomic<uint64_t> received_{0}, decoded_{0}, sent_{0};
   std::shared_ptr<ByteCountersCollectable> bytes_ =
@@ -461,17 +462,16 @@ TEST_F(ScrapeTest, ClickHouseTlsStateIsSampledAtScrapeTime) {
   EXPECT_EQ(e.Value("chgate_clickhouse_tls_reloads_total", {{"result", "ok"}}), 3);
 }
 
-// The one test that starts its own exposer through StartExposer.
-TEST(MetricsTest, StartExposerServesRegistryAndCollectablesOnAnEphemeralPort) {
+TEST(MetricsTest, StartServerServesRegistryAndCollectablesOnAnEphemeralPort) {
   Metrics metrics;
   std::atomic<uint64_t> received{11}, decoded{22}, sent{33};
   auto bytes = std::make_shared<ByteCountersCollectable>(&received, &decoded, &sent);
   metrics.RegisterCollectable(bytes);  // before the start
   EXPECT_EQ(metrics.port(), 0);
-  auto exposer = metrics.StartExposer("127.0.0.1:0");
-  ASSERT_TRUE(exposer.ok()) << exposer.status();
+  auto server = metrics.StartServer("127.0.0.1:0");
+  ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_NE(metrics.port(), 0);
-  EXPECT_EQ((*exposer)->GetListeningPorts(), std::vector<int>{metrics.port()});
+  EXPECT_EQ((*server)->port(), metrics.port());
   metrics.query().Streamed(3, 30);
   auto pool = std::make_shared<PoolCollectable>(
       [] { return std::vector<PoolEndpointSample>{{.endpoint = "ch1:9000", .healthy = true}}; });
@@ -481,23 +481,41 @@ TEST(MetricsTest, StartExposerServesRegistryAndCollectablesOnAnEphemeralPort) {
   EXPECT_EQ(e.Value("chgate_clickhouse_sent_bytes_total"), 33);
   EXPECT_EQ(e.Value("chgate_query_rows_total"), 3);
   EXPECT_EQ(e.Value("chgate_clickhouse_up", {{"endpoint", "ch1:9000"}}), 1);
-  EXPECT_EQ(e.types.count("exposer_scrapes_total"), 1u);
+}
+
+TEST(MetricsTest, TheWildcardServesIPv6AndIPv4AndLoopbackV6ServesIPv6) {
+  Metrics metrics;
+  auto every = metrics.StartServer("[::]:0");
+  ASSERT_TRUE(every.ok()) << every.status();
+  const uint16_t port = metrics.port();
+  for (bool ipv6 : {true, false}) {
+    const Exposition e = Parse(HttpGet(port, "/metrics", ipv6).value_or(""));
+    EXPECT_EQ(e.types.count("chgate_buffered_bytes"), 1u) << (ipv6 ? "::1" : "127.0.0.1");
+  }
+  Metrics v6_only;
+  auto loopback = v6_only.StartServer("[::1]:0");
+  ASSERT_TRUE(loopback.ok()) << loopback.status();
+  EXPECT_EQ(Parse(HttpGet(v6_only.port(), "/metrics", true).value_or(""))
+                .types.count("chgate_buffered_bytes"),
+            1u);
 }
 
 TEST_F(ScrapeTest, BusyPortIsUnavailable) {
+  Metrics other;
   const std::string address = "127.0.0.1:" + std::to_string(port_);
-  auto busy = metrics_.StartExposer(address);
+  auto busy = other.StartServer(address);
   ASSERT_FALSE(busy.ok());
   EXPECT_EQ(busy.status().code(), absl::StatusCode::kUnavailable) << busy.status();
   EXPECT_NE(busy.status().message().find(address), std::string::npos) << busy.status();
-  EXPECT_EQ(metrics_.port(), 0);
+  EXPECT_EQ(other.port(), 0);
 }
 
 TEST(MetricsTest, MalformedAddressIsInvalidArgument) {
   Metrics metrics;
-  for (const std::string address : {"", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000",
-                                    "localhost:9464s", "127.0.0.1:1,127.0.0.1:2"}) {
-    auto exposer = metrics.StartExposer(address);
+  for (const std::string address :
+       {"", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000", "localhost:9464s",
+        "127.0.0.1:1,127.0.0.1:2", "::1:9464", "[::1]9464"}) {
+    auto exposer = metrics.StartServer(address);
     ASSERT_FALSE(exposer.ok()) << address;
     EXPECT_EQ(exposer.status().code(), absl::StatusCode::kInvalidArgument) << exposer.status();
   }
@@ -529,7 +547,6 @@ TEST_F(ScrapeTest, MetricNamesMatchWhatIsScrapedAndFollowConventions) {
 
   for (const auto& [name, type] : e.types) {
     EXPECT_FALSE(e.helps.at(name).empty()) << name;
-    if (name.rfind("exposer_", 0) == 0) continue;
     EXPECT_EQ(name.rfind("chgate_", 0), 0u) << name;
     const bool total = name.size() > 6 && name.substr(name.size() - 6) == "_total";
     EXPECT_EQ(total, type == "counter") << name << " is a " << type;
