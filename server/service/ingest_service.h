@@ -5,9 +5,13 @@
 //   Insert        one request; the call finishes when the Ingestor reports the outcome (after
 //                 commit by default), with the mapped status and `chgate-status-bin` on failure.
 //                 The call's deadline (or Options::default_deadline) is the request's deadline.
+//                 Served as a generic call whose message is read only once a ReadGate slot is
+//                 free (read_gate.h), then counted in the memory budget (refused at once with
+//                 RESOURCE_EXHAUSTED when it does not fit).
 //   InsertStream  one request is read at a time; the next read starts only once the Ingestor has
 //                 admitted the previous one into its buffer (or rejected it), so while the buffer
 //                 is full chgate stops reading and gRPC flow control pushes back on the writer.
+//                 A request read is counted in the memory budget but never refused for memory.
 //                 Exactly one InsertAck per request, in completion order, one write in flight.
 //                 The stream ends OK after the client half-closed and every ack was written.
 //   Query         run by a QueryExecutor (query_service.h); UNIMPLEMENTED when none is given.
