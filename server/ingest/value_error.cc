@@ -6,40 +6,13 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
+#include "server/common/utf8.h"
 
 namespace chgate::ingest {
 namespace {
 
 constexpr char kPayloadUrl[] = "type.chgate.dev/chgate.ingest.ValueError";
 constexpr char kPayloadVersion = 1;
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if there is none (overlong forms,
-// surrogates and code points above U+10FFFF are invalid).
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
-  if (c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    if (c == 0xe0) lo = 0xa0;
-    if (c == 0xed) hi = 0x9f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    if (c == 0xf0) lo = 0x90;
-    if (c == 0xf4) hi = 0x8f;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < n; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
-  }
-  return n;
-}
 
 // Appends `s` escaped as PrintableValue describes, to at most `limit` bytes.
 void AppendPrintable(std::string_view s, size_t limit, std::string* out) {

@@ -14,51 +14,19 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "server/common/utf8.h"
 
 namespace chgate::log {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are not one
-// (overlong forms, surrogates and code points past U+10FFFF are invalid, as RFC 3629 says).
-size_t Utf8Length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
-  if (c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-  } else if (c == 0xe0) {
-    n = 3, lo = 0xa0;
-  } else if ((c >= 0xe1 && c <= 0xec) || c == 0xee || c == 0xef) {
-    n = 3;
-  } else if (c == 0xed) {
-    n = 3, hi = 0x9f;
-  } else if (c == 0xf0) {
-    n = 4, lo = 0x90;
-  } else if (c >= 0xf1 && c <= 0xf3) {
-    n = 4;
-  } else if (c == 0xf4) {
-    n = 4, hi = 0x8f;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < n; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
-  }
-  return n;
-}
-
 void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const size_t n = Utf8Length(s, i);
+      const size_t n = Utf8SequenceLength(s, i);
       if (n == 0) {
         out->append("\\ufffd");
         ++i;
@@ -110,7 +78,7 @@ void AppendTextEscaped(std::string* out, std::string_view s, bool quoted) {
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const size_t n = Utf8Length(s, i);
+      const size_t n = Utf8SequenceLength(s, i);
       if (n == 0) {
         out->append("\\x");
         out->push_back(kHex[c >> 4]);
@@ -148,7 +116,7 @@ bool NeedsQuotes(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const size_t n = Utf8Length(s, i);
+      const size_t n = Utf8SequenceLength(s, i);
       if (n == 0) return true;
       i += n;
       continue;

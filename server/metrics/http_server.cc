@@ -1,11 +1,11 @@
 #include "server/metrics/http_server.h"
 
 #include <sys/socket.h>
-#include <cerrno>
 #include <sys/time.h>
 
 #include <algorithm>
 #include <asio.hpp>
+#include <cerrno>
 #include <thread>
 #include <utility>
 
@@ -49,7 +49,8 @@ absl::StatusOr<HostPort> SplitAddress(const std::string& address) {
     if (out.host.find(':') != std::string::npos) return bad();  // IPv6 needs brackets
   }
   uint32_t port = 0;
-  if (port_text.empty() || port_text.size() > 5 || !std::all_of(port_text.begin(), port_text.end(),
+  if (port_text.empty() || port_text.size() > 5 ||
+      !std::all_of(port_text.begin(), port_text.end(),
                    [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) ||
       !absl::SimpleAtoi(port_text, &port) || port > 65535) {
     return bad();
@@ -67,8 +68,9 @@ void SetTimeouts(tcp::socket& socket) {
 
 std::string Response(absl::string_view status, absl::string_view content_type,
                      const std::string& body, bool head) {
-  std::string out = absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", content_type,
-                                 "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n\r\n");
+  std::string out =
+      absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", content_type,
+                   "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n\r\n");
   if (!head) out += body;
   return out;
 }
@@ -139,7 +141,7 @@ struct HttpServer::Impl {
 };
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& address,
-                                                             std::function<Page()> render) {
+                                                              std::function<Page()> render) {
   absl::StatusOr<HostPort> where = SplitAddress(address);
   if (!where.ok()) return where.status();
   auto impl = std::make_unique<Impl>();
