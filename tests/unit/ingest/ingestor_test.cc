@@ -188,8 +188,10 @@ class IngestorTest : public ::testing::Test {
 
   FakeClock clock_;
   FakeInserter inserter_;
-  std::unique_ptr<Ingestor> ingestor_;
+  // Declared before the Ingestor, so they outlive it: its destructor completes what is still
+  // pending, through callbacks that write into them.
   std::vector<std::unique_ptr<Outcome>> outcomes_;
+  std::unique_ptr<Ingestor> ingestor_;
 };
 
 TEST_F(IngestorTest, FlushesOneBlockWhenMaxRowsIsReachedAndAcksAfterCommit) {
