@@ -364,8 +364,30 @@ absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block*
     RETURN_IF_ERROR(SendData(*b));
     result->rows += b->rows();
     ++result->blocks;
+    RETURN_IF_ERROR(ReadWhileInserting(result));
   }
   return FinishInsert(result);
+}
+
+absl::Status Connection::ReadWhileInserting(QueryResult* result) {
+  while (!broken_ && in_.InputPending()) {
+    absl::StatusOr<Packet*> packet = ReceivePacket();
+    if (!packet.ok()) return broken_ ? packet.status() : Fail(packet.status());
+    switch ((*packet)->type) {
+      case PacketType::kProgress:
+        result->progress.Add((*packet)->progress);
+        break;
+      case PacketType::kProfileEvents:
+      case PacketType::kLog:
+      case PacketType::kTableColumns:
+        break;
+      default:
+        return Fail(absl::DataLossError(
+            absl::StrCat("unexpected packet ", static_cast<int>((*packet)->type),
+                         " from the server in the middle of an INSERT")));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Block> Connection::ReadInsertHeader() {

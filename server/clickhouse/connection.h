@@ -142,6 +142,12 @@ class Connection {
   absl::StatusOr<Block> ReadInsertHeader();
   // Ends an INSERT with an empty block and waits for EndOfStream.
   absl::Status FinishInsert(QueryResult* result);
+  // Between the blocks of an INSERT: reads what the server already sent (ProfileEvents after
+  // every block from revision 54456 on, Progress, Log) without waiting for more. A server that
+  // writes a packet per block and is not read stops reading our blocks once its send buffer is
+  // full, and the INSERT would stall. An exception ends the INSERT (the connection is then
+  // dropped: blocks may be in flight behind it).
+  absl::Status ReadWhileInserting(QueryResult* result);
 
   ConnectionOptions options_;
   std::unique_ptr<Transport> transport_;

@@ -42,6 +42,8 @@ class SocketReadBuffer final : public ReadBuffer {
   // True when bytes are buffered or arrive within `timeout` (they are then buffered: the
   // window moves on, as a Refill() would); false on timeout. Errors as Refill().
   absl::StatusOr<bool> WaitForData(absl::Duration timeout);
+  // Whether bytes are buffered or already arrived, without waiting or reading.
+  bool InputPending() const { return available() > 0 || transport_->InputPending(); }
 
   void set_read_timeout(absl::Duration timeout) { read_timeout_ = timeout; }
   void set_counters(IoCounters* counters) { counters_ = counters; }

@@ -489,6 +489,13 @@ absl::Status Transport::WriteAll(const void* data, size_t n, absl::Duration time
   return impl_->Write(std::span<const iovec>(&v, 1), timeout);
 }
 
+bool Transport::InputPending() const {
+  if (!impl_->socket.is_open()) return false;
+  if (impl_->ssl && ::SSL_has_pending(impl_->ssl->native_handle()) != 0) return true;
+  asio::error_code ec;
+  return impl_->socket.available(ec) > 0 && !ec;
+}
+
 void Transport::Shutdown() {
   impl_->shut_down.store(true);
   if (int fd = impl_->fd.load(); fd >= 0) ::shutdown(fd, SHUT_RDWR);

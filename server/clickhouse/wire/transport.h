@@ -67,6 +67,10 @@ class Transport {
   absl::Status WriteAll(std::span<const iovec> spans, absl::Duration timeout);
   absl::Status WriteAll(const void* data, size_t n, absl::Duration timeout);
 
+  // Whether bytes from the peer are already here (in the kernel, or decrypted and held by TLS),
+  // so a read would not wait for its first byte. Never blocks.
+  bool InputPending() const;
+
   // Wakes any blocked operation and makes later ones fail. Thread-safe.
   void Shutdown();
 

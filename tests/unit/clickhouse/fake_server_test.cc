@@ -718,6 +718,75 @@ TEST_P(FakeServerInsertTest, SendsRowsCheckedAgainstTheHeader) {
   EXPECT_TRUE(server.Wait().ok()) << server.Wait();
 }
 
+// A server at revision >= 54456 writes ProfileEvents after every INSERT block and reads the next
+// block only once that write is done. A client that sends every block before reading anything
+// stalls as soon as the socket buffers between them are full: here 300 blocks of about 100 KiB
+// one way and 64 KiB of ProfileEvents per block the other, far more than loopback buffers hold.
+TEST(FakeServerInsertManyBlocksTest, ReadsWhatTheServerSendsBetweenBlocks) {
+  constexpr int kBlocks = 300;
+  std::vector<ProfileEvent> events;
+  for (int i = 0; i < 16; ++i) {
+    events.push_back({.name = absl::StrCat("Event", i, "_", std::string(4000, 'e')), .value = i});
+  }
+  const std::string per_block = ProfileEventsPacket(54460, events);
+  FakeServer server({.revision = 54460, .step_timeout = absl::Seconds(20)});
+  server.Handshake();
+  server.ExpectPacket(ClientPacket::kQuery);
+  server.ExpectPacket(ClientPacket::kData);  // the end of external tables
+  server.Send(DataPacket(HeaderBlock({{"id", "UInt64"}, {"s", "String"}}), 54460));
+  for (int i = 0; i < kBlocks; ++i) {
+    server.ExpectPacket(ClientPacket::kData);
+    server.Send(per_block);
+    if (i % 50 == 0) server.Send(ProgressPacket({.written_rows = 3}, 54460));
+  }
+  server.ExpectPacket(ClientPacket::kData);  // the empty block that ends the INSERT
+  server.Send(EndOfStreamPacket());
+  server.Start();
+
+  ConnectionOptions options = OptionsFor(server);
+  options.write_timeout = absl::Seconds(10);
+  auto conn = Connection::Connect(options);
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  // Blocks of 1,000 rows (about 100 KiB each): together far more than the socket buffers, so a
+  // client that does not read blocks on its writes once the server stops reading.
+  ColumnPtr ids = MakeColumn("UInt64");
+  ColumnPtr texts = MakeColumn("String");
+  for (uint64_t r = 0; r < 1000; ++r) {
+    static_cast<ColumnFixed&>(*ids).Append<uint64_t>(r);
+    static_cast<ColumnString&>(*texts).Append(std::string(96, 'x'));
+  }
+  const Block block = MakeBlock({{"id", ids}, {"s", texts}});
+  std::vector<const Block*> blocks(kBlocks, &block);
+  QueryResult result;
+  absl::Status status =
+      (*conn)->Insert({.query = "INSERT INTO analytics.t (id, s) VALUES"}, blocks, &result);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(result.blocks, static_cast<uint64_t>(kBlocks));
+  EXPECT_EQ(result.progress.written_rows, 3u * (kBlocks / 50));
+  EXPECT_TRUE((*conn)->usable());
+  EXPECT_TRUE(server.Wait().ok()) << server.Wait();
+}
+
+TEST(FakeServerInsertManyBlocksTest, AnExceptionBetweenBlocksEndsTheInsert) {
+  FakeServer server({.revision = 54460});
+  server.Handshake();
+  server.ExpectPacket(ClientPacket::kQuery);
+  server.ExpectPacket(ClientPacket::kData);
+  server.Send(DataPacket(HeaderBlock({{"id", "UInt64"}, {"s", "String"}}), 54460));
+  server.ExpectPacket(ClientPacket::kData);
+  server.Send(ExceptionPacket({{.code = 252, .message = "Too many parts"}}));
+  server.Stall();
+  server.Start();
+
+  auto conn = Connection::Connect(OptionsFor(server));
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  const Block block = InsertBlock();
+  std::vector<const Block*> blocks(1000, &block);
+  absl::Status status =
+      (*conn)->Insert({.query = "INSERT INTO analytics.t (id, s) VALUES"}, blocks);
+  EXPECT_EQ(ClickHouseCode(status), 252) << status;
+}
+
 INSTANTIATE_TEST_SUITE_P(FakeServerCompression, FakeServerInsertTest,
                          ::testing::Values(CompressionMethod::kNone, CompressionMethod::kLz4,
                                            CompressionMethod::kZstd),
