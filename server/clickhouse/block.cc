@@ -1,11 +1,64 @@
 #include "server/clickhouse/block.h"
 
+#include <vector>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/common/status_macros.h"
 
 namespace chgate::clickhouse {
+namespace {
+
+// Serialization kinds a server may announce for a column (SerializationInfo, one byte each).
+constexpr uint8_t kKindDefault = 0;
+constexpr uint8_t kKindSparse = 1;
+// Set on the last entry of a sparse column's offsets: the count of trailing default rows.
+constexpr uint64_t kEndOfGranule = uint64_t{1} << 62;
+
+// Reads a sparse column's body into `column` (empty, prefix already read): the offsets (per
+// non-default row, the number of default rows before it; last, the trailing defaults flagged
+// with kEndOfGranule), then the non-default values in the type's own format. The result is the
+// ordinary column of `rows` rows, the defaults filled in.
+absl::Status LoadSparseBody(ReadBuffer& in, size_t rows, bool discard, Column& column) {
+  std::vector<uint64_t> gaps;  // defaults before each non-default row
+  uint64_t trailing = 0;
+  uint64_t total = 0;
+  while (true) {
+    uint64_t entry = 0;
+    RETURN_IF_ERROR(in.ReadVarUInt(&entry));
+    const bool last = (entry & kEndOfGranule) != 0;
+    const uint64_t count = entry & ~kEndOfGranule;
+    if (count > rows || total + count + (last ? 0 : 1) > rows) {
+      return absl::DataLossError(absl::StrCat("sparse offsets describe more than ", rows, " rows"));
+    }
+    total += count + (last ? 0 : 1);
+    if (last) {
+      trailing = count;
+      break;
+    }
+    gaps.push_back(count);
+  }
+  if (total != rows) {
+    return absl::DataLossError(
+        absl::StrCat("sparse offsets describe ", total, " rows, the block has ", rows));
+  }
+  ColumnPtr values = column.CloneEmpty();
+  if (!gaps.empty()) {
+    RETURN_IF_ERROR(discard ? values->SkipBody(in, gaps.size())
+                            : values->LoadBody(in, gaps.size()));
+  }
+  if (discard) return absl::OkStatus();
+  for (size_t k = 0; k < gaps.size(); ++k) {
+    for (uint64_t d = 0; d < gaps[k]; ++d) column.AppendDefault();
+    column.AppendRange(*values, k, k + 1);
+  }
+  for (uint64_t d = 0; d < trailing; ++d) column.AppendDefault();
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status Block::Validate() const {
   for (const NamedColumn& c : columns_) {
@@ -71,13 +124,29 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block, bool dis
   for (uint64_t i = 0; i < columns; ++i) {
     RETURN_IF_ERROR(in.ReadString(&name, 1 << 20));
     RETURN_IF_ERROR(in.ReadString(&type, 1 << 20));
+    bool sparse = false;
     if (revision >= revision::kCustomSerialization) {
       uint8_t has_custom = 0;
       RETURN_IF_ERROR(in.ReadFixed(&has_custom));
       if (has_custom != 0) {
-        return absl::UnimplementedError(absl::StrCat(
-            "column ", name, " (", type,
-            ") uses a custom serialization (e.g. sparse), which this client does not read"));
+        // One kind byte per column (a Tuple would announce one per element as well: such
+        // columns are refused below, as is any kind but default and sparse).
+        uint8_t kind = 0;
+        RETURN_IF_ERROR(in.ReadFixed(&kind));
+        // Tuples announce a kind per element too, sparse Nullable (revision 54483 on) leaves out
+        // the null map, and ClickHouse makes nothing with LowCardinality sparse (its dictionary
+        // prefix would come before the offsets): none is read here.
+        const bool readable = !absl::StartsWith(type, "Tuple(") &&
+                              !absl::StartsWith(type, "Nullable(") &&
+                              !absl::StrContains(type, "LowCardinality(");
+        if (kind == kKindSparse && readable) {
+          sparse = true;
+        } else if (kind != kKindDefault || !readable) {
+          return absl::UnimplementedError(absl::StrCat(
+              "column ", name, " (", type, ") uses custom serialization kind ", kind,
+              ", which this client does not read (it reads sparse columns of types other than "
+              "Tuple, Nullable and those with LowCardinality)"));
+        }
       }
     }
     absl::StatusOr<ColumnPtr> column;
@@ -94,8 +163,10 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block, bool dis
     }
     if (rows > 0) {
       RETURN_IF_ERROR((*column)->LoadPrefix(in));
-      absl::Status loaded = discard_values ? (*column)->SkipBody(in, static_cast<size_t>(rows))
-                                           : (*column)->LoadBody(in, static_cast<size_t>(rows));
+      absl::Status loaded =
+          sparse           ? LoadSparseBody(in, static_cast<size_t>(rows), discard_values, **column)
+          : discard_values ? (*column)->SkipBody(in, static_cast<size_t>(rows))
+                           : (*column)->LoadBody(in, static_cast<size_t>(rows));
       if (!loaded.ok()) {
         return absl::Status(loaded.code(),
                             absl::StrCat("column ", name, " (", type, "): ", loaded.message()));
