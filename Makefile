@@ -22,6 +22,9 @@ CHGATE_CH_HTTP_PORT ?= 28123
 CHGATE_CH_TLS_PORT ?= 29440
 CHGATE_CH_STATE_DIR ?= $(ROOT)/.local/clickhouse
 export CHGATE_CH_TCP_PORT CHGATE_CH_HTTP_PORT CHGATE_CH_TLS_PORT CHGATE_CH_STATE_DIR
+# chgate itself without them: it warns about CHGATE_* variables that name none of its options.
+CHGATE_ALONE := env -u CHGATE_CH_TCP_PORT -u CHGATE_CH_HTTP_PORT -u CHGATE_CH_TLS_PORT \
+	-u CHGATE_CH_STATE_DIR
 
 DEPS := $(ROOT)/deploy/install-deps.sh
 CTL := $(ROOT)/deploy/clickhouse/clickhousectl.sh
@@ -76,7 +79,7 @@ run:
 	$(DEPS)
 	$(call cmake_build,$(BUILD_DIR),)
 	$(CTL) start
-	$(BUILD_DIR)/server/chgate --endpoints=127.0.0.1:$(CHGATE_CH_TCP_PORT) --query="$(QUERY)"
+	$(CHGATE_ALONE) $(BUILD_DIR)/server/chgate --endpoints=127.0.0.1:$(CHGATE_CH_TCP_PORT) --query="$(QUERY)"
 
 test:
 	$(DEPS)
