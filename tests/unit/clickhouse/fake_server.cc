@@ -47,23 +47,27 @@ std::string ServerHelloPacket(uint64_t server_revision, uint64_t client_revision
   out.WriteVarUInt(spec.version_major);
   out.WriteVarUInt(spec.version_minor);
   out.WriteVarUInt(server_revision);
-  if (r >= 54471) out.WriteVarUInt(1);  // parallel replicas protocol version
-  if (r >= 54058) out.WriteString(spec.timezone);
-  if (r >= 54372) out.WriteString(spec.display_name);
-  if (r >= 54401) out.WriteVarUInt(spec.version_patch);
-  if (r >= 54470) {
+  if (r >= revision::kVersionedParallelReplicas) {
+    out.WriteVarUInt(1);  // parallel replicas protocol version
+  }
+  if (r >= revision::kServerTimezone) out.WriteString(spec.timezone);
+  if (r >= revision::kServerDisplayName) out.WriteString(spec.display_name);
+  if (r >= revision::kVersionPatch) out.WriteVarUInt(spec.version_patch);
+  if (r >= revision::kChunkedPackets) {
     out.WriteString("notchunked");
     out.WriteString("notchunked");
   }
-  if (r >= 54461) {
+  if (r >= revision::kPasswordComplexityRules) {
     out.WriteVarUInt(1);
     out.WriteString("^.{12,}$");
     out.WriteString("be at least 12 characters long");
   }
-  if (r >= 54462) out.WriteFixed<uint64_t>(0x0123456789abcdefULL);  // nonce
-  if (r >= 54474) out.WriteString("");                              // server settings: none
-  if (r >= 54477) out.WriteVarUInt(0);  // query plan serialization version
-  if (r >= 54479) out.WriteVarUInt(0);  // cluster function protocol version
+  if (r >= revision::kInterserverSecretV2) {
+    out.WriteFixed<uint64_t>(0x0123456789abcdefULL);  // nonce
+  }
+  if (r >= revision::kServerSettings) out.WriteString("");  // none
+  if (r >= revision::kQueryPlanSerialization) out.WriteVarUInt(0);
+  if (r >= revision::kVersionedClusterFunctionProtocol) out.WriteVarUInt(0);
   return out.ToString();
 }
 
@@ -85,13 +89,13 @@ std::string ProgressPacket(const Progress& p, uint64_t revision) {
   out.WriteVarUInt(static_cast<uint64_t>(ServerCode::kProgress));
   out.WriteVarUInt(p.rows);
   out.WriteVarUInt(p.bytes);
-  if (revision >= 51554) out.WriteVarUInt(p.total_rows);
-  if (revision >= 54463) out.WriteVarUInt(p.total_bytes);
-  if (revision >= 54420) {
+  if (revision >= revision::kTotalRowsInProgress) out.WriteVarUInt(p.total_rows);
+  if (revision >= revision::kTotalBytesInProgress) out.WriteVarUInt(p.total_bytes);
+  if (revision >= revision::kClientWriteInfo) {
     out.WriteVarUInt(p.written_rows);
     out.WriteVarUInt(p.written_bytes);
   }
-  if (revision >= 54460) out.WriteVarUInt(p.elapsed_ns);
+  if (revision >= revision::kServerQueryTimeInProgress) out.WriteVarUInt(p.elapsed_ns);
   return out.ToString();
 }
 
@@ -104,7 +108,7 @@ std::string ProfileInfoPacket(const ProfileInfo& p, uint64_t revision) {
   out.WriteFixed<uint8_t>(p.applied_limit ? 1 : 0);
   out.WriteVarUInt(p.rows_before_limit);
   out.WriteFixed<uint8_t>(p.calculated_rows_before_limit ? 1 : 0);
-  if (revision >= 54469) {
+  if (revision >= revision::kRowsBeforeAggregation) {
     out.WriteFixed<uint8_t>(p.applied_aggregation ? 1 : 0);
     out.WriteVarUInt(p.rows_before_aggregation);
   }

@@ -96,13 +96,13 @@ struct ProfileEvent {
   int64_t value = 0;
   bool gauge = false;
 };
-// ProfileEvents (code 14, revision >= 54451): an uncompressed block with host_name, current_time,
-// thread_id, type, name, value.
+// ProfileEvents (code 14, from revision::kIncrementalProfileEvents): an uncompressed block with
+// host_name, current_time, thread_id, type, name, value.
 std::string ProfileEventsPacket(uint64_t revision, const std::vector<ProfileEvent>& events);
 // Log (code 10): an uncompressed block of the Log columns, one row per text.
 std::string LogPacket(uint64_t revision, const std::vector<std::string>& texts);
 // Data, Totals or Extremes: code, table name, then the block body (WriteBlock, with has_custom
-// bytes from 54454), in frames of `compression` when given.
+// bytes from revision::kCustomSerialization), in frames of `compression` when given.
 std::string DataPacket(const Block& block, uint64_t revision,
                        std::optional<CompressionMethod> compression = std::nullopt,
                        ServerCode code = ServerCode::kData, std::string_view table_name = "");
