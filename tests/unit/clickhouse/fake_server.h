@@ -5,9 +5,10 @@
 // afterwards; Wait() and the destructor may be called from the test thread. The destructor
 // unblocks and joins the server thread.
 //
-// Client packets are framed with a small parser of their own (built on the library's ReadBuffer
-// primitives), which follows the negotiated revision min(client, server) and the compression flag
-// of the last Query, as a real server does.
+// Client packets are framed with the library's server-side reader (protocol/client_reader.h),
+// which follows the negotiated revision min(client, server) and the compression flag of the last
+// Query, as a real server does. Framing is not the check: tests compare the framed bytes with
+// expected bytes built by hand (Bytes), independently of the library's writers.
 #pragma once
 
 #include <cstddef>
