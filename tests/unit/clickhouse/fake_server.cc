@@ -19,9 +19,9 @@
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/columns/string.h"
+#include "server/clickhouse/protocol/client_reader.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
-#include "server/clickhouse/wire/stream.h"
 #include "server/common/status_macros.h"
 #include "tests/unit/clickhouse/test_util.h"
 
@@ -47,23 +47,27 @@ std::string ServerHelloPacket(uint64_t server_revision, uint64_t client_revision
   out.WriteVarUInt(spec.version_major);
   out.WriteVarUInt(spec.version_minor);
   out.WriteVarUInt(server_revision);
-  if (r >= 54471) out.WriteVarUInt(1);  // parallel replicas protocol version
-  if (r >= 54058) out.WriteString(spec.timezone);
-  if (r >= 54372) out.WriteString(spec.display_name);
-  if (r >= 54401) out.WriteVarUInt(spec.version_patch);
-  if (r >= 54470) {
+  if (r >= revision::kVersionedParallelReplicas) {
+    out.WriteVarUInt(1);  // parallel replicas protocol version
+  }
+  if (r >= revision::kServerTimezone) out.WriteString(spec.timezone);
+  if (r >= revision::kServerDisplayName) out.WriteString(spec.display_name);
+  if (r >= revision::kVersionPatch) out.WriteVarUInt(spec.version_patch);
+  if (r >= revision::kChunkedPackets) {
     out.WriteString("notchunked");
     out.WriteString("notchunked");
   }
-  if (r >= 54461) {
+  if (r >= revision::kPasswordComplexityRules) {
     out.WriteVarUInt(1);
     out.WriteString("^.{12,}$");
     out.WriteString("be at least 12 characters long");
   }
-  if (r >= 54462) out.WriteFixed<uint64_t>(0x0123456789abcdefULL);  // nonce
-  if (r >= 54474) out.WriteString("");                              // server settings: none
-  if (r >= 54477) out.WriteVarUInt(0);  // query plan serialization version
-  if (r >= 54479) out.WriteVarUInt(0);  // cluster function protocol version
+  if (r >= revision::kInterserverSecretV2) {
+    out.WriteFixed<uint64_t>(0x0123456789abcdefULL);  // nonce
+  }
+  if (r >= revision::kServerSettings) out.WriteString("");  // none
+  if (r >= revision::kQueryPlanSerialization) out.WriteVarUInt(0);
+  if (r >= revision::kVersionedClusterFunctionProtocol) out.WriteVarUInt(0);
   return out.ToString();
 }
 
@@ -85,13 +89,13 @@ std::string ProgressPacket(const Progress& p, uint64_t revision) {
   out.WriteVarUInt(static_cast<uint64_t>(ServerCode::kProgress));
   out.WriteVarUInt(p.rows);
   out.WriteVarUInt(p.bytes);
-  if (revision >= 51554) out.WriteVarUInt(p.total_rows);
-  if (revision >= 54463) out.WriteVarUInt(p.total_bytes);
-  if (revision >= 54420) {
+  if (revision >= revision::kTotalRowsInProgress) out.WriteVarUInt(p.total_rows);
+  if (revision >= revision::kTotalBytesInProgress) out.WriteVarUInt(p.total_bytes);
+  if (revision >= revision::kClientWriteInfo) {
     out.WriteVarUInt(p.written_rows);
     out.WriteVarUInt(p.written_bytes);
   }
-  if (revision >= 54460) out.WriteVarUInt(p.elapsed_ns);
+  if (revision >= revision::kServerQueryTimeInProgress) out.WriteVarUInt(p.elapsed_ns);
   return out.ToString();
 }
 
@@ -104,7 +108,7 @@ std::string ProfileInfoPacket(const ProfileInfo& p, uint64_t revision) {
   out.WriteFixed<uint8_t>(p.applied_limit ? 1 : 0);
   out.WriteVarUInt(p.rows_before_limit);
   out.WriteFixed<uint8_t>(p.calculated_rows_before_limit ? 1 : 0);
-  if (revision >= 54469) {
+  if (revision >= revision::kRowsBeforeAggregation) {
     out.WriteFixed<uint8_t>(p.applied_aggregation ? 1 : 0);
     out.WriteVarUInt(p.rows_before_aggregation);
   }
@@ -289,7 +293,29 @@ const char* ClientPacketName(ClientPacket kind) {
 
 namespace {
 
-absl::Status ExpectCode(ReadBuffer& in, ClientCode want, ClientPacket kind) {
+// The code a client packet starts with (the Addendum has none).
+ClientCode CodeOf(ClientPacket kind) {
+  switch (kind) {
+    case ClientPacket::kHello:
+    case ClientPacket::kAddendum:
+      return ClientCode::kHello;
+    case ClientPacket::kQuery:
+      return ClientCode::kQuery;
+    case ClientPacket::kData:
+      return ClientCode::kData;
+    case ClientPacket::kCancel:
+      return ClientCode::kCancel;
+    case ClientPacket::kPing:
+      return ClientCode::kPing;
+  }
+  return ClientCode::kHello;
+}
+
+// Checks the packet code alone, so that an unexpected packet is named as such instead of
+// failing somewhere in a body parsed as the wrong packet.
+absl::Status ExpectCode(std::string_view bytes, ClientPacket kind) {
+  MemoryReadBuffer in(bytes);
+  const ClientCode want = CodeOf(kind);
   uint64_t code = 0;
   RETURN_IF_ERROR(in.ReadVarUInt(&code));
   if (code != static_cast<uint64_t>(want)) {
@@ -300,76 +326,28 @@ absl::Status ExpectCode(ReadBuffer& in, ClientCode want, ClientPacket kind) {
   return absl::OkStatus();
 }
 
-absl::Status SkipString(ReadBuffer& in) {
-  std::string ignored;
-  return in.ReadString(&ignored);
-}
-
-absl::Status SkipVarUInt(ReadBuffer& in) {
-  uint64_t ignored = 0;
-  return in.ReadVarUInt(&ignored);
-}
-
-absl::Status SkipClientInfo(ReadBuffer& in, uint64_t r) {
-  uint8_t kind = 0;
-  RETURN_IF_ERROR(in.ReadFixed(&kind));
-  if (kind == 0) return absl::OkStatus();
-  for (int i = 0; i < 3; ++i) RETURN_IF_ERROR(SkipString(in));  // initial user, id, address
-  if (r >= 54449) RETURN_IF_ERROR(in.Skip(8));
-  uint8_t interface = 0;
-  RETURN_IF_ERROR(in.ReadFixed(&interface));
-  if (interface != 1) return absl::InvalidArgumentError("ClientInfo interface is not TCP");
-  for (int i = 0; i < 3; ++i) RETURN_IF_ERROR(SkipString(in));   // os user, host, client name
-  for (int i = 0; i < 3; ++i) RETURN_IF_ERROR(SkipVarUInt(in));  // major, minor, revision
-  if (r >= 54060) RETURN_IF_ERROR(SkipString(in));               // quota key
-  if (r >= 54448) RETURN_IF_ERROR(SkipVarUInt(in));              // distributed depth
-  if (r >= 54401) RETURN_IF_ERROR(SkipVarUInt(in));              // patch
-  if (r >= 54442) {
-    uint8_t trace = 0;
-    RETURN_IF_ERROR(in.ReadFixed(&trace));
-    if (trace != 0) {
-      RETURN_IF_ERROR(in.Skip(16 + 8));
-      RETURN_IF_ERROR(SkipString(in));
-      RETURN_IF_ERROR(in.Skip(1));
-    }
+// Parses one client packet after the Hello (Query, Data, Cancel or Ping) with the library's
+// server-side reader at negotiated `revision`, Data blocks through compression frames when
+// `compressed`. The packet is owned by `reader`.
+absl::StatusOr<clickhouse::ClientPacket*> ReadAfterHello(ClientPacketReader& reader,
+                                                         std::string_view bytes, ClientPacket kind,
+                                                         uint64_t revision, bool compressed) {
+  RETURN_IF_ERROR(ExpectCode(bytes, kind));
+  if (revision > kMaxClientReaderRevision) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the fake parses client packets up to revision ", kMaxClientReaderRevision,
+                     ", not ", revision));
   }
-  if (r >= 54453) {
-    for (int i = 0; i < 3; ++i) RETURN_IF_ERROR(SkipVarUInt(in));
+  reader.set_revision(revision);
+  reader.set_compressed(compressed);
+  ASSIGN_OR_RETURN(clickhouse::ClientPacket * packet, reader.Next());
+  // The reader also accepts HTTP ClientInfo, which a native client never sends.
+  const ClientInfo& info = packet->client_info;
+  if (kind == ClientPacket::kQuery && info.query_kind != ClientInfo::kQueryKindNone &&
+      info.interface != ClientInfo::kInterfaceTcp) {
+    return absl::InvalidArgumentError("ClientInfo interface is not TCP");
   }
-  return absl::OkStatus();
-}
-
-// Below 54429 a setting's value has its own binary form; the fake knows the settings the tests
-// send.
-absl::Status SkipBinarySettingValue(ReadBuffer& in, const std::string& name) {
-  static const std::vector<std::string> kStrings = {"network_compression_method", "send_logs_level",
-                                                    "totals_auto_threshold", "load_balancing"};
-  static const std::vector<std::string> kNumbers = {
-      "max_block_size", "max_threads", "extremes", "readonly", "network_zstd_compression_level",
-      "insert_quorum"};
-  if (std::find(kStrings.begin(), kStrings.end(), name) != kStrings.end()) return SkipString(in);
-  if (std::find(kNumbers.begin(), kNumbers.end(), name) != kNumbers.end()) return SkipVarUInt(in);
-  return absl::InvalidArgumentError(absl::StrCat("the fake does not know setting ", name));
-}
-
-absl::Status SkipNameFlagsValueList(ReadBuffer& in) {
-  std::string name;
-  while (true) {
-    RETURN_IF_ERROR(in.ReadString(&name));
-    if (name.empty()) return absl::OkStatus();
-    RETURN_IF_ERROR(SkipVarUInt(in));
-    RETURN_IF_ERROR(SkipString(in));
-  }
-}
-
-absl::Status ReadDataBody(ReadBuffer& in, uint64_t r, bool compressed, Block* block) {
-  if (!compressed) return ReadBlock(in, r, block);
-  CompressedReadBuffer frames(&in);
-  RETURN_IF_ERROR(ReadBlock(frames, r, block));
-  if (frames.available() != 0) {
-    return absl::InvalidArgumentError("client block ended before the end of its frame");
-  }
-  return absl::OkStatus();
+  return packet;
 }
 
 }  // namespace
@@ -377,16 +355,14 @@ absl::Status ReadDataBody(ReadBuffer& in, uint64_t r, bool compressed, Block* bl
 absl::StatusOr<Block> DecodeClientData(std::string_view packet, uint64_t revision,
                                        bool compressed) {
   MemoryReadBuffer in(packet);
-  RETURN_IF_ERROR(ExpectCode(in, ClientCode::kData, ClientPacket::kData));
-  std::string table;
-  if (revision >= 50264) RETURN_IF_ERROR(in.ReadString(&table));
-  Block block;
-  RETURN_IF_ERROR(ReadDataBody(in, revision, compressed, &block));
+  ClientPacketReader reader(&in, std::min(revision, kMaxClientReaderRevision));
+  ASSIGN_OR_RETURN(clickhouse::ClientPacket * p,
+                   ReadAfterHello(reader, packet, ClientPacket::kData, revision, compressed));
   if (in.position() != packet.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("Data packet has ", packet.size() - in.position(), " trailing bytes"));
   }
-  return block;
+  return std::move(p->block);
 }
 
 // ---- FakeServer ----
@@ -621,63 +597,32 @@ absl::Status FakeServer::ReadPacket(ClientPacket kind, absl::Time deadline, std:
     ParseState state = parse_;
     MemoryReadBuffer in(input_);
     absl::Status parsed = [&]() -> absl::Status {
-      const uint64_t r = state.revision;
       switch (kind) {
         case ClientPacket::kHello: {
-          RETURN_IF_ERROR(ExpectCode(in, ClientCode::kHello, kind));
-          RETURN_IF_ERROR(SkipString(in));
-          RETURN_IF_ERROR(SkipVarUInt(in));
-          RETURN_IF_ERROR(SkipVarUInt(in));
-          RETURN_IF_ERROR(in.ReadVarUInt(&state.client_revision));
-          for (int i = 0; i < 3; ++i) RETURN_IF_ERROR(SkipString(in));
+          RETURN_IF_ERROR(ExpectCode(input_, kind));
+          ASSIGN_OR_RETURN(HelloParams hello, ReadClientHello(in));
+          state.client_revision = hello.revision;
           state.revision = std::min(options_.revision, state.client_revision);
           return absl::OkStatus();
         }
-        case ClientPacket::kAddendum:
-          if (r < revision::kAddendum) {
-            return absl::FailedPreconditionError("no Addendum below revision 54458");
+        case ClientPacket::kAddendum: {
+          if (state.revision < revision::kAddendum) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "no Addendum below revision ", revision::kAddendum, " (at ", state.revision, ")"));
           }
-          RETURN_IF_ERROR(SkipString(in));  // quota key
-          if (r >= 54470) {
-            RETURN_IF_ERROR(SkipString(in));
-            RETURN_IF_ERROR(SkipString(in));
-          }
-          if (r >= 54471) RETURN_IF_ERROR(SkipVarUInt(in));
-          return absl::OkStatus();
-        case ClientPacket::kQuery: {
-          RETURN_IF_ERROR(ExpectCode(in, ClientCode::kQuery, kind));
-          RETURN_IF_ERROR(SkipString(in));  // query id
-          if (r >= 54032) RETURN_IF_ERROR(SkipClientInfo(in, r));
-          if (r >= 54429) {
-            RETURN_IF_ERROR(SkipNameFlagsValueList(in));
-          } else {
-            std::string name;
-            while (true) {
-              RETURN_IF_ERROR(in.ReadString(&name));
-              if (name.empty()) break;
-              RETURN_IF_ERROR(SkipBinarySettingValue(in, name));
-            }
-          }
-          if (r >= 54472) RETURN_IF_ERROR(SkipString(in));
-          if (r >= 54441) RETURN_IF_ERROR(SkipString(in));
-          RETURN_IF_ERROR(SkipVarUInt(in));  // stage
-          uint64_t compression = 0;
-          RETURN_IF_ERROR(in.ReadVarUInt(&compression));
-          state.compressed = compression != 0;
-          RETURN_IF_ERROR(SkipString(in));  // query text
-          if (r >= 54459) RETURN_IF_ERROR(SkipNameFlagsValueList(in));
-          return absl::OkStatus();
+          ClientAddendum addendum;
+          return ReadAddendum(in, state.revision, &addendum);
         }
-        case ClientPacket::kData: {
-          RETURN_IF_ERROR(ExpectCode(in, ClientCode::kData, kind));
-          if (r >= 50264) RETURN_IF_ERROR(SkipString(in));
-          Block block;
-          return ReadDataBody(in, r, state.compressed, &block);
-        }
+        case ClientPacket::kQuery:
+        case ClientPacket::kData:
         case ClientPacket::kCancel:
-          return ExpectCode(in, ClientCode::kCancel, kind);
-        case ClientPacket::kPing:
-          return ExpectCode(in, ClientCode::kPing, kind);
+        case ClientPacket::kPing: {
+          ClientPacketReader reader(&in, std::min(state.revision, kMaxClientReaderRevision));
+          ASSIGN_OR_RETURN(clickhouse::ClientPacket * read,
+                           ReadAfterHello(reader, input_, kind, state.revision, state.compressed));
+          if (kind == ClientPacket::kQuery) state.compressed = read->query.compression;
+          return absl::OkStatus();
+        }
       }
       return absl::InternalError("unknown packet kind");
     }();

@@ -5,9 +5,10 @@
 // afterwards; Wait() and the destructor may be called from the test thread. The destructor
 // unblocks and joins the server thread.
 //
-// Client packets are framed with a small parser of their own (built on the library's ReadBuffer
-// primitives), which follows the negotiated revision min(client, server) and the compression flag
-// of the last Query, as a real server does.
+// Client packets are framed with the library's server-side reader (protocol/client_reader.h),
+// which follows the negotiated revision min(client, server) and the compression flag of the last
+// Query, as a real server does. Framing is not the check: tests compare the framed bytes with
+// expected bytes built by hand (Bytes), independently of the library's writers.
 #pragma once
 
 #include <cstddef>
@@ -96,13 +97,13 @@ struct ProfileEvent {
   int64_t value = 0;
   bool gauge = false;
 };
-// ProfileEvents (code 14, revision >= 54451): an uncompressed block with host_name, current_time,
-// thread_id, type, name, value.
+// ProfileEvents (code 14, from revision::kIncrementalProfileEvents): an uncompressed block with
+// host_name, current_time, thread_id, type, name, value.
 std::string ProfileEventsPacket(uint64_t revision, const std::vector<ProfileEvent>& events);
 // Log (code 10): an uncompressed block of the Log columns, one row per text.
 std::string LogPacket(uint64_t revision, const std::vector<std::string>& texts);
 // Data, Totals or Extremes: code, table name, then the block body (WriteBlock, with has_custom
-// bytes from 54454), in frames of `compression` when given.
+// bytes from revision::kCustomSerialization), in frames of `compression` when given.
 std::string DataPacket(const Block& block, uint64_t revision,
                        std::optional<CompressionMethod> compression = std::nullopt,
                        ServerCode code = ServerCode::kData, std::string_view table_name = "");
