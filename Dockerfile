@@ -22,6 +22,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY cmake/ cmake/
+COPY text/ text/
 COPY proto/ proto/
 COPY server/ server/
 COPY client/ client/

@@ -15,6 +15,7 @@
 #include "absl/time/civil_time.h"
 #include "client/sdk/internal/status_macros.h"
 #include "client/sdk/internal/strings.h"
+#include "text/json.h"
 
 namespace chgate::client {
 namespace {
@@ -748,73 +749,7 @@ void AppendTsvEscaped(std::string_view bytes, std::string* out) {
 }
 
 void AppendJsonString(std::string_view bytes, std::string* out) {
-  out->push_back('"');
-  size_t i = 0;
-  while (i < bytes.size()) {
-    const unsigned char c = static_cast<unsigned char>(bytes[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '"':
-          out->append("\\\"");
-          break;
-        case '\\':
-          out->append("\\\\");
-          break;
-        case '\n':
-          out->append("\\n");
-          break;
-        case '\r':
-          out->append("\\r");
-          break;
-        case '\t':
-          out->append("\\t");
-          break;
-        case '\b':
-          out->append("\\b");
-          break;
-        case '\f':
-          out->append("\\f");
-          break;
-        default:
-          if (c < 0x20) {
-            absl::StrAppendFormat(out, "\\u%04x", c);
-          } else {
-            out->push_back(static_cast<char>(c));
-          }
-      }
-      ++i;
-      continue;
-    }
-    // A multi-byte UTF-8 sequence: copy it when well-formed, else emit U+FFFD for one byte.
-    size_t length = 0;
-    uint32_t min = 0;
-    if ((c & 0xe0) == 0xc0) {
-      length = 2;
-      min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-      length = 3;
-      min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-      length = 4;
-      min = 0x10000;
-    }
-    bool valid = length > 0 && i + length <= bytes.size();
-    uint32_t code = valid ? (c & (0x7f >> length)) : 0;
-    for (size_t k = 1; valid && k < length; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(bytes[i + k]);
-      valid = (cc & 0xc0) == 0x80;
-      code = (code << 6) | (cc & 0x3f);
-    }
-    valid = valid && code >= min && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff);
-    if (valid) {
-      out->append(bytes.substr(i, length));
-      i += length;
-    } else {
-      out->append("\xef\xbf\xbd");
-      ++i;
-    }
-  }
-  out->push_back('"');
+  text::AppendJsonString(bytes, out);
 }
 
 void AppendWideInteger(const char* bytes, size_t width, bool is_signed, std::string* out) {

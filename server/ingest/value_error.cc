@@ -6,7 +6,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
-#include "server/common/utf8.h"
+#include "text/utf8.h"
 
 namespace chgate::ingest {
 namespace {
@@ -42,7 +42,7 @@ void AppendPrintable(std::string_view s, size_t limit, std::string* out) {
       unit_size = 4;
     } else if (c < 0x80) {
       unit[0] = static_cast<char>(c);
-    } else if (size_t n = Utf8SequenceLength(s, i); n > 0) {
+    } else if (size_t n = text::Utf8SequenceLength(s, i); n > 0) {
       unit_data = s.data() + i;
       unit_size = consumed = n;
     } else {

@@ -14,63 +14,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "server/common/utf8.h"
+#include "text/json.h"
+#include "text/utf8.h"
 
 namespace chgate::log {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
-
-void AppendJsonString(std::string* out, std::string_view s) {
-  out->push_back('"');
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const size_t n = Utf8SequenceLength(s, i);
-      if (n == 0) {
-        out->append("\\ufffd");
-        ++i;
-      } else {
-        out->append(s.substr(i, n));
-        i += n;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      default:
-        if (c < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 0xf]);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  out->push_back('"');
-}
 
 // Appends `s` with control bytes, backslashes, invalid UTF-8 and (when `quoted`) double quotes
 // escaped, so that it cannot break the line or be mistaken for another field.
@@ -78,7 +28,7 @@ void AppendTextEscaped(std::string* out, std::string_view s, bool quoted) {
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const size_t n = Utf8SequenceLength(s, i);
+      const size_t n = text::Utf8SequenceLength(s, i);
       if (n == 0) {
         out->append("\\x");
         out->push_back(kHex[c >> 4]);
@@ -116,7 +66,7 @@ bool NeedsQuotes(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const size_t n = Utf8SequenceLength(s, i);
+      const size_t n = text::Utf8SequenceLength(s, i);
       if (n == 0) return true;
       i += n;
       continue;
@@ -251,22 +201,22 @@ std::string FormatPayload(Format format, std::string_view component, std::string
   out.reserve(64 + message.size() + 32 * fields.size());
   if (format == Format::kJson) {
     out.append("\"component\":");
-    AppendJsonString(&out, component);
+    text::AppendJsonString(component, &out);
     out.append(",\"msg\":");
-    AppendJsonString(&out, message);
+    text::AppendJsonString(message, &out);
     for (const Field& f : fields) {
       out.push_back(',');
-      AppendJsonString(&out, f.key());
+      text::AppendJsonString(f.key(), &out);
       out.push_back(':');
       if (f.kind() == Field::Kind::kString) {
-        AppendJsonString(&out, f.value());
+        text::AppendJsonString(f.value(), &out);
       } else {
         out.append(f.value());
       }
     }
     if (suppressed.count > 0) {
       absl::StrAppend(&out, ",\"suppressed\":", suppressed.count, ",\"suppressed_window\":");
-      AppendJsonString(&out, WindowText(suppressed.window));
+      text::AppendJsonString(WindowText(suppressed.window), &out);
       if (suppressed.last_at != absl::InfinitePast()) {
         absl::StrAppend(&out, ",\"last_at\":\"", TimeText(suppressed.last_at), "\"");
       }

@@ -244,7 +244,7 @@ TEST(FormatValueTest, JsonTypesForEveryFamily) {
               ElementsAre("\"q\\\"\\t\\u0001\"", "null"));
   // Bytes that are not UTF-8 become U+FFFD; valid multi-byte text passes.
   EXPECT_THAT(Texts(StringCol("String", {"\xff", "\xc3\xa9"}), 2, json),
-              ElementsAre("\"\xef\xbf\xbd\"", "\"\xc3\xa9\""));
+              ElementsAre("\"\\ufffd\"", "\"\xc3\xa9\""));
   EXPECT_THAT(Texts(Col("UInt64", Le<uint64_t>({18446744073709551615u})), 1, json),
               ElementsAre("18446744073709551615"));
   EXPECT_THAT(Texts(Col("Int128", Fill(16, 0xff)), 1, json), ElementsAre("\"-1\""));

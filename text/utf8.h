@@ -1,11 +1,11 @@
-// UTF-8 validation shared by the modules that print caller-supplied bytes (error messages, log
-// lines).
+// UTF-8 validation, for everything that prints bytes it did not make (error messages, log
+// lines, JSON output of the server and the SDK).
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 
-namespace chgate {
+namespace chgate::text {
 
 // Length of the valid UTF-8 sequence starting at s[i] (1 for ASCII), or 0 when the bytes there
 // are not one: overlong forms, surrogates and code points past U+10FFFF are invalid, as RFC 3629
@@ -37,4 +37,4 @@ inline size_t Utf8SequenceLength(std::string_view s, size_t i) {
   return n;
 }
 
-}  // namespace chgate
+}  // namespace chgate::text

@@ -1,0 +1,47 @@
+// The shared JSON string text: escapes, well-formed UTF-8 kept, everything else replaced.
+#include "text/json.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "text/utf8.h"
+
+namespace chgate::text {
+namespace {
+
+std::string Json(std::string_view bytes) {
+  std::string out;
+  AppendJsonString(bytes, &out);
+  return out;
+}
+
+TEST(JsonStringTest, EscapesQuotesBackslashesAndControlCharacters) {
+  EXPECT_EQ(Json(""), R"("")");
+  EXPECT_EQ(Json("a\"b\\c"), R"("a\"b\\c")");
+  EXPECT_EQ(Json("\n\r\t\b\f"), R"("\n\r\t\b\f")");
+  EXPECT_EQ(Json(std::string("\x00\x01\x1f\x7f", 4)), "\"\\u0000\\u0001\\u001f\x7f\"");
+}
+
+TEST(JsonStringTest, KeepsWellFormedUtf8AndReplacesEveryBadByte) {
+  EXPECT_EQ(Json("é€😀"), "\"é€😀\"");
+  // A lone continuation byte, an overlong '/', a surrogate, a code point past U+10FFFF, and a
+  // sequence cut short: each bad byte becomes one \ufffd.
+  EXPECT_EQ(Json("\x80"), R"("\ufffd")");
+  EXPECT_EQ(Json("\xc0\xaf"), R"("\ufffd\ufffd")");
+  EXPECT_EQ(Json("\xed\xa0\x80"), R"("\ufffd\ufffd\ufffd")");
+  EXPECT_EQ(Json("\xf4\x90\x80\x80"), R"("\ufffd\ufffd\ufffd\ufffd")");
+  EXPECT_EQ(Json("a\xe2\x82"), R"("a\ufffd\ufffd")");
+}
+
+TEST(Utf8Test, SequenceLengths) {
+  EXPECT_EQ(Utf8SequenceLength("a", 0), 1u);
+  EXPECT_EQ(Utf8SequenceLength("é", 0), 2u);
+  EXPECT_EQ(Utf8SequenceLength("€", 0), 3u);
+  EXPECT_EQ(Utf8SequenceLength("😀", 0), 4u);
+  EXPECT_EQ(Utf8SequenceLength("\xe0\x80\x80", 0), 0u);  // overlong
+  EXPECT_EQ(Utf8SequenceLength("\xf0\x9f\x98", 0), 0u);  // cut short
+}
+
+}  // namespace
+}  // namespace chgate::text
