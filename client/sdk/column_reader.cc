@@ -15,6 +15,7 @@
 #include "absl/time/civil_time.h"
 #include "client/sdk/internal/status_macros.h"
 #include "client/sdk/internal/strings.h"
+#include "text/escape.h"
 #include "text/json.h"
 
 namespace chgate::client {
@@ -715,38 +716,7 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> ReadArrayBounds(const v1::Column& 
   return std::make_pair(Begin(column, row), End(column, row));
 }
 
-void AppendTsvEscaped(std::string_view bytes, std::string* out) {
-  for (char c : bytes) {
-    switch (c) {
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\'':
-        out->append("\\'");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      case '\0':
-        out->append("\\0");
-        break;
-      default:
-        out->push_back(c);
-    }
-  }
-}
+void AppendTsvEscaped(std::string_view bytes, std::string* out) { text::AppendEscaped(bytes, out); }
 
 void AppendJsonString(std::string_view bytes, std::string* out) {
   text::AppendJsonString(bytes, out);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "text/escape.h"
 
 namespace chgate::clickhouse {
 
@@ -32,13 +33,10 @@ absl::StatusOr<TypeAst> ParseTypeName(std::string_view text);
 // The canonical text of a type, as ClickHouse prints it (`Decimal(9, 2)`, `Enum8('a' = 1)`).
 std::string FormatTypeName(const TypeAst& type);
 
-// Appends `s` with ClickHouse's backslash escapes (\\ \' \n \t \r \b \f \0), as in
-// TabSeparated text and inside quoted literals.
-void AppendEscaped(std::string_view s, std::string* out);
-// Appends `s` as a single-quoted literal with backslash escapes.
-void AppendQuoted(std::string_view s, std::string* out);
-// The character a backslash escape `\e` stands for (`n` -> newline; unknown ones stand for
-// themselves, as in ClickHouse).
-char UnescapeChar(char e);
+// ClickHouse's backslash escapes (text/escape.h), for the type names, values and parameters this
+// module prints and reads.
+using text::AppendEscaped;
+using text::AppendQuoted;
+using text::UnescapeChar;
 
 }  // namespace chgate::clickhouse

@@ -1,10 +1,11 @@
-// The shared JSON string text: escapes, well-formed UTF-8 kept, everything else replaced.
-#include "text/json.h"
-
+// The text forms the server and the SDK share: JSON strings (escapes, well-formed UTF-8 kept,
+// everything else replaced), UTF-8 sequences, ClickHouse's backslash escapes.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "text/escape.h"
+#include "text/json.h"
 #include "text/utf8.h"
 
 namespace chgate::text {
@@ -41,6 +42,25 @@ TEST(Utf8Test, SequenceLengths) {
   EXPECT_EQ(Utf8SequenceLength("😀", 0), 4u);
   EXPECT_EQ(Utf8SequenceLength("\xe0\x80\x80", 0), 0u);  // overlong
   EXPECT_EQ(Utf8SequenceLength("\xf0\x9f\x98", 0), 0u);  // cut short
+}
+
+TEST(EscapeTest, ClickHouseBackslashEscapesRoundTrip) {
+  const std::string raw("a'b\\c\n\t\r\b\f\0d", 12);
+  std::string escaped;
+  AppendEscaped(raw, &escaped);
+  EXPECT_EQ(escaped, R"(a\'b\\c\n\t\r\b\f\0d)");
+  std::string quoted;
+  AppendQuoted("it's", &quoted);
+  EXPECT_EQ(quoted, R"('it\'s')");
+  // Reading the escapes back gives the bytes again; unknown escapes stand for themselves.
+  std::string back;
+  for (size_t i = 0; i < escaped.size(); ++i) {
+    back.push_back(escaped[i] == '\\' ? UnescapeChar(escaped[++i]) : escaped[i]);
+  }
+  EXPECT_EQ(back, raw);
+  EXPECT_EQ(UnescapeChar('q'), 'q');
+  EXPECT_EQ(UnescapeChar('a'), '\a');
+  EXPECT_EQ(UnescapeChar('v'), '\v');
 }
 
 }  // namespace
