@@ -867,6 +867,22 @@ def parse_common_args(argv, description):
     return ap
 
 
+def test_main_args(description, add_options=None):
+    """The command line of a test file: --chgate and --clickhouse (and what `add_options(parser)`
+    adds), --clickhouse exported as CHGATE_CLICKHOUSE, and exit 77 (or 1 when required) if
+    ClickHouse is unreachable. Returns (args with an absolute args.chgate, argv for
+    unittest.main)."""
+    ap = parse_common_args(sys.argv[1:], description)
+    if add_options is not None:
+        add_options(ap)
+    args, rest = ap.parse_known_args()
+    args.chgate = os.path.abspath(args.chgate)
+    if args.clickhouse:
+        os.environ["CHGATE_CLICKHOUSE"] = args.clickhouse
+    ensure_clickhouse_or_exit(ClickHouse())
+    return args, [sys.argv[0]] + rest
+
+
 def ensure_clickhouse_or_exit(clickhouse):
     """Exits 77 (skip) when ClickHouse is unreachable and not required; exits 1 when required."""
     why = clickhouse.check_reachable()

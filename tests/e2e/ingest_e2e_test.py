@@ -1112,15 +1112,11 @@ class MetricsTest(ChgateTestCase):
 
 def main():
     global CHGATE
-    ap = e2e.parse_common_args(sys.argv[1:], __doc__.splitlines()[0])
-    args, rest = ap.parse_known_args()
-    CHGATE = os.path.abspath(args.chgate)
-    if args.clickhouse:
-        os.environ["CHGATE_CLICKHOUSE"] = args.clickhouse
-    e2e.ensure_clickhouse_or_exit(e2e.ClickHouse())
+    args, argv = e2e.test_main_args(__doc__.splitlines()[0])
+    CHGATE = args.chgate
     stubs = e2e.load_stubs()
     report(f"chgate {CHGATE}; ClickHouse {e2e.ClickHouse().address}; stubs by {stubs.generator}")
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    unittest.main(argv=argv, verbosity=2)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ Each test class starts its own chgate on free loopback ports and stops exactly t
 Without a reachable ClickHouse the run is skipped (exit code 77) unless CHGATE_REQUIRE_CLICKHOUSE=1.
 """
 
-import argparse
 import datetime
 import os
 import signal
@@ -225,15 +224,12 @@ class ShutdownTest(QueryTestCase):
 
 def main():
     global CHGATE, CLI
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--chgate", default=CHGATE)
-    ap.add_argument("--cli", default=None)
-    args, rest = ap.parse_known_args()
-    CHGATE = os.path.abspath(args.chgate)
+    args, argv = e2e.test_main_args(__doc__.splitlines()[0],
+                                    lambda ap: ap.add_argument("--cli", default=None))
+    CHGATE = args.chgate
     CLI = os.path.abspath(args.cli) if args.cli else str(Path(CHGATE).parent.parent / "client"
                                                          / "chgate-cli")
-    e2e.ensure_clickhouse_or_exit(e2e.ClickHouse())
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    unittest.main(argv=argv, verbosity=2)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ its own chgate on free loopback ports and stops exactly that process. Without a 
 ClickHouse the run is skipped (exit code 77) unless CHGATE_REQUIRE_CLICKHOUSE=1.
 """
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -365,12 +364,9 @@ class ClickHouseTlsTest(unittest.TestCase):
 
 def main():
     global CHGATE
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--chgate", default=CHGATE)
-    args, rest = ap.parse_known_args()
-    CHGATE = os.path.abspath(args.chgate)
-    e2e.ensure_clickhouse_or_exit(e2e.ClickHouse())
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    args, argv = e2e.test_main_args(__doc__.splitlines()[0])
+    CHGATE = args.chgate
+    unittest.main(argv=argv, verbosity=2)
 
 
 if __name__ == "__main__":
