@@ -440,10 +440,13 @@ void Ingestor::ForgetSchemas(const TableId& table) {
 }
 
 absl::Status Ingestor::Convert(const Request& request, const TableSchema& s, Pending* p) {
-  p->staged = EmptyBlock(s);
-  std::vector<clickhouse::Column*> columns;
-  for (size_t i = 0; i < s.names.size(); ++i) columns.push_back(p->staged->column(i).column.get());
+  // A block's columns are staged as they are (below); rows are converted into new ones.
+  p->staged = request.block != nullptr && request.rows == nullptr ? nullptr : EmptyBlock(s);
   if (request.rows != nullptr) {
+    std::vector<clickhouse::Column*> columns;
+    for (size_t i = 0; i < s.names.size(); ++i) {
+      columns.push_back(p->staged->column(i).column.get());
+    }
     ConvertOptions convert = options_.convert;
     absl::TimeZone tz;
     if (!s.server_time_zone.empty() && absl::LoadTimeZone(s.server_time_zone, &tz)) {
