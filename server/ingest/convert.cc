@@ -508,7 +508,7 @@ absl::Status PlanFixed(ColumnFixed& column, const ConvertOptions& options, Node*
   const int bits = static_cast<int>(column.width() * 8);
   const auto& params = column.params();
   const auto& args = column.type().args;
-  switch (column.kind()) {
+  switch (column.fixed_kind()) {
     case FixedKind::kUInt:
       node->op = Op::kUInt;
       node->max_positive = LowMask(bits);
@@ -538,7 +538,7 @@ absl::Status PlanFixed(ColumnFixed& column, const ConvertOptions& options, Node*
       return absl::OkStatus();
     case FixedKind::kDateTime:
     case FixedKind::kDateTime64: {
-      const bool datetime = column.kind() == FixedKind::kDateTime;
+      const bool datetime = column.fixed_kind() == FixedKind::kDateTime;
       node->op = datetime ? Op::kDateTime : Op::kDateTime64;
       // A type without a zone argument shows its values in the server's zone.
       node->zone = args.size() > (datetime ? 0u : 1u) ? params.time_zone : options.server_time_zone;
@@ -634,7 +634,7 @@ absl::Status PlanNode(Column* column, const ConvertOptions& options, Nodes* node
     if (dynamic_cast<ColumnString*>(dictionary) != nullptr) {
       node.dictionary = Dictionary::kString;
     } else if (auto* fixed_dictionary = dynamic_cast<ColumnFixed*>(dictionary)) {
-      node.dictionary = fixed_dictionary->kind() == FixedKind::kFixedString
+      node.dictionary = fixed_dictionary->fixed_kind() == FixedKind::kFixedString
                             ? Dictionary::kFixedString
                             : Dictionary::kOther;
     } else {

@@ -392,7 +392,7 @@ class FixedNode final : public Node {
     const size_t width = dst_.width();
     const char* p = src_.data().data() + begin * width;
     const size_t n = static_cast<size_t>(end - begin);
-    switch (dst_.kind()) {
+    switch (dst_.fixed_kind()) {
       case Kind::kUuid: {
         // RFC 4122 byte order -> two little-endian UInt64 halves (high half first).
         SwapUuidByteOrder(p, n, dst_.values().Prepare(n * 16));
@@ -452,7 +452,7 @@ class FixedNode final : public Node {
       lo = -hi - 1;
     }
     std::string_view what = "out of range";
-    switch (dst_.kind()) {
+    switch (dst_.fixed_kind()) {
       case Kind::kDate32:
         lo = kDate32Min;
         hi = kDate32Max;
@@ -475,7 +475,7 @@ class FixedNode final : public Node {
       default:
         break;
     }
-    const bool is_enum = dst_.kind() == Kind::kEnum;
+    const bool is_enum = dst_.fixed_kind() == Kind::kEnum;
     for (uint64_t i = begin; i < end; ++i) {
       const int64_t v = values[i];
       if (v < lo || v > hi) return BadValue(i, absl::StrCat(v), "int64", what);
@@ -496,11 +496,11 @@ class FixedNode final : public Node {
     const uint64_t* values = src_.uint64s().data();
     uint64_t hi =
         width >= 8 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << (8 * width)) - 1;
-    if (dst_.kind() == Kind::kBool) hi = 1;
+    if (dst_.fixed_kind() == Kind::kBool) hi = 1;
     for (uint64_t i = begin; i < end; ++i) {
       if (values[i] > hi) {
         return BadValue(i, absl::StrCat(values[i]), "uint64",
-                        dst_.kind() == Kind::kBool ? "Bool must be 0 or 1" : "out of range");
+                        dst_.fixed_kind() == Kind::kBool ? "Bool must be 0 or 1" : "out of range");
       }
     }
     if (width == 8) {
@@ -550,8 +550,8 @@ class FixedNode final : public Node {
 absl::StatusOr<std::unique_ptr<Node>> BuildFixed(const v1::Column& src, uint64_t rows,
                                                  clickhouse::ColumnFixed* dst,
                                                  const Position& pos) {
-  const FixedForm convenience = ConvenienceForm(dst->kind());
-  if (dst->kind() == clickhouse::FixedKind::kNothing) {
+  const FixedForm convenience = ConvenienceForm(dst->fixed_kind());
+  if (dst->fixed_kind() == clickhouse::FixedKind::kNothing) {
     RETURN_IF_ERROR(CheckFields(src, pos, 0));
     if (rows > 0) return LayoutError(pos, "Nothing has no values (only NULLs in Nullable)");
     return std::make_unique<FixedNode>(src, dst, FixedForm::kNone);
@@ -843,7 +843,7 @@ class LowCardinalityNode final : public Node {
     const auto* strings = dynamic_cast<const clickhouse::ColumnString*>(values);
     const auto* fixed = dynamic_cast<const clickhouse::ColumnFixed*>(values);
     const bool fixed_string =
-        fixed != nullptr && fixed->kind() == clickhouse::FixedKind::kFixedString;
+        fixed != nullptr && fixed->fixed_kind() == clickhouse::FixedKind::kFixedString;
     const size_t n = scratch_->Size();
     for (size_t i = 0; i < n; ++i) {
       if (nullable != nullptr && nullable->IsNull(i)) {

@@ -85,7 +85,7 @@ void AppendLowCardinality(const ColumnLowCardinality& src, size_t begin, size_t 
   }
   const auto& fixed = static_cast<const ColumnFixed&>(dict);
   for (size_t r = begin; r < end; ++r) {
-    AppendFixedData(fixed.kind(), fixed.width(), fixed.RawAt(src.Index(r)), 1, dst->mutable_data());
+    AppendFixedData(fixed.fixed_kind(), fixed.width(), fixed.RawAt(src.Index(r)), 1, dst->mutable_data());
   }
 }
 
@@ -177,7 +177,7 @@ void AppendResultRows(const Column& src, size_t begin, size_t end, size_t dst_ro
                       v1::Column* dst) {
   if (begin >= end) return;
   if (const auto* fixed = dynamic_cast<const ColumnFixed*>(&src)) {
-    AppendFixedData(fixed->kind(), fixed->width(), fixed->RawAt(begin), end - begin,
+    AppendFixedData(fixed->fixed_kind(), fixed->width(), fixed->RawAt(begin), end - begin,
                     dst->mutable_data());
   } else if (const auto* string = dynamic_cast<const ColumnString*>(&src)) {
     AppendStrings(*string, begin, end, dst);

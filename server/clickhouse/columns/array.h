@@ -25,6 +25,7 @@ class ColumnArray final : public Column {
   void FinishRow() { offsets_.AppendFixed<uint64_t>(nested_->Size()); }
   const ByteBuffer& offsets() const { return offsets_; }
 
+  ColumnKind kind() const override { return is_map_ ? ColumnKind::kMap : ColumnKind::kArray; }
   size_t Size() const override { return offsets_.size() / 8; }
   void Clear() override;
   void AppendDefault() override { FinishRow(); }

@@ -23,6 +23,24 @@ namespace chgate::clickhouse {
 class Column;
 using ColumnPtr = std::shared_ptr<Column>;
 
+// The layout family of a column: which subclass it is. Code that handles columns switches over
+// this (never `dynamic_cast` ladders), so adding a family makes the compiler name every place that
+// must handle it (-Wswitch). Per-type facts within a family (widths, ranges, text forms) are in
+// text/type_facts.h.
+enum class ColumnKind {
+  kFixed,           // ColumnFixed: one fixed width per value (numbers, dates, UUID, IP, Enum...)
+  kString,          // ColumnString
+  kNullable,        // ColumnNullable
+  kArray,           // ColumnArray (not a Map)
+  kMap,             // ColumnArray with is_map(): Array(Tuple(K, V)) on the wire
+  kTuple,           // ColumnTuple
+  kLowCardinality,  // ColumnLowCardinality
+  kVariant,         // ColumnVariant
+  kDynamic,         // ColumnDynamic
+  kJson,            // ColumnJson
+  kAggregateState,  // ColumnAggregateState: opaque AggregateFunction states
+};
+
 class Column {
  public:
   virtual ~Column() = default;
@@ -31,6 +49,7 @@ class Column {
   const std::string& type_name() const { return type_name_; }
   const TypeAst& type() const { return type_; }
 
+  virtual ColumnKind kind() const = 0;
   virtual size_t Size() const = 0;
   // Removes every row, keeping capacity.
   virtual void Clear() = 0;

@@ -46,7 +46,7 @@ class ColumnFixed final : public Column {
   ColumnFixed(std::string type_name, TypeAst type, FixedKind kind, size_t width,
               FixedParams params = {});
 
-  FixedKind kind() const { return kind_; }
+  FixedKind fixed_kind() const { return kind_; }
   size_t width() const { return width_; }
   const FixedParams& params() const { return params_; }
 
@@ -75,6 +75,7 @@ class ColumnFixed final : public Column {
   const std::string* EnumName(int64_t value) const;
   bool EnumValue(std::string_view name, int64_t* value) const;
 
+  ColumnKind kind() const override { return ColumnKind::kFixed; }
   size_t Size() const override { return values_.size() / width_; }
   void Clear() override { values_.clear(); }
   void Truncate(size_t rows) override { values_.resize(rows * width_); }

@@ -68,7 +68,7 @@ absl::Status ColumnLowCardinality::AppendFromDictionaryTail() {
   std::string_view key;
   if (auto* f = dynamic_cast<ColumnFixed*>(dictionary_.get())) {
     key = std::string_view(f->RawAt(last), f->width());
-    if (f->kind() == FixedKind::kFixedString) {
+    if (f->fixed_kind() == FixedKind::kFixedString) {
       while (!key.empty() && key.back() == '\0') key.remove_suffix(1);
     }
   } else if (auto* s = dynamic_cast<ColumnString*>(dictionary_.get())) {
@@ -97,7 +97,7 @@ absl::Status ColumnLowCardinality::AppendString(std::string_view value) {
   if (auto* s = dynamic_cast<ColumnString*>(dictionary_.get())) {
     s->Append(value);
   } else if (auto* f = dynamic_cast<ColumnFixed*>(dictionary_.get());
-             f != nullptr && f->kind() == FixedKind::kFixedString) {
+             f != nullptr && f->fixed_kind() == FixedKind::kFixedString) {
     if (value.size() > f->width()) {
       return absl::InvalidArgumentError(
           absl::StrCat("value of ", value.size(), " bytes does not fit ", f->type_name()));
@@ -121,7 +121,7 @@ void ColumnLowCardinality::AppendRange(const Column& src, size_t begin, size_t e
   const bool string_like =
       dynamic_cast<const ColumnString*>(dictionary_.get()) != nullptr ||
       (dynamic_cast<const ColumnFixed*>(dictionary_.get()) != nullptr &&
-       static_cast<const ColumnFixed&>(*dictionary_).kind() == FixedKind::kFixedString);
+       static_cast<const ColumnFixed&>(*dictionary_).fixed_kind() == FixedKind::kFixedString);
   for (size_t row = begin; row < end; ++row) {
     if (s.IsNull(row)) {
       AppendNull();

@@ -35,6 +35,7 @@ class ColumnLowCardinality final : public Column {
   absl::Status AppendFromDictionaryTail();
   void AppendNull();
 
+  ColumnKind kind() const override { return ColumnKind::kLowCardinality; }
   size_t Size() const override { return indexes_.size(); }
   void Clear() override;
   void AppendDefault() override;

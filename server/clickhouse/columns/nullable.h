@@ -18,6 +18,7 @@ class ColumnNullable final : public Column {
   // Marks the next row as present; the caller appends its value to nested().
   void AppendNotNull() { nulls_.PushBack(0); }
 
+  ColumnKind kind() const override { return ColumnKind::kNullable; }
   size_t Size() const override { return nulls_.size(); }
   void Clear() override;
   void AppendDefault() override { AppendNull(); }

@@ -31,6 +31,7 @@ class ColumnString final : public Column {
   // The wire bytes of every row (length prefixes included).
   const ByteBuffer& wire() const { return wire_; }
 
+  ColumnKind kind() const override { return ColumnKind::kString; }
   size_t Size() const override { return ends_.size(); }
   void Clear() override {
     wire_.clear();

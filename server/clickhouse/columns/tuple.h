@@ -14,6 +14,7 @@ class ColumnTuple final : public Column {
   size_t element_count() const { return elements_.size(); }
   const ColumnPtr& element(size_t i) const { return elements_[i]; }
 
+  ColumnKind kind() const override { return ColumnKind::kTuple; }
   size_t Size() const override { return elements_.empty() ? 0 : elements_[0]->Size(); }
   void Clear() override;
   void AppendDefault() override;

@@ -450,7 +450,7 @@ TEST(NewTypesGoldenBlockTest, EveryTypeInOneBlock) {
                                                                {"i256", FixedKind::kInt, 32},
                                                                {"u256", FixedKind::kUInt, 32}}) {
     const auto& f = As<ColumnFixed>(col(name));
-    EXPECT_EQ(f.kind(), kind) << name;
+    EXPECT_EQ(f.fixed_kind(), kind) << name;
     EXPECT_EQ(f.width(), width) << name;
     EXPECT_EQ(Hex(std::string_view(f.data(), kRows * width)), Hex(Case(name).data)) << name;
   }
@@ -459,20 +459,20 @@ TEST(NewTypesGoldenBlockTest, EveryTypeInOneBlock) {
   EXPECT_EQ(Hex(std::string_view(i128.RawAt(3), 16)), "ffffffffffffffffffffffffffffff7f");
 
   const auto& b = As<ColumnFixed>(col("b"));
-  EXPECT_EQ(b.kind(), FixedKind::kBool);
+  EXPECT_EQ(b.fixed_kind(), FixedKind::kBool);
   EXPECT_EQ(b.Get<uint8_t>(0), 1);
   EXPECT_EQ(b.Get<uint8_t>(1), 0);
   EXPECT_EQ(Format(b, 0, /*nested=*/true), "true");
 
   const auto& d32 = As<ColumnFixed>(col("d32"));
-  EXPECT_EQ(d32.kind(), FixedKind::kDate32);
+  EXPECT_EQ(d32.fixed_kind(), FixedKind::kDate32);
   EXPECT_EQ(d32.Get<int32_t>(0), -25567);
   EXPECT_EQ(d32.Get<int32_t>(1), -1);
   EXPECT_EQ(d32.Get<int32_t>(3), 120529);
   EXPECT_EQ(Format(d32, 0, /*nested=*/true), "'1900-01-01'");
 
   const auto& dt3 = As<ColumnFixed>(col("dt64_3"));
-  EXPECT_EQ(dt3.kind(), FixedKind::kDateTime64);
+  EXPECT_EQ(dt3.fixed_kind(), FixedKind::kDateTime64);
   EXPECT_EQ(dt3.params().scale, 3);
   EXPECT_EQ(dt3.params().time_zone.name(), "UTC");
   EXPECT_EQ(dt3.Get<int64_t>(0), -2208988800000);
@@ -491,19 +491,19 @@ TEST(NewTypesGoldenBlockTest, EveryTypeInOneBlock) {
        std::vector<std::tuple<std::string, size_t, int, int>>{
            {"d76", 32, 76, 10}, {"d256", 32, 76, 20}, {"d38", 16, 38, 38}}) {
     const auto& d = As<ColumnFixed>(col(name));
-    EXPECT_EQ(d.kind(), FixedKind::kDecimal) << name;
+    EXPECT_EQ(d.fixed_kind(), FixedKind::kDecimal) << name;
     EXPECT_EQ(d.width(), width) << name;
     EXPECT_EQ(d.params().precision, precision) << name;
     EXPECT_EQ(d.params().scale, scale) << name;
   }
 
   const auto& ip4 = As<ColumnFixed>(col("ip4"));
-  EXPECT_EQ(ip4.kind(), FixedKind::kIpv4);
+  EXPECT_EQ(ip4.fixed_kind(), FixedKind::kIpv4);
   EXPECT_EQ(ip4.Get<uint32_t>(1), 0x01020304u);
   EXPECT_EQ(ip4.Get<uint32_t>(2), 0xffffffffu);
   EXPECT_EQ(Format(ip4, 1, /*nested=*/true), "'1.2.3.4'");
   const auto& ip6 = As<ColumnFixed>(col("ip6"));
-  EXPECT_EQ(ip6.kind(), FixedKind::kIpv6);
+  EXPECT_EQ(ip6.fixed_kind(), FixedKind::kIpv6);
   EXPECT_EQ(ip6.width(), 16u);
   EXPECT_EQ(Hex(std::string_view(ip6.RawAt(2), 16)), "00000000000000000000ffff01020304");
   EXPECT_EQ(Format(ip6, 2, /*nested=*/true), "'::ffff:1.2.3.4'");
@@ -565,7 +565,7 @@ TEST(NewTypesGoldenBlockTest, EveryTypeInOneBlock) {
 
   const auto& nn = As<ColumnNullable>(col("nn"));
   for (size_t row = 0; row < kRows; ++row) EXPECT_TRUE(nn.IsNull(row));
-  EXPECT_EQ(As<ColumnFixed>(nn.nested()).kind(), FixedKind::kNothing);
+  EXPECT_EQ(As<ColumnFixed>(nn.nested()).fixed_kind(), FixedKind::kNothing);
   EXPECT_EQ(Format(nn, 0, /*nested=*/true), "NULL");
 }
 
