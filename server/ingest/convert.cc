@@ -22,6 +22,9 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
 #include "server/common/status_macros.h"
+#include "text/type_facts.h"
+#include "text/value_parse.h"
+#include "text/value_text.h"
 
 namespace chgate::ingest {
 namespace {
@@ -35,414 +38,41 @@ using clickhouse::ColumnString;
 using clickhouse::ColumnTuple;
 using clickhouse::FixedKind;
 
-__extension__ typedef unsigned __int128 Uint128;
-__extension__ typedef __int128 Int128;
-
-// ---------------------------------------------------------------------------------------------
-// 256-bit magnitudes: wide integers and decimals are parsed into one, range-checked, then stored
-// as the low `width` bytes of its two's complement.
-
-// Little-endian 64-bit limbs; on the (little-endian) host its bytes are also ClickHouse's layout.
-struct U256 {
-  uint64_t w[4] = {0, 0, 0, 0};
-};
-
-constexpr U256 U256Of(uint64_t v) {
-  U256 r;
-  r.w[0] = v;
-  return r;
-}
-
-// x = x * m + a; false when the result does not fit 256 bits.
-constexpr bool MulAdd(U256& x, uint64_t m, uint64_t a) {
-  uint64_t carry = a;
-  for (uint64_t& limb : x.w) {
-    const Uint128 p = static_cast<Uint128>(limb) * m + carry;
-    limb = static_cast<uint64_t>(p);
-    carry = static_cast<uint64_t>(p >> 64);
-  }
-  return carry == 0;
-}
-
-constexpr bool Less(const U256& a, const U256& b) {
-  for (int i = 3; i >= 0; --i) {
-    if (a.w[i] != b.w[i]) return a.w[i] < b.w[i];
-  }
-  return false;
-}
-
-constexpr bool IsZero(const U256& a) { return (a.w[0] | a.w[1] | a.w[2] | a.w[3]) == 0; }
-
-// Two's complement negation.
-constexpr U256 Negated(U256 x) {
-  uint64_t carry = 1;
-  for (uint64_t& limb : x.w) {
-    limb = ~limb + carry;
-    carry = carry != 0 && limb == 0 ? 1 : 0;
-  }
-  return x;
-}
-
-// 2^bits - 1.
-constexpr U256 LowMask(int bits) {
-  U256 r;
-  for (int i = 0; i < 4; ++i) {
-    const int b = bits - 64 * i;
-    r.w[i] = b >= 64 ? ~uint64_t{0} : b <= 0 ? 0 : (uint64_t{1} << b) - 1;
-  }
-  return r;
-}
-
-constexpr std::array<uint64_t, 20> kPow10U64 = [] {
-  std::array<uint64_t, 20> t{};
-  t[0] = 1;
-  for (size_t i = 1; i < t.size(); ++i) t[i] = t[i - 1] * 10;
-  return t;
-}();
-
-// 10^0 .. 10^76 (10^77 exceeds 256 bits).
-constexpr std::array<U256, 77> kPow10 = [] {
-  std::array<U256, 77> t{};
-  t[0] = U256Of(1);
-  for (size_t i = 1; i < t.size(); ++i) {
-    t[i] = t[i - 1];
-    MulAdd(t[i], 10, 0);
-  }
-  return t;
-}();
-
-// x *= 10^n; false on overflow (x unchanged in meaning then).
-bool MulPow10(U256& x, int64_t n) {
-  if (IsZero(x)) return true;
-  while (n > 0) {
-    const int64_t k = n < 19 ? n : 19;
-    if (!MulAdd(x, kPow10U64[static_cast<size_t>(k)], 0)) return false;
-    n -= k;
-  }
-  return true;
-}
-
-enum class Parse { kOk, kSyntax, kFraction, kOverflow };
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// Accumulates decimal digits into a U256, 19 at a time.
-class DigitAccumulator {
- public:
-  void Push(unsigned digit) {
-    chunk_ = chunk_ * 10 + digit;
-    if (++chunk_digits_ == 19) Flush();
-  }
-  // The value; false if it overflowed 256 bits.
-  bool Finish(U256* out) {
-    if (chunk_digits_ > 0) Flush();
-    *out = value_;
-    return !overflow_;
-  }
-
- private:
-  void Flush() {
-    if (!MulAdd(value_, kPow10U64[chunk_digits_], chunk_)) overflow_ = true;
-    chunk_ = 0;
-    chunk_digits_ = 0;
-  }
-
-  U256 value_;
-  uint64_t chunk_ = 0;
-  size_t chunk_digits_ = 0;
-  bool overflow_ = false;
-};
-
-// "[+-]digits" as sign and magnitude.
-Parse ParseIntegerText(std::string_view s, bool* negative, U256* magnitude) {
-  size_t i = 0;
-  *negative = false;
-  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
-    *negative = s[0] == '-';
-    i = 1;
-  }
-  if (i == s.size()) return Parse::kSyntax;
-  DigitAccumulator acc;
-  for (; i < s.size(); ++i) {
-    if (!IsDigit(s[i])) return Parse::kSyntax;
-    acc.Push(static_cast<unsigned>(s[i] - '0'));
-  }
-  return acc.Finish(magnitude) ? Parse::kOk : Parse::kOverflow;
-}
-
-// Decimal text "[+-]digits[.digits][(e|E)[+-]digits]" (at least one digit) as a magnitude in
-// units of 10^-scale. Digits below one unit must be zeros (kFraction otherwise) unless `round`,
-// which rounds them half away from zero. kOverflow when the magnitude reaches 10^precision.
-Parse ParseDecimalText(std::string_view s, int scale, int precision, bool round, bool* negative,
-                       U256* magnitude) {
-  const size_t n = s.size();
-  size_t i = 0;
-  *negative = false;
-  if (i < n && (s[i] == '-' || s[i] == '+')) {
-    *negative = s[i] == '-';
-    ++i;
-  }
-  const size_t int_begin = i;
-  while (i < n && IsDigit(s[i])) ++i;
-  const size_t int_end = i;
-  size_t frac_begin = i, frac_end = i;
-  if (i < n && s[i] == '.') {
-    frac_begin = ++i;
-    while (i < n && IsDigit(s[i])) ++i;
-    frac_end = i;
-  }
-  if (int_begin == int_end && frac_begin == frac_end) return Parse::kSyntax;
-  int64_t exponent = 0;
-  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    bool exponent_negative = false;
-    if (i < n && (s[i] == '-' || s[i] == '+')) {
-      exponent_negative = s[i] == '-';
-      ++i;
-    }
-    if (i == n) return Parse::kSyntax;
-    for (; i < n && IsDigit(s[i]); ++i) {
-      if (exponent < 1000000) exponent = exponent * 10 + (s[i] - '0');
-    }
-    if (exponent_negative) exponent = -exponent;
-  }
-  if (i != n) return Parse::kSyntax;
-
-  // The digits D (integer part, then fraction) stand for D x 10^(exponent - fraction digits),
-  // that is D x 10^shift units. Digits [0, keep) are whole units, the rest fall below one unit.
-  const int64_t int_digits = static_cast<int64_t>(int_end - int_begin);
-  const int64_t total = int_digits + static_cast<int64_t>(frac_end - frac_begin);
-  const int64_t shift = exponent - static_cast<int64_t>(frac_end - frac_begin) + scale;
-  const int64_t keep = shift >= 0 ? total : total + shift;
-  const auto digit = [&](int64_t k) {
-    const size_t pos = k < int_digits ? int_begin + static_cast<size_t>(k)
-                                      : frac_begin + static_cast<size_t>(k - int_digits);
-    return static_cast<unsigned>(s[pos] - '0');
-  };
-  bool round_up = false;
-  if (round) {
-    round_up = keep >= 0 && keep < total && digit(keep) >= 5;
-  } else {
-    for (int64_t k = keep < 0 ? 0 : keep; k < total; ++k) {
-      if (digit(k) != 0) return Parse::kFraction;
-    }
-  }
-  DigitAccumulator acc;
-  for (int64_t k = 0; k < keep; ++k) acc.Push(digit(k));
-  U256 m;
-  if (!acc.Finish(&m)) return Parse::kOverflow;
-  if (round_up && !MulAdd(m, 1, 1)) return Parse::kOverflow;
-  if (shift > 0 && !IsZero(m) && (shift >= 77 || !MulPow10(m, shift))) return Parse::kOverflow;
-  if (!Less(m, kPow10[static_cast<size_t>(precision)])) return Parse::kOverflow;
-  *magnitude = m;
-  return Parse::kOk;
-}
-
-// Text of a double: decimal or scientific as std::to_chars writes its shortest round trip.
-std::string_view ShortestText(double d, char (&buf)[64]) {
-  const auto result = std::to_chars(buf, buf + sizeof(buf), d);
-  return std::string_view(buf, static_cast<size_t>(result.ptr - buf));
-}
-
-// "1.5", "-2e10", ".5", "nan", "inf", "-Infinity" (an optional leading '+' too).
-Parse ParseFloatText(std::string_view s, double* out) {
-  if (s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+') s.remove_prefix(1);
-  if (s.empty()) return Parse::kSyntax;
-  const char* end = s.data() + s.size();
-  const auto [ptr, ec] = std::from_chars(s.data(), end, *out);
-  if (ec == std::errc::invalid_argument || ptr != end) return Parse::kSyntax;
-  if (ec == std::errc::result_out_of_range) {
-    // Too large, or too small: a magnitude below the smallest subnormal rounds to zero.
-    long double wide = 0;
-    const auto r = std::from_chars(s.data(), end, wide);
-    if (r.ec == std::errc() && r.ptr == end && std::fabs(wide) <= DBL_MAX) {
-      *out = static_cast<double>(wide);
-      return Parse::kOk;
-    }
-    return Parse::kOverflow;
-  }
-  return ec == std::errc() ? Parse::kOk : Parse::kSyntax;
-}
-
-// Float32 from a double: rounded to nearest; finite values that round beyond FLT_MAX fail.
-bool ToFloat32(double d, float* out) {
-  if (std::isfinite(d) && std::fabs(d) > FLT_MAX) {
-    // FLT_MAX + half an ulp (2^128 - 2^103) and above round to infinity.
-    if (std::fabs(d) >= 0x1.ffffffp127) return false;
-    *out = d > 0 ? FLT_MAX : -FLT_MAX;
-    return true;
-  }
-  *out = static_cast<float>(d);
-  return true;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Dates and times.
-
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-constexpr int64_t DaysFromCivil(int64_t y, int m, int d) {
-  y -= m <= 2 ? 1 : 0;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-constexpr int64_t kDateMax = 65535;  // 2149-06-06
-constexpr int64_t kDate32Min = DaysFromCivil(1900, 1, 1);
-constexpr int64_t kDate32Max = DaysFromCivil(2299, 12, 31);
-constexpr int64_t kDateTimeMax = 4294967295;
-constexpr int64_t kDateTime64MinSeconds = kDate32Min * 86400;
-constexpr int64_t kDateTime64MaxSeconds = kDate32Max * 86400 + 86399;
-static_assert(DaysFromCivil(2149, 6, 6) == kDateMax);
-static_assert(kDate32Min == -25567 && kDate32Max == 120529);
-
-int64_t FloorDiv(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-bool IsLeapYear(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-int DaysInMonth(int64_t y, int m) {
-  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return m == 2 && IsLeapYear(y) ? 29 : kDays[m - 1];
-}
-
-// `n` digits at s[pos]; false if any is not a digit.
-bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
-  int v = 0;
-  for (size_t i = pos; i < pos + n; ++i) {
-    if (!IsDigit(s[i])) return false;
-    v = v * 10 + (s[i] - '0');
-  }
-  *out = v;
-  return true;
-}
-
-constexpr char kNotDate[] = "not a date 'YYYY-MM-DD'";
-constexpr char kNotDateTime[] =
-    "not RFC 3339 ('YYYY-MM-DDThh:mm:ss[.fff]Z' or with an offset) or 'YYYY-MM-DD hh:mm:ss'";
-
-// "YYYY-MM-DD" at the start of `s` (exactly 10 bytes); nullptr or why not.
-const char* ParseDateParts(std::string_view s, int* y, int* m, int* d) {
-  if (s.size() < 10 || s[4] != '-' || s[7] != '-' || !Digits(s, 0, 4, y) || !Digits(s, 5, 2, m) ||
-      !Digits(s, 8, 2, d)) {
-    return kNotDate;
-  }
-  if (*m < 1 || *m > 12 || *d < 1 || *d > DaysInMonth(*y, *m)) return "not a valid calendar date";
-  return nullptr;
-}
-
-const char* ParseDateText(std::string_view s, int64_t* days) {
-  int y, m, d;
-  if (s.size() != 10) return kNotDate;
-  if (const char* why = ParseDateParts(s, &y, &m, &d)) return why;
-  *days = DaysFromCivil(y, m, d);
-  return nullptr;
-}
-
-// "YYYY-MM-DD(T|t| )hh:mm:ss[.fraction][Z|z|(+|-)hh:mm]" as Unix seconds and nanoseconds (digits
-// of the fraction beyond 9 are dropped). Without an offset the time is local to `zone`.
-const char* ParseDateTimeText(std::string_view s, const absl::TimeZone& zone, bool utc,
-                              int64_t* seconds, uint32_t* nanos) {
-  int y, mo, d, h, mi, sec;
-  if (s.size() < 19) return kNotDateTime;
-  if (const char* why = ParseDateParts(s, &y, &mo, &d); why == kNotDate) {
-    return kNotDateTime;
-  } else if (why != nullptr) {
-    return why;
-  }
-  if ((s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' || s[16] != ':' ||
-      !Digits(s, 11, 2, &h) || !Digits(s, 14, 2, &mi) || !Digits(s, 17, 2, &sec)) {
-    return kNotDateTime;
-  }
-  // Second 60 is a leap second (RFC 3339); Unix time counts it as the next second.
-  if (h > 23 || mi > 59 || sec > 60) return "not a valid time of day";
-  size_t i = 19;
-  uint32_t frac = 0;
-  if (i < s.size() && s[i] == '.') {
-    const size_t begin = ++i;
-    for (; i < s.size() && IsDigit(s[i]); ++i) {
-      if (i - begin < 9) frac = frac * 10 + static_cast<uint32_t>(s[i] - '0');
-    }
-    if (i == begin) return kNotDateTime;
-    for (size_t k = i - begin; k < 9; ++k) frac *= 10;
-  }
-  bool has_offset = false;
-  int offset = 0;
-  if (i < s.size()) {
-    if (s[i] == 'Z' || s[i] == 'z') {
-      has_offset = true;
-      ++i;
-    } else if (s[i] == '+' || s[i] == '-') {
-      int oh, om;
-      if (s.size() - i != 6 || s[i + 3] != ':' || !Digits(s, i + 1, 2, &oh) ||
-          !Digits(s, i + 4, 2, &om)) {
-        return kNotDateTime;
-      }
-      if (oh > 23 || om > 59) return "not a valid UTC offset";
-      has_offset = true;
-      offset = (s[i] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
-      i += 6;
-    }
-  }
-  if (i != s.size()) return kNotDateTime;
-  if (has_offset || utc) {
-    *seconds = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
-  } else {
-    *seconds = absl::ToUnixSeconds(absl::FromCivil(absl::CivilSecond(y, mo, d, h, mi, sec), zone));
-  }
-  *nanos = frac;
-  return nullptr;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Other text forms.
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (any case) as 16 bytes in RFC 4122 order.
-bool ParseUuidText(std::string_view s, unsigned char* out) {
-  if (s.size() != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-') return false;
-  size_t byte = 0;
-  for (size_t i = 0; i < 36;) {
-    if (s[i] == '-') {
-      ++i;
-      continue;
-    }
-    const int hi = HexDigit(s[i]), lo = HexDigit(s[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out[byte++] = static_cast<unsigned char>(hi << 4 | lo);
-    i += 2;
-  }
-  return true;
-}
-
-// inet_pton needs a NUL-terminated string; text with a NUL byte inside is rejected.
-bool InetPton(int family, std::string_view s, void* out) {
-  char buf[64];
-  if (s.empty() || s.size() >= sizeof(buf) || std::memchr(s.data(), '\0', s.size()) != nullptr) {
-    return false;
-  }
-  std::memcpy(buf, s.data(), s.size());
-  buf[s.size()] = '\0';
-  return ::inet_pton(family, buf, out) == 1;
-}
-
-// Dotted-quad text as the address number (1.2.3.4 = 0x01020304).
-bool ParseIpv4Text(std::string_view s, uint32_t* out) {
-  unsigned char bytes[4];
-  if (!InetPton(AF_INET, s, bytes)) return false;
-  *out = uint32_t{bytes[0]} << 24 | uint32_t{bytes[1]} << 16 | uint32_t{bytes[2]} << 8 | bytes[3];
-  return true;
-}
+// Value text and 256-bit magnitudes (text/value_parse.h).
+using text::DaysFromCivil;
+using text::FloorDiv;
+using text::InetPton;
+using text::Int128;
+using text::IsZero;
+using text::kDate32Max;
+using text::kDate32Min;
+using text::kDateMax;
+using text::kDateTime64MaxSeconds;
+using text::kDateTime64MinSeconds;
+using text::kDateTimeMax;
+using text::kPow10;
+using text::kPow10U64;
+using text::Less;
+using text::LowMask;
+using text::MulAdd;
+using text::MulPow10;
+using text::Negated;
+using text::Parse;
+using text::ParseDateText;
+using text::ParseDateTimeText;
+using text::ParseDecimalText;
+using text::ParseFloatText;
+using text::ParseIntegerText;
+using text::ParseIpv4Text;
+using text::ParseIpv6Text;
+using text::ParseTimeText;
+using text::ParseUuidText;
+using text::ShortestText;
+using text::ToBFloat16;
+using text::ToFloat32;
+using text::U256;
+using text::U256Of;
+using text::Uint128;
 
 // ---------------------------------------------------------------------------------------------
 // The plan: one Node per (nested) column, built once per call by walking the column tree, so the
@@ -453,6 +83,7 @@ enum class Op : uint8_t {
   kUInt,
   kFloat32,
   kFloat64,
+  kBFloat16,
   kBool,
   kString,
   kFixedString,
@@ -460,6 +91,7 @@ enum class Op : uint8_t {
   kDate32,
   kDateTime,
   kDateTime64,
+  kTime,  // Time and Time64 (`scale` fraction digits)
   kDecimal,
   kUuid,
   kIpv4,
@@ -527,6 +159,18 @@ absl::Status PlanFixed(ColumnFixed& column, const ConvertOptions& options, Node*
       if (column.width() != 4 && column.width() != 8) break;
       node->op = column.width() == 4 ? Op::kFloat32 : Op::kFloat64;
       return absl::OkStatus();
+    case FixedKind::kBFloat16:
+      node->op = Op::kBFloat16;
+      return absl::OkStatus();
+    case FixedKind::kTime:
+    case FixedKind::kTime64: {
+      node->op = Op::kTime;
+      node->scale = params.scale;
+      const text::StoredRange range = text::StoredRangeOf(params);
+      node->min = range.min;
+      node->max = static_cast<int64_t>(range.max);
+      return absl::OkStatus();
+    }
     case FixedKind::kBool:
       node->op = Op::kBool;
       return absl::OkStatus();
@@ -541,7 +185,7 @@ absl::Status PlanFixed(ColumnFixed& column, const ConvertOptions& options, Node*
       const bool datetime = column.fixed_kind() == FixedKind::kDateTime;
       node->op = datetime ? Op::kDateTime : Op::kDateTime64;
       // A type without a zone argument shows its values in the server's zone.
-      node->zone = args.size() > (datetime ? 0u : 1u) ? params.time_zone : options.server_time_zone;
+      node->zone = args.size() > (datetime ? 0u : 1u) ? params.zone : options.server_time_zone;
       node->utc = node->zone == absl::UTCTimeZone();
       if (!datetime) {
         if (params.scale < 0 || params.scale > 9) break;
@@ -609,41 +253,56 @@ Column* ChildColumn(const Node& node, size_t i) {
 absl::Status PlanNode(Column* column, const ConvertOptions& options, Nodes* nodes, size_t index) {
   Node node;
   node.column = column;
-  if (auto* fixed = dynamic_cast<ColumnFixed*>(column)) {
-    RETURN_IF_ERROR(PlanFixed(*fixed, options, &node));
-  } else if (dynamic_cast<ColumnString*>(column) != nullptr) {
-    node.op = Op::kString;
-  } else if (dynamic_cast<ColumnNullable*>(column) != nullptr) {
-    node.op = Op::kNullable;
-    node.child_count = 1;
-  } else if (auto* array = dynamic_cast<ColumnArray*>(column)) {
-    node.op = array->is_map() ? Op::kMap : Op::kArray;
-    node.child_count = array->is_map() ? 2 : 1;
-    if (array->is_map()) {
-      auto* entries = dynamic_cast<ColumnTuple*>(array->nested().get());
-      CHGATE_CHECK(entries != nullptr && entries->element_count() == 2);
+  switch (column->kind()) {
+    case clickhouse::ColumnKind::kFixed:
+      RETURN_IF_ERROR(PlanFixed(static_cast<ColumnFixed&>(*column), options, &node));
+      break;
+    case clickhouse::ColumnKind::kString:
+      node.op = Op::kString;
+      break;
+    case clickhouse::ColumnKind::kNullable:
+      node.op = Op::kNullable;
+      node.child_count = 1;
+      break;
+    case clickhouse::ColumnKind::kArray:
+      node.op = Op::kArray;
+      node.child_count = 1;
+      break;
+    case clickhouse::ColumnKind::kMap:
+      node.op = Op::kMap;
+      node.child_count = 2;
+      CHGATE_CHECK(static_cast<ColumnArray*>(column)->nested()->kind() ==
+                   clickhouse::ColumnKind::kTuple);
+      break;
+    case clickhouse::ColumnKind::kTuple:
+      node.op = Op::kTuple;
+      node.child_count = static_cast<uint32_t>(static_cast<ColumnTuple*>(column)->element_count());
+      break;
+    case clickhouse::ColumnKind::kLowCardinality: {
+      auto* lc = static_cast<ColumnLowCardinality*>(column);
+      node.op = Op::kLowCardinality;
+      node.nullable = lc->nullable();
+      node.child_count = 1;
+      const Column& dictionary = *lc->dictionary();
+      if (dictionary.kind() == clickhouse::ColumnKind::kString) {
+        node.dictionary = Dictionary::kString;
+      } else if (dictionary.kind() == clickhouse::ColumnKind::kFixed) {
+        node.dictionary =
+            static_cast<const ColumnFixed&>(dictionary).fixed_kind() == FixedKind::kFixedString
+                ? Dictionary::kFixedString
+                : Dictionary::kOther;
+      } else {
+        return absl::UnimplementedError(
+            absl::StrCat("values cannot be converted to ", column->type_name()));
+      }
+      break;
     }
-  } else if (auto* tuple = dynamic_cast<ColumnTuple*>(column)) {
-    node.op = Op::kTuple;
-    node.child_count = static_cast<uint32_t>(tuple->element_count());
-  } else if (auto* lc = dynamic_cast<ColumnLowCardinality*>(column)) {
-    node.op = Op::kLowCardinality;
-    node.nullable = lc->nullable();
-    node.child_count = 1;
-    Column* dictionary = lc->dictionary().get();
-    if (dynamic_cast<ColumnString*>(dictionary) != nullptr) {
-      node.dictionary = Dictionary::kString;
-    } else if (auto* fixed_dictionary = dynamic_cast<ColumnFixed*>(dictionary)) {
-      node.dictionary = fixed_dictionary->fixed_kind() == FixedKind::kFixedString
-                            ? Dictionary::kFixedString
-                            : Dictionary::kOther;
-    } else {
+    case clickhouse::ColumnKind::kVariant:
+    case clickhouse::ColumnKind::kDynamic:
+    case clickhouse::ColumnKind::kJson:
+    case clickhouse::ColumnKind::kAggregateState:
       return absl::UnimplementedError(
           absl::StrCat("values cannot be converted to ", column->type_name()));
-    }
-  } else {
-    return absl::UnimplementedError(
-        absl::StrCat("values cannot be converted to ", column->type_name()));
   }
   node.first_child = static_cast<uint32_t>(nodes->size());
   nodes->resize(nodes->size() + node.child_count);
@@ -754,6 +413,7 @@ class Converter {
   bool AppendDate(const Node& node, ValueRef value);
   bool AppendDateTime(const Node& node, ValueRef value);
   bool AppendDateTime64(const Node& node, ValueRef value);
+  bool AppendTime(const Node& node, ValueRef value);
   bool AppendDecimal(const Node& node, ValueRef value);
   bool AppendUuid(const Node& node, ValueRef value);
   bool AppendIpv4(const Node& node, ValueRef value);
@@ -790,6 +450,7 @@ bool Converter::Append(const Node& node, ValueRef value) {
       return AppendInteger(node, value);
     case Op::kFloat32:
     case Op::kFloat64:
+    case Op::kBFloat16:
       return AppendFloat(node, value);
     case Op::kBool:
       return AppendBool(node, value);
@@ -806,6 +467,8 @@ bool Converter::Append(const Node& node, ValueRef value) {
       return AppendDateTime(node, value);
     case Op::kDateTime64:
       return AppendDateTime64(node, value);
+    case Op::kTime:
+      return AppendTime(node, value);
     case Op::kDecimal:
       return AppendDecimal(node, value);
     case Op::kUuid:
@@ -868,7 +531,12 @@ bool Converter::Unaccepted(const Node& node, ValueRef value) {
       break;
     case Op::kFloat32:
     case Op::kFloat64:
+    case Op::kBFloat16:
       accepts = "double, int64, uint64 or numeric text";
+      break;
+    case Op::kTime:
+      accepts = node.scale == 0 ? "seconds as int64/uint64, or '[-]hh:mm:ss' text"
+                                : "ticks as int64/uint64, or '[-]hh:mm:ss[.fff]' text";
       break;
     case Op::kBool:
       accepts = "bool, or int64/uint64 0 or 1";
@@ -937,19 +605,22 @@ bool Converter::OutOfRange(const Node& node, ValueRef value) {
         const U256 min = Negated(node.max_negative);
         range = "[";
         if (is_signed) {
-          clickhouse::AppendWideInteger(reinterpret_cast<const char*>(min.w), node.width, true,
-                                        &range);
+          text::AppendWideInteger(reinterpret_cast<const char*>(min.w), node.width, true, &range);
         } else {
           range.push_back('0');
         }
         range.append(", ");
-        clickhouse::AppendWideInteger(reinterpret_cast<const char*>(node.max_positive.w),
-                                      node.width, is_signed, &range);
+        text::AppendWideInteger(reinterpret_cast<const char*>(node.max_positive.w), node.width,
+                                is_signed, &range);
         range.push_back(']');
       }
       break;
     case Op::kFloat32:
+    case Op::kBFloat16:
       range = "(finite values beyond +-3.4028235e38)";
+      break;
+    case Op::kTime:
+      range = "[-999:59:59, 999:59:59]";
       break;
     case Op::kDate:
       range = "[1970-01-01, 2149-06-06]";
@@ -1034,6 +705,7 @@ bool Converter::AppendInteger(const Node& node, ValueRef value) {
 
 bool Converter::AppendFloat(const Node& node, ValueRef value) {
   const bool f32 = node.op == Op::kFloat32;
+  const bool bf16 = node.op == Op::kBFloat16;
   double d;
   switch (value.kind()) {
     case ValueKind::kDouble:
@@ -1068,6 +740,12 @@ bool Converter::AppendFloat(const Node& node, ValueRef value) {
       break;
     default:
       return Unaccepted(node, value);
+  }
+  if (bf16) {
+    uint16_t b;
+    if (!ToBFloat16(d, &b)) return OutOfRange(node, value);
+    Fixed(node).AppendRaw(&b);
+    return true;
   }
   if (!f32) {
     Fixed(node).AppendRaw(&d);
@@ -1222,6 +900,36 @@ bool Converter::AppendDateTime64(const Node& node, ValueRef value) {
   }
   const int64_t v = static_cast<int64_t>(ticks);
   Fixed(node).AppendRaw(&v);
+  return true;
+}
+
+// Time: seconds; Time64(P): ticks of 10^-P seconds. Numbers are taken in those units, text as
+// `[-]h:mm:ss[.fff]`.
+bool Converter::AppendTime(const Node& node, ValueRef value) {
+  int64_t ticks;
+  switch (value.kind()) {
+    case ValueKind::kInt64:
+      ticks = value.int64_value();
+      break;
+    case ValueKind::kUInt64:
+      if (value.uint64_value() > static_cast<uint64_t>(node.max)) return OutOfRange(node, value);
+      ticks = static_cast<int64_t>(value.uint64_value());
+      break;
+    case ValueKind::kString:
+      if (const char* why = ParseTimeText(value.bytes_value(), node.scale, &ticks)) {
+        return Fail(value, why);
+      }
+      break;
+    default:
+      return Unaccepted(node, value);
+  }
+  if (ticks < node.min || ticks > node.max) return OutOfRange(node, value);
+  if (node.width == 4) {
+    const int32_t v = static_cast<int32_t>(ticks);
+    Fixed(node).AppendRaw(&v);
+  } else {
+    Fixed(node).AppendRaw(&ticks);
+  }
   return true;
 }
 

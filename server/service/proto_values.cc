@@ -20,6 +20,8 @@
 #include "server/common/status_macros.h"
 #include "server/ingest/value_error.h"
 #include "server/service/query_block.h"
+#include "text/type_facts.h"
+#include "text/value_parse.h"
 
 namespace chgate::service {
 
@@ -321,43 +323,21 @@ const char* FixedFormName(FixedForm form) {
   return "?";
 }
 
-// Which convenience form a fixed-width kind accepts (kNone: only `data`).
+// Which convenience form a fixed-width kind accepts (kNone: only `data`): the type facts say.
 FixedForm ConvenienceForm(clickhouse::FixedKind kind) {
-  using clickhouse::FixedKind;
-  switch (kind) {
-    case FixedKind::kInt:
-    case FixedKind::kDate32:
-    case FixedKind::kDateTime64:
-    case FixedKind::kDecimal:
-    case FixedKind::kEnum:
-      return FixedForm::kInt64s;
-    case FixedKind::kUInt:
-    case FixedKind::kBool:
-    case FixedKind::kDate:
-    case FixedKind::kDateTime:
-    case FixedKind::kIpv4:
-      return FixedForm::kUInt64s;
-    case FixedKind::kFloat:
-      return FixedForm::kFloat64s;
-    case FixedKind::kFixedString:
-      return FixedForm::kStrings;
-    case FixedKind::kUuid:
-    case FixedKind::kIpv6:
-    case FixedKind::kNothing:
+  switch (text::ConvenienceFieldOf(kind)) {
+    case text::ConvenienceField::kNone:
       return FixedForm::kNone;
+    case text::ConvenienceField::kInt64s:
+      return FixedForm::kInt64s;
+    case text::ConvenienceField::kUInt64s:
+      return FixedForm::kUInt64s;
+    case text::ConvenienceField::kFloat64s:
+      return FixedForm::kFloat64s;
+    case text::ConvenienceField::kStrings:
+      return FixedForm::kStrings;
   }
   return FixedForm::kNone;
-}
-
-constexpr int64_t kDate32Min = -25567;  // 1900-01-01
-constexpr int64_t kDate32Max = 120529;  // 2299-12-31
-constexpr int64_t kDateTime64MinSeconds = kDate32Min * 86400;
-constexpr int64_t kDateTime64MaxSeconds = kDate32Max * 86400 + 86399;
-
-int64_t Pow10(int exponent) {
-  int64_t v = 1;
-  for (int i = 0; i < exponent; ++i) v *= 10;
-  return v;
 }
 
 class FixedNode final : public Node {
@@ -446,35 +426,12 @@ class FixedNode final : public Node {
   absl::Status AppendInt64s(uint64_t begin, uint64_t end) {
     const size_t width = dst_.width();
     const int64_t* values = src_.int64s().data();
-    int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
-    if (width < 8) {
-      hi = (int64_t{1} << (8 * width - 1)) - 1;
-      lo = -hi - 1;
-    }
-    std::string_view what = "out of range";
-    switch (dst_.fixed_kind()) {
-      case Kind::kDate32:
-        lo = kDate32Min;
-        hi = kDate32Max;
-        what = "days outside Date32's range 1900-01-01 .. 2299-12-31";
-        break;
-      case Kind::kDateTime64: {
-        const int64_t ticks = Pow10(dst_.params().scale);
-        lo = kDateTime64MinSeconds * ticks;
-        hi = kDateTime64MaxSeconds * ticks + (ticks - 1);
-        what = "ticks outside DateTime64's range 1900-01-01 .. 2299-12-31";
-        break;
-      }
-      case Kind::kDecimal:
-        if (dst_.params().precision <= 18) {
-          hi = Pow10(dst_.params().precision) - 1;
-          lo = -hi;
-          what = "more digits than the Decimal's precision";
-        }
-        break;
-      default:
-        break;
-    }
+    // The stored range (the type facts); 128- and 256-bit values from int64 always fit.
+    const text::StoredRange range = text::StoredRangeOf(dst_.params());
+    const int64_t lo = range.min;
+    const int64_t hi = static_cast<int64_t>(
+        std::min<uint64_t>(range.max, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+    const std::string_view what = range.what;
     const bool is_enum = dst_.fixed_kind() == Kind::kEnum;
     for (uint64_t i = begin; i < end; ++i) {
       const int64_t v = values[i];
@@ -494,13 +451,11 @@ class FixedNode final : public Node {
   absl::Status AppendUInt64s(uint64_t begin, uint64_t end) {
     const size_t width = dst_.width();
     const uint64_t* values = src_.uint64s().data();
-    uint64_t hi =
-        width >= 8 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << (8 * width)) - 1;
-    if (dst_.fixed_kind() == Kind::kBool) hi = 1;
+    const text::StoredRange range = text::StoredRangeOf(dst_.params());
+    const uint64_t hi = range.max;
     for (uint64_t i = begin; i < end; ++i) {
       if (values[i] > hi) {
-        return BadValue(i, absl::StrCat(values[i]), "uint64",
-                        dst_.fixed_kind() == Kind::kBool ? "Bool must be 0 or 1" : "out of range");
+        return BadValue(i, absl::StrCat(values[i]), "uint64", range.what);
       }
     }
     if (width == 8) {
@@ -513,16 +468,27 @@ class FixedNode final : public Node {
 
   absl::Status AppendFloat64s(uint64_t begin, uint64_t end) {
     const double* values = src_.float64s().data();
-    if (dst_.width() == 8) {
+    if (dst_.fixed_kind() == Kind::kFloat && dst_.width() == 8) {
       dst_.values().Append(values + begin, static_cast<size_t>(end - begin) * 8);
       return absl::OkStatus();
     }
+    // Float32 and BFloat16: the rows path's rule (text/value_parse.h), so both paths accept the
+    // same doubles.
+    const bool bf16 = dst_.fixed_kind() == Kind::kBFloat16;
     for (uint64_t i = begin; i < end; ++i) {
       const double v = values[i];
-      if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max()) {
-        return BadValue(i, absl::StrCat(v), "double", "out of Float32's range");
+      if (bf16) {
+        uint16_t b;
+        if (!text::ToBFloat16(v, &b)) {
+          return BadValue(i, absl::StrCat(v), "double", "out of BFloat16's range");
+        }
+        dst_.Append(b);
+        continue;
       }
-      dst_.Append(static_cast<float>(v));
+      float f;
+      if (!text::ToFloat32(v, &f))
+        return BadValue(i, absl::StrCat(v), "double", "out of Float32's range");
+      dst_.Append(f);
     }
     return absl::OkStatus();
   }
@@ -840,8 +806,12 @@ class LowCardinalityNode final : public Node {
       nullable = static_cast<const clickhouse::ColumnNullable*>(scratch_.get());
       values = nullable->nested().get();
     }
-    const auto* strings = dynamic_cast<const clickhouse::ColumnString*>(values);
-    const auto* fixed = dynamic_cast<const clickhouse::ColumnFixed*>(values);
+    const auto* strings = values->kind() == clickhouse::ColumnKind::kString
+                              ? static_cast<const clickhouse::ColumnString*>(values)
+                              : nullptr;
+    const auto* fixed = values->kind() == clickhouse::ColumnKind::kFixed
+                            ? static_cast<const clickhouse::ColumnFixed*>(values)
+                            : nullptr;
     const bool fixed_string =
         fixed != nullptr && fixed->fixed_kind() == clickhouse::FixedKind::kFixedString;
     const size_t n = scratch_->Size();
@@ -888,23 +858,31 @@ absl::StatusOr<std::unique_ptr<Node>> BuildLowCardinality(const v1::Column& src,
 absl::StatusOr<std::unique_ptr<Node>> Build(const v1::Column& src, uint64_t rows,
                                             clickhouse::Column* dst, Position pos) {
   absl::StatusOr<std::unique_ptr<Node>> node;
-  if (auto* fixed = dynamic_cast<clickhouse::ColumnFixed*>(dst)) {
-    node = BuildFixed(src, rows, fixed, pos);
-  } else if (auto* string = dynamic_cast<clickhouse::ColumnString*>(dst)) {
-    node = BuildString(src, rows, string, pos);
-  } else if (auto* nullable = dynamic_cast<clickhouse::ColumnNullable*>(dst)) {
-    return BuildNullable(src, rows, nullable, pos);
-  } else if (auto* array = dynamic_cast<clickhouse::ColumnArray*>(dst)) {
-    return BuildArray(src, rows, array, pos);
-  } else if (auto* tuple = dynamic_cast<clickhouse::ColumnTuple*>(dst)) {
-    return BuildTuple(src, rows, tuple, pos);
-  } else if (auto* lc = dynamic_cast<clickhouse::ColumnLowCardinality*>(dst)) {
-    return BuildLowCardinality(src, rows, lc, pos);
-  } else {
-    return ingest::WithValueError(absl::UnimplementedError(absl::StrCat(
-                                      "block column '", pos.scope->column, "' (", pos.scope->type,
-                                      "): type cannot be carried by the API")),
-                                  {.column = pos.scope->column, .type = pos.scope->type});
+  switch (dst->kind()) {
+    case clickhouse::ColumnKind::kFixed:
+      node = BuildFixed(src, rows, static_cast<clickhouse::ColumnFixed*>(dst), pos);
+      break;
+    case clickhouse::ColumnKind::kString:
+      node = BuildString(src, rows, static_cast<clickhouse::ColumnString*>(dst), pos);
+      break;
+    case clickhouse::ColumnKind::kNullable:
+      return BuildNullable(src, rows, static_cast<clickhouse::ColumnNullable*>(dst), pos);
+    case clickhouse::ColumnKind::kArray:
+    case clickhouse::ColumnKind::kMap:
+      return BuildArray(src, rows, static_cast<clickhouse::ColumnArray*>(dst), pos);
+    case clickhouse::ColumnKind::kTuple:
+      return BuildTuple(src, rows, static_cast<clickhouse::ColumnTuple*>(dst), pos);
+    case clickhouse::ColumnKind::kLowCardinality:
+      return BuildLowCardinality(src, rows, static_cast<clickhouse::ColumnLowCardinality*>(dst),
+                                 pos);
+    case clickhouse::ColumnKind::kVariant:
+    case clickhouse::ColumnKind::kDynamic:
+    case clickhouse::ColumnKind::kJson:
+    case clickhouse::ColumnKind::kAggregateState:
+      return ingest::WithValueError(absl::UnimplementedError(absl::StrCat(
+                                        "block column '", pos.scope->column, "' (", pos.scope->type,
+                                        "): type cannot be carried by the API")),
+                                    {.column = pos.scope->column, .type = pos.scope->type});
   }
   if (node.ok()) Place(pos, node->get());
   return node;

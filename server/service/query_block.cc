@@ -18,6 +18,7 @@ namespace {
 using clickhouse::Column;
 using clickhouse::ColumnArray;
 using clickhouse::ColumnFixed;
+using clickhouse::ColumnKind;
 using clickhouse::ColumnLowCardinality;
 using clickhouse::ColumnNullable;
 using clickhouse::ColumnString;
@@ -72,7 +73,8 @@ void AppendLowCardinality(const ColumnLowCardinality& src, size_t begin, size_t 
     std::string* nulls = dst->mutable_nulls();
     for (size_t r = begin; r < end; ++r) nulls->push_back(src.IsNull(r) ? 1 : 0);
   }
-  if (const auto* strings = dynamic_cast<const ColumnString*>(&dict)) {
+  if (dict.kind() == ColumnKind::kString) {
+    const auto* strings = static_cast<const ColumnString*>(&dict);
     std::string* data = dst->mutable_data();
     auto* offsets = dst->mutable_offsets();
     offsets->Reserve(offsets->size() + static_cast<int>(end - begin));
@@ -85,7 +87,8 @@ void AppendLowCardinality(const ColumnLowCardinality& src, size_t begin, size_t 
   }
   const auto& fixed = static_cast<const ColumnFixed&>(dict);
   for (size_t r = begin; r < end; ++r) {
-    AppendFixedData(fixed.fixed_kind(), fixed.width(), fixed.RawAt(src.Index(r)), 1, dst->mutable_data());
+    AppendFixedData(fixed.fixed_kind(), fixed.width(), fixed.RawAt(src.Index(r)), 1,
+                    dst->mutable_data());
   }
 }
 
@@ -96,29 +99,32 @@ bool AnyNull(const ColumnNullable& src, size_t begin, size_t end) {
 }
 
 absl::Status CheckColumn(const Column& col, std::string_view path) {
-  if (const auto* fixed = dynamic_cast<const ColumnFixed*>(&col)) {
-    (void)fixed;
-    return absl::OkStatus();
-  }
-  if (dynamic_cast<const ColumnString*>(&col) != nullptr) return absl::OkStatus();
-  if (const auto* nullable = dynamic_cast<const ColumnNullable*>(&col)) {
-    return CheckColumn(*nullable->nested(), path);
-  }
-  if (const auto* array = dynamic_cast<const ColumnArray*>(&col)) {
-    return CheckColumn(*array->nested(), path);
-  }
-  if (const auto* tuple = dynamic_cast<const ColumnTuple*>(&col)) {
-    for (size_t i = 0; i < tuple->element_count(); ++i) {
-      RETURN_IF_ERROR(CheckColumn(*tuple->element(i), path));
-    }
-    return absl::OkStatus();
-  }
-  if (const auto* lc = dynamic_cast<const ColumnLowCardinality*>(&col)) {
-    const Column& dict = *lc->dictionary();
-    if (dynamic_cast<const ColumnString*>(&dict) != nullptr ||
-        dynamic_cast<const ColumnFixed*>(&dict) != nullptr) {
+  switch (col.kind()) {
+    case ColumnKind::kFixed:
+    case ColumnKind::kString:
+      return absl::OkStatus();
+    case ColumnKind::kNullable:
+      return CheckColumn(*static_cast<const ColumnNullable&>(col).nested(), path);
+    case ColumnKind::kArray:
+    case ColumnKind::kMap:
+      return CheckColumn(*static_cast<const ColumnArray&>(col).nested(), path);
+    case ColumnKind::kTuple: {
+      const auto& tuple = static_cast<const ColumnTuple&>(col);
+      for (size_t i = 0; i < tuple.element_count(); ++i) {
+        RETURN_IF_ERROR(CheckColumn(*tuple.element(i), path));
+      }
       return absl::OkStatus();
     }
+    case ColumnKind::kLowCardinality: {
+      const ColumnKind dict = static_cast<const ColumnLowCardinality&>(col).dictionary()->kind();
+      if (dict == ColumnKind::kString || dict == ColumnKind::kFixed) return absl::OkStatus();
+      break;
+    }
+    case ColumnKind::kVariant:
+    case ColumnKind::kDynamic:
+    case ColumnKind::kJson:
+    case ColumnKind::kAggregateState:
+      break;
   }
   return absl::UnimplementedError(
       absl::StrCat("result column ", std::string(path), " has type ", col.type_name(),
@@ -155,100 +161,153 @@ void InitResultColumn(const Column& src, std::string_view name, v1::Column* dst)
   dst->set_name(std::string(name));
   dst->set_type(src.type_name());
   const Column* inner = &src;
-  if (const auto* nullable = dynamic_cast<const ColumnNullable*>(inner)) {
-    inner = nullable->nested().get();
+  if (inner->kind() == ColumnKind::kNullable) {
+    inner = static_cast<const ColumnNullable*>(inner)->nested().get();
   }
-  if (const auto* array = dynamic_cast<const ColumnArray*>(inner)) {
-    if (array->is_map()) {
-      const auto& kv = static_cast<const ColumnTuple&>(*array->nested());
+  switch (inner->kind()) {
+    case ColumnKind::kMap: {
+      const auto& kv =
+          static_cast<const ColumnTuple&>(*static_cast<const ColumnArray*>(inner)->nested());
       InitResultColumn(*kv.element(0), "keys", dst->add_children());
       InitResultColumn(*kv.element(1), "values", dst->add_children());
-    } else {
-      InitResultColumn(*array->nested(), "", dst->add_children());
+      return;
     }
-  } else if (const auto* tuple = dynamic_cast<const ColumnTuple*>(inner)) {
-    for (size_t i = 0; i < tuple->element_count(); ++i) {
-      InitResultColumn(*tuple->element(i), ElementName(*tuple, i), dst->add_children());
+    case ColumnKind::kArray:
+      InitResultColumn(*static_cast<const ColumnArray*>(inner)->nested(), "", dst->add_children());
+      return;
+    case ColumnKind::kTuple: {
+      const auto& tuple = static_cast<const ColumnTuple&>(*inner);
+      for (size_t i = 0; i < tuple.element_count(); ++i) {
+        InitResultColumn(*tuple.element(i), ElementName(tuple, i), dst->add_children());
+      }
+      return;
     }
+    case ColumnKind::kFixed:
+    case ColumnKind::kString:
+    case ColumnKind::kNullable:
+    case ColumnKind::kLowCardinality:
+    case ColumnKind::kVariant:
+    case ColumnKind::kDynamic:
+    case ColumnKind::kJson:
+    case ColumnKind::kAggregateState:
+      return;
   }
 }
 
 void AppendResultRows(const Column& src, size_t begin, size_t end, size_t dst_rows,
                       v1::Column* dst) {
   if (begin >= end) return;
-  if (const auto* fixed = dynamic_cast<const ColumnFixed*>(&src)) {
-    AppendFixedData(fixed->fixed_kind(), fixed->width(), fixed->RawAt(begin), end - begin,
-                    dst->mutable_data());
-  } else if (const auto* string = dynamic_cast<const ColumnString*>(&src)) {
-    AppendStrings(*string, begin, end, dst);
-  } else if (const auto* nullable = dynamic_cast<const ColumnNullable*>(&src)) {
-    // Results leave `nulls` empty while no row is NULL; the first NULL back-fills zeros.
-    std::string* nulls = dst->mutable_nulls();
-    if (!nulls->empty() || AnyNull(*nullable, begin, end)) {
-      if (nulls->size() < dst_rows) nulls->append(dst_rows - nulls->size(), '\0');
-      nulls->append(nullable->nulls().data() + begin, end - begin);
+  switch (src.kind()) {
+    case ColumnKind::kFixed: {
+      const auto& fixed = static_cast<const ColumnFixed&>(src);
+      AppendFixedData(fixed.fixed_kind(), fixed.width(), fixed.RawAt(begin), end - begin,
+                      dst->mutable_data());
+      return;
     }
-    AppendResultRows(*nullable->nested(), begin, end, dst_rows, dst);
-  } else if (const auto* array = dynamic_cast<const ColumnArray*>(&src)) {
-    auto* offsets = dst->mutable_offsets();
-    const uint64_t dst_elements = offsets->empty() ? 0 : offsets->Get(offsets->size() - 1);
-    const uint64_t first = array->RowBegin(begin);
-    const uint64_t last = array->Offset(end - 1);
-    offsets->Reserve(offsets->size() + static_cast<int>(end - begin));
-    for (size_t r = begin; r < end; ++r) {
-      offsets->AddAlreadyReserved(dst_elements + (array->Offset(r) - first));
-    }
-    if (array->is_map()) {
-      const auto& kv = static_cast<const ColumnTuple&>(*array->nested());
-      AppendResultRows(*kv.element(0), first, last, dst_elements, dst->mutable_children(0));
-      AppendResultRows(*kv.element(1), first, last, dst_elements, dst->mutable_children(1));
-    } else {
-      AppendResultRows(*array->nested(), first, last, dst_elements, dst->mutable_children(0));
-    }
-  } else if (const auto* tuple = dynamic_cast<const ColumnTuple*>(&src)) {
-    for (size_t i = 0; i < tuple->element_count(); ++i) {
-      AppendResultRows(*tuple->element(i), begin, end, dst_rows,
-                       dst->mutable_children(static_cast<int>(i)));
-    }
-  } else if (const auto* lc = dynamic_cast<const ColumnLowCardinality*>(&src)) {
-    // A LowCardinality(Nullable) column's null map follows the same back-fill rule.
-    bool with_nulls = false;
-    if (lc->nullable()) {
-      with_nulls = !dst->nulls().empty();
-      for (size_t r = begin; r < end && !with_nulls; ++r) with_nulls = lc->IsNull(r);
+    case ColumnKind::kString:
+      AppendStrings(static_cast<const ColumnString&>(src), begin, end, dst);
+      return;
+    case ColumnKind::kNullable: {
+      const auto& nullable = static_cast<const ColumnNullable&>(src);
+      // Results leave `nulls` empty while no row is NULL; the first NULL back-fills zeros.
       std::string* nulls = dst->mutable_nulls();
-      if (with_nulls && nulls->size() < dst_rows) nulls->append(dst_rows - nulls->size(), '\0');
+      if (!nulls->empty() || AnyNull(nullable, begin, end)) {
+        if (nulls->size() < dst_rows) nulls->append(dst_rows - nulls->size(), '\0');
+        nulls->append(nullable.nulls().data() + begin, end - begin);
+      }
+      AppendResultRows(*nullable.nested(), begin, end, dst_rows, dst);
+      return;
     }
-    AppendLowCardinality(*lc, begin, end, with_nulls, dst);
+    case ColumnKind::kArray:
+    case ColumnKind::kMap: {
+      const auto& array = static_cast<const ColumnArray&>(src);
+      auto* offsets = dst->mutable_offsets();
+      const uint64_t dst_elements = offsets->empty() ? 0 : offsets->Get(offsets->size() - 1);
+      const uint64_t first = array.RowBegin(begin);
+      const uint64_t last = array.Offset(end - 1);
+      offsets->Reserve(offsets->size() + static_cast<int>(end - begin));
+      for (size_t r = begin; r < end; ++r) {
+        offsets->AddAlreadyReserved(dst_elements + (array.Offset(r) - first));
+      }
+      if (array.is_map()) {
+        const auto& kv = static_cast<const ColumnTuple&>(*array.nested());
+        AppendResultRows(*kv.element(0), first, last, dst_elements, dst->mutable_children(0));
+        AppendResultRows(*kv.element(1), first, last, dst_elements, dst->mutable_children(1));
+      } else {
+        AppendResultRows(*array.nested(), first, last, dst_elements, dst->mutable_children(0));
+      }
+      return;
+    }
+    case ColumnKind::kTuple: {
+      const auto& tuple = static_cast<const ColumnTuple&>(src);
+      for (size_t i = 0; i < tuple.element_count(); ++i) {
+        AppendResultRows(*tuple.element(i), begin, end, dst_rows,
+                         dst->mutable_children(static_cast<int>(i)));
+      }
+      return;
+    }
+    case ColumnKind::kLowCardinality: {
+      const auto& lc = static_cast<const ColumnLowCardinality&>(src);
+      // A LowCardinality(Nullable) column's null map follows the same back-fill rule.
+      bool with_nulls = false;
+      if (lc.nullable()) {
+        with_nulls = !dst->nulls().empty();
+        for (size_t r = begin; r < end && !with_nulls; ++r) with_nulls = lc.IsNull(r);
+        std::string* nulls = dst->mutable_nulls();
+        if (with_nulls && nulls->size() < dst_rows) nulls->append(dst_rows - nulls->size(), '\0');
+      }
+      AppendLowCardinality(lc, begin, end, with_nulls, dst);
+      return;
+    }
+    case ColumnKind::kVariant:
+    case ColumnKind::kDynamic:
+    case ColumnKind::kJson:
+    case ColumnKind::kAggregateState:
+      // CheckResultColumns refuses these before any row is read.
+      CHGATE_CHECK(false);
+      return;
   }
 }
 
 size_t EstimateResultBytes(const Column& src, size_t begin, size_t end) {
   if (begin >= end) return 0;
   const size_t rows = end - begin;
-  if (const auto* fixed = dynamic_cast<const ColumnFixed*>(&src)) return rows * fixed->width();
-  if (const auto* string = dynamic_cast<const ColumnString*>(&src)) {
-    return string->WireBytes(begin, end) + rows * 8;
-  }
-  if (const auto* nullable = dynamic_cast<const ColumnNullable*>(&src)) {
-    return rows + EstimateResultBytes(*nullable->nested(), begin, end);
-  }
-  if (const auto* array = dynamic_cast<const ColumnArray*>(&src)) {
-    return rows * 8 +
-           EstimateResultBytes(*array->nested(), array->RowBegin(begin), array->Offset(end - 1));
-  }
-  if (const auto* tuple = dynamic_cast<const ColumnTuple*>(&src)) {
-    size_t total = 0;
-    for (size_t i = 0; i < tuple->element_count(); ++i) {
-      total += EstimateResultBytes(*tuple->element(i), begin, end);
+  switch (src.kind()) {
+    case ColumnKind::kFixed:
+      return rows * static_cast<const ColumnFixed&>(src).width();
+    case ColumnKind::kString:
+      return static_cast<const ColumnString&>(src).WireBytes(begin, end) + rows * 8;
+    case ColumnKind::kNullable:
+      return rows +
+             EstimateResultBytes(*static_cast<const ColumnNullable&>(src).nested(), begin, end);
+    case ColumnKind::kArray:
+    case ColumnKind::kMap: {
+      const auto& array = static_cast<const ColumnArray&>(src);
+      return rows * 8 +
+             EstimateResultBytes(*array.nested(), array.RowBegin(begin), array.Offset(end - 1));
     }
-    return total;
-  }
-  if (const auto* lc = dynamic_cast<const ColumnLowCardinality*>(&src)) {
-    const Column& dict = *lc->dictionary();
-    const size_t keys = dict.Size();
-    const size_t per_value = keys == 0 ? 0 : dict.ByteSize() / keys;
-    return rows * (per_value + 1);
+    case ColumnKind::kTuple: {
+      const auto& tuple = static_cast<const ColumnTuple&>(src);
+      size_t total = 0;
+      for (size_t i = 0; i < tuple.element_count(); ++i) {
+        total += EstimateResultBytes(*tuple.element(i), begin, end);
+      }
+      return total;
+    }
+    case ColumnKind::kLowCardinality: {
+      const Column& dict = *static_cast<const ColumnLowCardinality&>(src).dictionary();
+      const size_t keys = dict.Size();
+      const size_t per_value = keys == 0 ? 0 : dict.ByteSize() / keys;
+      return rows * (per_value + 1);
+    }
+    case ColumnKind::kVariant:
+    case ColumnKind::kDynamic:
+    case ColumnKind::kJson:
+    case ColumnKind::kAggregateState: {
+      // Their result form is text or bytes: the share of the column's memory.
+      const size_t total = src.Size();
+      return total == 0 ? 0 : src.ByteSize() / total * rows + rows * 8;
+    }
   }
   return rows * 8;
 }

@@ -1,7 +1,5 @@
 #include "server/clickhouse/columns/factory.h"
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/array.h"
 #include "server/clickhouse/columns/fixed.h"
@@ -14,59 +12,9 @@
 namespace chgate::clickhouse {
 namespace {
 
-struct SimpleFixed {
-  FixedKind kind;
-  size_t width;
-};
-
-const absl::flat_hash_map<std::string_view, SimpleFixed>& SimpleFixedTypes() {
-  static const auto* types = new absl::flat_hash_map<std::string_view, SimpleFixed>{
-      {"UInt8", {FixedKind::kUInt, 1}},      {"UInt16", {FixedKind::kUInt, 2}},
-      {"UInt32", {FixedKind::kUInt, 4}},     {"UInt64", {FixedKind::kUInt, 8}},
-      {"UInt128", {FixedKind::kUInt, 16}},   {"UInt256", {FixedKind::kUInt, 32}},
-      {"Int8", {FixedKind::kInt, 1}},        {"Int16", {FixedKind::kInt, 2}},
-      {"Int32", {FixedKind::kInt, 4}},       {"Int64", {FixedKind::kInt, 8}},
-      {"Int128", {FixedKind::kInt, 16}},     {"Int256", {FixedKind::kInt, 32}},
-      {"Float32", {FixedKind::kFloat, 4}},   {"Float64", {FixedKind::kFloat, 8}},
-      {"Bool", {FixedKind::kBool, 1}},       {"Date", {FixedKind::kDate, 2}},
-      {"Date32", {FixedKind::kDate32, 4}},   {"UUID", {FixedKind::kUuid, 16}},
-      {"IPv4", {FixedKind::kIpv4, 4}},       {"IPv6", {FixedKind::kIpv6, 16}},
-      {"Nothing", {FixedKind::kNothing, 1}},
-  };
-  return *types;
-}
-
 absl::Status Bad(const TypeAst& type, std::string_view why) {
   return absl::InvalidArgumentError(
       absl::StrCat("bad type ", FormatTypeName(type), ": ", std::string(why)));
-}
-
-absl::StatusOr<absl::TimeZone> TimeZoneArg(const TypeAst& type, size_t index) {
-  if (type.args.size() <= index) return absl::UTCTimeZone();
-  const TypeAst& arg = type.args[index];
-  if (arg.kind != TypeAst::Kind::kString) return Bad(type, "time zone must be a string");
-  absl::TimeZone tz;
-  if (!absl::LoadTimeZone(arg.name, &tz))
-    return Bad(type, absl::StrCat("unknown time zone '", arg.name, "'"));
-  return tz;
-}
-
-absl::StatusOr<int64_t> NumberArg(const TypeAst& type, size_t index) {
-  if (type.args.size() <= index || type.args[index].kind != TypeAst::Kind::kNumber) {
-    return Bad(type, absl::StrCat("argument ", index + 1, " must be a number"));
-  }
-  return type.args[index].number;
-}
-
-absl::StatusOr<ColumnPtr> MakeDecimal(const TypeAst& type, const std::string& name,
-                                      int64_t precision, int64_t scale) {
-  if (precision < 1 || precision > 76) return Bad(type, "precision must be in [1, 76]");
-  if (scale < 0 || scale > precision) return Bad(type, "scale must be in [0, precision]");
-  size_t width = precision <= 9 ? 4 : precision <= 18 ? 8 : precision <= 38 ? 16 : 32;
-  FixedParams params;
-  params.precision = static_cast<int>(precision);
-  params.scale = static_cast<int>(scale);
-  return std::make_shared<ColumnFixed>(name, type, FixedKind::kDecimal, width, std::move(params));
 }
 
 }  // namespace
@@ -84,66 +32,14 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
   const std::string name = FormatTypeName(type);
   const std::string& family = type.name;
 
-  if (auto it = SimpleFixedTypes().find(family); it != SimpleFixedTypes().end()) {
-    if (!type.args.empty()) return Bad(type, "takes no arguments");
-    return std::make_shared<ColumnFixed>(name, type, it->second.kind, it->second.width);
-  }
+  // Fixed-width families (numbers, dates, times, Decimal, Enum, UUID, IP, FixedString...): the
+  // shared type facts describe them.
+  ASSIGN_OR_RETURN(std::optional<text::FixedType> fixed,
+                   text::DescribeFixed(type, text::UnknownZone::kError));
+  if (fixed.has_value()) return std::make_shared<ColumnFixed>(name, type, *std::move(fixed));
   if (family == "String") {
     if (!type.args.empty()) return Bad(type, "takes no arguments");
     return std::make_shared<ColumnString>(name, type);
-  }
-  if (family == "FixedString") {
-    ASSIGN_OR_RETURN(int64_t n, NumberArg(type, 0));
-    if (n < 1 || n > (int64_t{1} << 30)) return Bad(type, "length out of range");
-    return std::make_shared<ColumnFixed>(name, type, FixedKind::kFixedString,
-                                         static_cast<size_t>(n));
-  }
-  if (family == "DateTime") {
-    if (type.args.size() > 1) return Bad(type, "takes at most a time zone");
-    FixedParams params;
-    ASSIGN_OR_RETURN(params.time_zone, TimeZoneArg(type, 0));
-    return std::make_shared<ColumnFixed>(name, type, FixedKind::kDateTime, 4, std::move(params));
-  }
-  if (family == "DateTime64") {
-    ASSIGN_OR_RETURN(int64_t precision, NumberArg(type, 0));
-    if (precision < 0 || precision > 9) return Bad(type, "precision must be in [0, 9]");
-    if (type.args.size() > 2) return Bad(type, "too many arguments");
-    FixedParams params;
-    params.scale = static_cast<int>(precision);
-    ASSIGN_OR_RETURN(params.time_zone, TimeZoneArg(type, 1));
-    return std::make_shared<ColumnFixed>(name, type, FixedKind::kDateTime64, 8, std::move(params));
-  }
-  if (family == "Decimal") {
-    if (type.args.size() != 2) return Bad(type, "needs precision and scale");
-    ASSIGN_OR_RETURN(int64_t precision, NumberArg(type, 0));
-    ASSIGN_OR_RETURN(int64_t scale, NumberArg(type, 1));
-    return MakeDecimal(type, name, precision, scale);
-  }
-  if (family == "Decimal32" || family == "Decimal64" || family == "Decimal128" ||
-      family == "Decimal256") {
-    if (type.args.size() != 1) return Bad(type, "needs a scale");
-    ASSIGN_OR_RETURN(int64_t scale, NumberArg(type, 0));
-    int64_t precision = family == "Decimal32"    ? 9
-                        : family == "Decimal64"  ? 18
-                        : family == "Decimal128" ? 38
-                                                 : 76;
-    return MakeDecimal(type, name, precision, scale);
-  }
-  if (family == "Enum8" || family == "Enum16") {
-    if (type.args.empty()) return Bad(type, "needs values");
-    FixedParams params;
-    const int64_t lo = family == "Enum8" ? -128 : -32768;
-    const int64_t hi = family == "Enum8" ? 127 : 32767;
-    for (const TypeAst& arg : type.args) {
-      if (arg.kind != TypeAst::Kind::kEnumEntry) return Bad(type, "expected 'name' = value");
-      if (arg.number < lo || arg.number > hi) return Bad(type, "value out of range");
-      params.enum_values.emplace_back(arg.name, arg.number);
-    }
-    return std::make_shared<ColumnFixed>(name, type, FixedKind::kEnum, family == "Enum8" ? 1 : 2,
-                                         std::move(params));
-  }
-  if (absl::StartsWith(family, "Interval")) {
-    return std::make_shared<ColumnFixed>(name, type, FixedKind::kInt, 8);
   }
   if (family == "Nullable") {
     if (type.args.size() != 1) return Bad(type, "needs one type");

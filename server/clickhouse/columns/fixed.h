@@ -1,7 +1,8 @@
 // ColumnFixed: every type whose values have one fixed width on the wire: integers (8-256 bit),
-// floats, Bool, Date, Date32, DateTime, DateTime64, Decimal32-256, UUID, IPv4, IPv6, Enum8/16,
-// FixedString(N) and Nothing. Values live in one contiguous buffer in wire layout, so SaveBody is
-// a single reference to it and LoadBody a bulk copy.
+// floats, BFloat16, Bool, Date, Date32, DateTime, DateTime64, Time, Time64, Decimal32-256, UUID,
+// IPv4, IPv6, Enum8/16, FixedString(N) and Nothing (text::FixedKind lists them). Values live in one
+// contiguous buffer in wire layout, so SaveBody is a single reference to it and LoadBody a bulk
+// copy.
 #pragma once
 
 #include <cstring>
@@ -9,46 +10,25 @@
 #include <utility>
 #include <vector>
 
-#include "absl/time/time.h"
 #include "server/clickhouse/columns/column.h"
 #include "server/common/status_macros.h"
+#include "text/type_facts.h"
+#include "text/value_text.h"
 
 namespace chgate::clickhouse {
 
-enum class FixedKind {
-  kUInt,
-  kInt,
-  kFloat,
-  kBool,
-  kDate,
-  kDate32,
-  kDateTime,
-  kDateTime64,
-  kDecimal,
-  kUuid,
-  kIpv4,
-  kIpv6,
-  kEnum,
-  kFixedString,
-  kNothing,
-};
-
-// Type parameters that only some kinds use.
-struct FixedParams {
-  int scale = 0;                                             // Decimal scale, DateTime64 precision
-  int precision = 0;                                         // Decimal precision
-  absl::TimeZone time_zone = absl::UTCTimeZone();            // DateTime, DateTime64
-  std::vector<std::pair<std::string, int64_t>> enum_values;  // Enum8/16, in type order
-};
+// The kinds and parameters of fixed-width types are the shared type facts (text/type_facts.h).
+using text::FixedKind;
+using FixedParams = text::FixedType;
 
 class ColumnFixed final : public Column {
  public:
-  ColumnFixed(std::string type_name, TypeAst type, FixedKind kind, size_t width,
-              FixedParams params = {});
+  ColumnFixed(std::string type_name, TypeAst type, text::FixedType fixed);
 
-  FixedKind fixed_kind() const { return kind_; }
+  FixedKind fixed_kind() const { return params_.kind; }
   size_t width() const { return width_; }
-  const FixedParams& params() const { return params_; }
+  // The type's kind, width and parameters (precision, scale, zone, enum elements).
+  const text::FixedType& params() const { return params_; }
 
   const char* data() const { return values_.data(); }
   ByteBuffer& values() { return values_; }
@@ -72,8 +52,10 @@ class ColumnFixed final : public Column {
   const char* RawAt(size_t row) const { return values_.data() + row * width_; }
 
   // Enum helpers: the value for a name / the name for a value.
-  const std::string* EnumName(int64_t value) const;
-  bool EnumValue(std::string_view name, int64_t* value) const;
+  const std::string* EnumName(int64_t value) const { return params_.EnumName(value); }
+  bool EnumValue(std::string_view name, int64_t* value) const {
+    return params_.EnumValue(name, value);
+  }
 
   ColumnKind kind() const override { return ColumnKind::kFixed; }
   size_t Size() const override { return values_.size() / width_; }
@@ -92,9 +74,8 @@ class ColumnFixed final : public Column {
   void FormatValue(size_t row, bool nested, std::string* out) const override;
 
  private:
-  FixedKind kind_;
   size_t width_;
-  FixedParams params_;
+  text::FixedType params_;
   ByteBuffer values_;
 };
 
@@ -102,12 +83,9 @@ class ColumnFixed final : public Column {
 // row count cannot force a huge allocation before the data exists).
 absl::Status ReadBulk(ReadBuffer& in, size_t bytes, ByteBuffer* out);
 
-// Decimal text of a little-endian two's-complement (or unsigned) integer of any width.
-void AppendWideInteger(const char* p, size_t width, bool is_signed, std::string* out);
-// The same with a decimal point `scale` digits from the right (ClickHouse's Decimal text).
-void AppendDecimal(const char* p, size_t width, int scale, std::string* out);
-// Shortest round-trip text of a double, in ClickHouse's notation (`1e100`, `0.000001`, `inf`).
-void AppendFloat(double v, std::string* out);
-void AppendFloat(float v, std::string* out);
+// Value text is in the shared library (text/value_text.h).
+using text::AppendDecimal;
+using text::AppendFloat;
+using text::AppendWideInteger;
 
 }  // namespace chgate::clickhouse

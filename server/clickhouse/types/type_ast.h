@@ -1,42 +1,18 @@
-// Parses ClickHouse type names as the server prints them (e.g. `Nullable(DateTime('UTC'))`,
-// `Enum8('a\'b' = 1, 'c' = -2)`, `Tuple(a UInt8, b Array(String))`, `Decimal(18, 4)`) into a
-// small tree, and prints a tree back in the server's canonical spelling.
+// Type names are parsed and printed by the shared text library (text/type_name.h); this module
+// uses them under its own namespace, with ClickHouse's backslash escapes (text/escape.h) for the
+// type names, values and parameters it prints and reads.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include "absl/status/statusor.h"
 #include "text/escape.h"
+#include "text/type_name.h"
 
 namespace chgate::clickhouse {
 
-struct TypeAst {
-  enum class Kind {
-    kType,       // `name` with optional `args`; `element_name` set for named tuple elements
-    kNumber,     // a literal integer in `number`
-    kString,     // a quoted literal, unescaped, in `name`
-    kEnumEntry,  // `'name' = number` inside Enum8/Enum16
-  };
-  Kind kind = Kind::kType;
-  std::string name;
-  std::string element_name;
-  int64_t number = 0;
-  std::vector<TypeAst> args;
-};
-
-// Returns the parsed type, or InvalidArgument naming the offset of the problem.
-absl::StatusOr<TypeAst> ParseTypeName(std::string_view text);
-
-// The canonical text of a type, as ClickHouse prints it (`Decimal(9, 2)`, `Enum8('a' = 1)`).
-std::string FormatTypeName(const TypeAst& type);
-
-// ClickHouse's backslash escapes (text/escape.h), for the type names, values and parameters this
-// module prints and reads.
 using text::AppendEscaped;
 using text::AppendQuoted;
+using text::FormatTypeName;
+using text::ParseTypeName;
+using text::TypeAst;
 using text::UnescapeChar;
 
 }  // namespace chgate::clickhouse

@@ -474,13 +474,13 @@ TEST(NewTypesGoldenBlockTest, EveryTypeInOneBlock) {
   const auto& dt3 = As<ColumnFixed>(col("dt64_3"));
   EXPECT_EQ(dt3.fixed_kind(), FixedKind::kDateTime64);
   EXPECT_EQ(dt3.params().scale, 3);
-  EXPECT_EQ(dt3.params().time_zone.name(), "UTC");
+  EXPECT_EQ(dt3.params().zone.name(), "UTC");
   EXPECT_EQ(dt3.Get<int64_t>(0), -2208988800000);
   EXPECT_EQ(dt3.Get<int64_t>(2), -1500);
   EXPECT_EQ(Format(dt3, 1, /*nested=*/true), "'1969-12-31 23:59:59.999'");
   const auto& dt9 = As<ColumnFixed>(col("dt64_9"));
   EXPECT_EQ(dt9.params().scale, 9);
-  EXPECT_EQ(dt9.params().time_zone.name(), "Asia/Tokyo");
+  EXPECT_EQ(dt9.params().zone.name(), "Asia/Tokyo");
   EXPECT_EQ(dt9.Get<int64_t>(2), 1700000000123456789);
   EXPECT_EQ(dt9.Get<int64_t>(3), std::numeric_limits<int64_t>::max());
   const auto& dt0 = As<ColumnFixed>(col("dt64_0"));

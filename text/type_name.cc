@@ -1,11 +1,12 @@
-#include "server/clickhouse/types/type_ast.h"
+#include "text/type_name.h"
 
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
 #include "server/sql/identifier.h"
+#include "text/escape.h"
 
-namespace chgate::clickhouse {
+namespace chgate::text {
 namespace {
 
 constexpr int kMaxDepth = 64;
@@ -220,4 +221,4 @@ std::string FormatTypeName(const TypeAst& type) {
   return out;
 }
 
-}  // namespace chgate::clickhouse
+}  // namespace chgate::text

@@ -1,11 +1,13 @@
 // Type names as the server prints them: parsing into a TypeAst, canonical printing, and errors.
-#include "server/clickhouse/types/type_ast.h"
+#include "text/type_name.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace chgate::clickhouse {
+#include "text/escape.h"
+
+namespace chgate::text {
 namespace {
 
 using Kind = TypeAst::Kind;
@@ -235,4 +237,4 @@ TEST(TypeAstTest, AppendQuotedEscapesQuotesBackslashesAndControls) {
 }
 
 }  // namespace
-}  // namespace chgate::clickhouse
+}  // namespace chgate::text
