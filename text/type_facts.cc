@@ -16,22 +16,23 @@ struct FixedFamily {
 };
 
 constexpr FixedFamily kFixedFamilies[] = {
-    {"UInt8", FixedKind::kUInt, 1},      {"UInt16", FixedKind::kUInt, 2},
-    {"UInt32", FixedKind::kUInt, 4},     {"UInt64", FixedKind::kUInt, 8},
-    {"UInt128", FixedKind::kUInt, 16},   {"UInt256", FixedKind::kUInt, 32},
-    {"Int8", FixedKind::kInt, 1},        {"Int16", FixedKind::kInt, 2},
-    {"Int32", FixedKind::kInt, 4},       {"Int64", FixedKind::kInt, 8},
-    {"Int128", FixedKind::kInt, 16},     {"Int256", FixedKind::kInt, 32},
-    {"Float32", FixedKind::kFloat, 4},   {"Float64", FixedKind::kFloat, 8},
+    {"UInt8", FixedKind::kUInt, 1},        {"UInt16", FixedKind::kUInt, 2},
+    {"UInt32", FixedKind::kUInt, 4},       {"UInt64", FixedKind::kUInt, 8},
+    {"UInt128", FixedKind::kUInt, 16},     {"UInt256", FixedKind::kUInt, 32},
+    {"Int8", FixedKind::kInt, 1},          {"Int16", FixedKind::kInt, 2},
+    {"Int32", FixedKind::kInt, 4},         {"Int64", FixedKind::kInt, 8},
+    {"Int128", FixedKind::kInt, 16},       {"Int256", FixedKind::kInt, 32},
+    {"Float32", FixedKind::kFloat, 4},     {"Float64", FixedKind::kFloat, 8},
     {"BFloat16", FixedKind::kBFloat16, 2}, {"Bool", FixedKind::kBool, 1},
-    {"Date", FixedKind::kDate, 2},       {"Date32", FixedKind::kDate32, 4},
-    {"Time", FixedKind::kTime, 4},       {"UUID", FixedKind::kUuid, 16},
-    {"IPv4", FixedKind::kIpv4, 4},       {"IPv6", FixedKind::kIpv6, 16},
+    {"Date", FixedKind::kDate, 2},         {"Date32", FixedKind::kDate32, 4},
+    {"Time", FixedKind::kTime, 4},         {"UUID", FixedKind::kUuid, 16},
+    {"IPv4", FixedKind::kIpv4, 4},         {"IPv6", FixedKind::kIpv6, 16},
     {"Nothing", FixedKind::kNothing, 1},
 };
 
 absl::Status Bad(const TypeAst& type, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("bad type ", FormatTypeName(type), ": ", std::string(why)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("bad type ", FormatTypeName(type), ": ", std::string(why)));
 }
 
 absl::StatusOr<int64_t> NumberArg(const TypeAst& type, size_t index) {
@@ -41,8 +42,7 @@ absl::StatusOr<int64_t> NumberArg(const TypeAst& type, size_t index) {
   return type.args[index].number;
 }
 
-absl::Status ZoneArg(const TypeAst& type, size_t index, UnknownZone unknown_zone,
-                     FixedType* out) {
+absl::Status ZoneArg(const TypeAst& type, size_t index, UnknownZone unknown_zone, FixedType* out) {
   if (type.args.size() <= index) return absl::OkStatus();
   if (type.args.size() > index + 1) return Bad(type, "too many arguments");
   const TypeAst& arg = type.args[index];

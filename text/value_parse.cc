@@ -12,7 +12,6 @@
 
 namespace chgate::text {
 
-
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 // Accumulates decimal digits into a U256, 19 at a time.

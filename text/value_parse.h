@@ -101,7 +101,6 @@ inline bool MulPow10(U256& x, int64_t n) {
   return true;
 }
 
-
 // Outcome of parsing number text.
 enum class Parse { kOk, kSyntax, kFraction, kOverflow };
 

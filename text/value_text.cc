@@ -219,14 +219,15 @@ void AppendClock(bool negative, uint64_t seconds, std::string* out) {
 
 void AppendTime(int64_t seconds, std::string* out) {
   const bool negative = seconds < 0;
-  AppendClock(negative, negative ? 0 - static_cast<uint64_t>(seconds) : static_cast<uint64_t>(seconds),
-              out);
+  AppendClock(negative,
+              negative ? 0 - static_cast<uint64_t>(seconds) : static_cast<uint64_t>(seconds), out);
 }
 
 void AppendTime64(int64_t ticks, int scale, std::string* out) {
   // The sign applies to the whole value: -1.5 s is `-00:00:01.500`.
   const bool negative = ticks < 0;
-  const uint64_t magnitude = negative ? 0 - static_cast<uint64_t>(ticks) : static_cast<uint64_t>(ticks);
+  const uint64_t magnitude =
+      negative ? 0 - static_cast<uint64_t>(ticks) : static_cast<uint64_t>(ticks);
   const uint64_t unit = static_cast<uint64_t>(Pow10(scale));
   const uint64_t seconds = magnitude / unit;
   uint64_t fraction = magnitude % unit;
@@ -246,8 +247,8 @@ void AppendUuid(const unsigned char* rfc, std::string* out) {
 }
 
 void AppendIpv4(uint32_t address, std::string* out) {
-  absl::StrAppend(out, address >> 24, ".", (address >> 16) & 0xff, ".", (address >> 8) & 0xff,
-                  ".", address & 0xff);
+  absl::StrAppend(out, address >> 24, ".", (address >> 16) & 0xff, ".", (address >> 8) & 0xff, ".",
+                  address & 0xff);
 }
 
 void AppendIpv6(const unsigned char* address, std::string* out) {

@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/sdk/internal/strings.h"
+#include "text/type_facts.h"
+#include "text/value_parse.h"
 
 namespace chgate::client {
 
@@ -171,46 +173,6 @@ bool ScaledDigits(std::string_view text, int scale, bool* negative, std::string*
   return true;
 }
 
-bool ParseUuid(std::string_view text, std::string* out) {
-  if (text.size() != 36) return false;
-  std::string bytes;
-  int nibble = -1;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (c != '-') return false;
-      continue;
-    }
-    int v;
-    if (c >= '0' && c <= '9') {
-      v = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      v = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      v = c - 'A' + 10;
-    } else {
-      return false;
-    }
-    if (nibble < 0) {
-      nibble = v;
-    } else {
-      bytes.push_back(static_cast<char>((nibble << 4) | v));
-      nibble = -1;
-    }
-  }
-  out->append(bytes);
-  return true;
-}
-
-uint16_t FloatToBFloat16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  // Round to nearest, ties to even.
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
 void StoreLittleEndian(uint64_t v, size_t width, std::string* out) {
   for (size_t i = 0; i < width; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
@@ -293,10 +255,21 @@ void ColumnBuilder::AppendInteger(bool negative, uint64_t magnitude) {
     case TypeKind::kDateTime64:
     case TypeKind::kInterval:
       if (!fits_signed(8 * width)) return Fail(absl::StrCat(value, " is out of range"));
-      if (type_.kind == TypeKind::kDate32 && (negative ? magnitude > 25567 : magnitude > 120529)) {
+      if (type_.kind == TypeKind::kDate32 &&
+          (negative ? magnitude > static_cast<uint64_t>(-text::kDate32MinDays)
+                    : magnitude > static_cast<uint64_t>(text::kDate32MaxDays))) {
         return Fail(absl::StrCat(value, " days is outside 1900-01-01..2299-12-31"));
       }
       return store(width);
+    case TypeKind::kTime:
+    case TypeKind::kTime64: {
+      const uint64_t max = static_cast<uint64_t>(text::kTimeMaxSeconds * text::Pow10(type_.scale) +
+                                                 (text::Pow10(type_.scale) - 1));
+      if (magnitude > max) {
+        return Fail(absl::StrCat(value, " is outside -999:59:59 .. 999:59:59"));
+      }
+      return store(width);
+    }
     case TypeKind::kUInt:
     case TypeKind::kDate:
     case TypeKind::kDateTime:
@@ -379,18 +352,24 @@ ColumnBuilder& ColumnBuilder::AppendFloat64(double v) {
     StoreLittleEndian(bits, 8, &bytes);
     AppendBytes(bytes.data(), bytes.size());
   } else if (type_.kind == TypeKind::kFloat || type_.kind == TypeKind::kBFloat16) {
-    if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max()) {
-      Fail(absl::StrCat(v, " is beyond the range of ", type_.text));
-      return *this;
-    }
-    const float f = static_cast<float>(v);
+    // The server's rule for Float32 and BFloat16 (text/value_parse.h).
     std::string bytes;
     if (type_.kind == TypeKind::kFloat) {
+      float f;
+      if (!text::ToFloat32(v, &f)) {
+        Fail(absl::StrCat(v, " is beyond the range of ", type_.text));
+        return *this;
+      }
       uint32_t bits;
       std::memcpy(&bits, &f, sizeof(bits));
       StoreLittleEndian(bits, 4, &bytes);
     } else {
-      StoreLittleEndian(FloatToBFloat16(f), 2, &bytes);
+      uint16_t b;
+      if (!text::ToBFloat16(v, &b)) {
+        Fail(absl::StrCat(v, " is beyond the range of ", type_.text));
+        return *this;
+      }
+      StoreLittleEndian(b, 2, &bytes);
     }
     AppendBytes(bytes.data(), bytes.size());
   } else {
@@ -429,40 +408,44 @@ ColumnBuilder& ColumnBuilder::AppendString(std::string_view v) {
       return *this;
     }
     case TypeKind::kUuid: {
-      std::string bytes;
-      if (!ParseUuid(v, &bytes)) {
+      unsigned char bytes[16];
+      if (!text::ParseUuidText(v, bytes)) {
         Fail(absl::StrCat("'", internal::Sv(v), "' is not a UUID"));
         return *this;
       }
+      AppendBytes(reinterpret_cast<const char*>(bytes), 16);
+      return *this;
+    }
+    case TypeKind::kTime:
+    case TypeKind::kTime64: {
+      int64_t ticks = 0;
+      if (const char* why = text::ParseTimeText(v, type_.scale, &ticks)) {
+        Fail(absl::StrCat("'", internal::Sv(v), "': ", why));
+        return *this;
+      }
+      std::string bytes;
+      StoreLittleEndian(static_cast<uint64_t>(ticks), type_.width_bytes, &bytes);
       AppendBytes(bytes.data(), bytes.size());
       return *this;
     }
     case TypeKind::kIpv4: {
-      in_addr addr;
-      const std::string text(v);
-      if (::inet_pton(AF_INET, text.c_str(), &addr) != 1) {
+      uint32_t address = 0;
+      if (!text::ParseIpv4Text(v, &address)) {
         Fail(absl::StrCat("'", internal::Sv(v), "' is not an IPv4 address"));
         return *this;
       }
       std::string bytes;
-      StoreLittleEndian(ntohl(addr.s_addr), 4, &bytes);
+      StoreLittleEndian(address, 4, &bytes);
       AppendBytes(bytes.data(), bytes.size());
       return *this;
     }
     case TypeKind::kIpv6: {
-      unsigned char addr[16];
-      const std::string text(v);
-      if (::inet_pton(AF_INET6, text.c_str(), addr) != 1) {
-        in_addr v4;
-        if (::inet_pton(AF_INET, text.c_str(), &v4) != 1) {
-          Fail(absl::StrCat("'", internal::Sv(v), "' is not an IPv6 address"));
-          return *this;
-        }
-        std::memset(addr, 0, 10);
-        addr[10] = addr[11] = 0xff;
-        std::memcpy(addr + 12, &v4.s_addr, 4);
+      unsigned char address[16];
+      if (!text::ParseIpv6Text(v, address)) {
+        Fail(absl::StrCat("'", internal::Sv(v), "' is not an IPv6 address"));
+        return *this;
       }
-      AppendBytes(reinterpret_cast<const char*>(addr), 16);
+      AppendBytes(reinterpret_cast<const char*>(address), 16);
       return *this;
     }
     case TypeKind::kDecimal:

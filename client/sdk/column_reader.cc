@@ -17,6 +17,8 @@
 #include "client/sdk/internal/strings.h"
 #include "text/escape.h"
 #include "text/json.h"
+#include "text/type_facts.h"
+#include "text/value_text.h"
 
 namespace chgate::client {
 namespace {
@@ -98,11 +100,9 @@ bool IsNumeric(TypeKind kind) {
   }
 }
 
-int64_t Pow10(int n) {
-  int64_t v = 1;
-  for (int i = 0; i < n; ++i) v *= 10;
-  return v;
-}
+using text::BFloat16ToFloat;
+using text::Pow10;
+using text::SplitTicks;
 
 // Whether a wide (or narrow) integer fits int64 / uint64; sets `*out` when it does.
 bool WideToInt64(const char* p, size_t width, bool is_signed, int64_t* out) {
@@ -134,13 +134,6 @@ bool WideToUInt64(const char* p, size_t width, bool is_signed, uint64_t* out) {
   return true;
 }
 
-float BFloat16ToFloat(const char* p) {
-  const uint32_t bits = static_cast<uint32_t>(LoadU(p, 2)) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
 double LoadDouble(const char* p, size_t width) {
   if (width == 4) {
     const uint32_t bits = static_cast<uint32_t>(LoadU(p, 4));
@@ -155,56 +148,6 @@ double LoadDouble(const char* p, size_t width) {
 }
 
 // ---- text of scalars -------------------------------------------------------------------
-
-void AppendDecimalText(const char* p, const ColumnType& type, std::string* out) {
-  std::string digits;
-  AppendWideInteger(p, type.width_bytes, true, &digits);
-  if (!digits.empty() && digits[0] == '-') {
-    out->push_back('-');
-    digits.erase(0, 1);
-  }
-  const size_t scale = static_cast<size_t>(type.scale);
-  if (scale == 0) {
-    out->append(digits);
-    return;
-  }
-  if (digits.size() <= scale) digits.insert(0, scale + 1 - digits.size(), '0');
-  out->append(digits, 0, digits.size() - scale);
-  out->push_back('.');
-  out->append(digits, digits.size() - scale, std::string::npos);
-}
-
-void AppendDay(int64_t days, std::string* out) {
-  const absl::CivilDay day = absl::CivilDay(1970, 1, 1) + days;
-  absl::StrAppendFormat(out, "%04d-%02d-%02d", day.year(), day.month(), day.day());
-}
-
-void AppendSecond(int64_t seconds, const absl::TimeZone& zone, std::string* out) {
-  const absl::CivilSecond cs = absl::ToCivilSecond(absl::FromUnixSeconds(seconds), zone);
-  absl::StrAppendFormat(out, "%04d-%02d-%02d %02d:%02d:%02d", cs.year(), cs.month(), cs.day(),
-                        cs.hour(), cs.minute(), cs.second());
-}
-
-// Splits DateTime64 ticks into whole seconds (floor) and the fraction in ticks.
-void SplitTicks(int64_t ticks, int scale, int64_t* seconds, int64_t* fraction) {
-  const int64_t unit = Pow10(scale);
-  *seconds = ticks / unit;
-  *fraction = ticks % unit;
-  if (*fraction < 0) {
-    *fraction += unit;
-    --*seconds;
-  }
-}
-
-void AppendUuid(const char* p, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out->push_back('-');
-    const unsigned char b = static_cast<unsigned char>(p[i]);
-    out->push_back(kHex[b >> 4]);
-    out->push_back(kHex[b & 0xf]);
-  }
-}
 
 // The value of a non-composite, non-NULL row as plain (unescaped) text.
 void AppendPlain(const v1::Column& column, const ColumnType& type, uint64_t row, std::string* out) {
@@ -234,31 +177,32 @@ void AppendPlain(const v1::Column& column, const ColumnType& type, uint64_t row,
       }
       return;
     case TypeKind::kBFloat16:
-      AppendShortestFloat(BFloat16ToFloat(Slot(column, type, row)), out);
+      text::AppendFloat(text::BFloat16ToFloat(Slot(column, type, row)), out);
       return;
     case TypeKind::kBool:
       out->append(Slot(column, type, row)[0] != 0 ? "true" : "false");
       return;
     case TypeKind::kDecimal:
-      AppendDecimalText(Slot(column, type, row), type, out);
+      text::AppendDecimal(Slot(column, type, row), type.width_bytes, type.scale, out);
       return;
     case TypeKind::kDate:
-      AppendDay(static_cast<int64_t>(LoadU(Slot(column, type, row), 2)), out);
+      text::AppendDate(static_cast<int64_t>(LoadU(Slot(column, type, row), 2)), out);
       return;
     case TypeKind::kDate32:
-      AppendDay(LoadS(Slot(column, type, row), 4), out);
+      text::AppendDate(LoadS(Slot(column, type, row), 4), out);
       return;
     case TypeKind::kDateTime:
-      AppendSecond(static_cast<int64_t>(LoadU(Slot(column, type, row), 4)), type.zone, out);
+      text::AppendDateTime(static_cast<int64_t>(LoadU(Slot(column, type, row), 4)), type.zone, out);
       return;
-    case TypeKind::kDateTime64: {
-      int64_t seconds = 0;
-      int64_t fraction = 0;
-      SplitTicks(LoadS(Slot(column, type, row), 8), type.scale, &seconds, &fraction);
-      AppendSecond(seconds, type.zone, out);
-      if (type.scale > 0) absl::StrAppendFormat(out, ".%0*d", type.scale, fraction);
+    case TypeKind::kDateTime64:
+      text::AppendDateTime64(LoadS(Slot(column, type, row), 8), type.scale, type.zone, out);
       return;
-    }
+    case TypeKind::kTime:
+      text::AppendTime(LoadS(Slot(column, type, row), 4), out);
+      return;
+    case TypeKind::kTime64:
+      text::AppendTime64(LoadS(Slot(column, type, row), 8), type.scale, out);
+      return;
     case TypeKind::kEnum: {
       const int64_t v = LoadS(Slot(column, type, row), type.width_bytes);
       const std::string* name = type.EnumName(v);
@@ -270,20 +214,14 @@ void AppendPlain(const v1::Column& column, const ColumnType& type, uint64_t row,
       return;
     }
     case TypeKind::kUuid:
-      AppendUuid(Slot(column, type, row), out);
+      text::AppendUuid(reinterpret_cast<const unsigned char*>(Slot(column, type, row)), out);
       return;
-    case TypeKind::kIpv4: {
-      const uint32_t v = static_cast<uint32_t>(LoadU(Slot(column, type, row), 4));
-      absl::StrAppend(out, v >> 24, ".", (v >> 16) & 0xff, ".", (v >> 8) & 0xff, ".", v & 0xff);
+    case TypeKind::kIpv4:
+      text::AppendIpv4(static_cast<uint32_t>(LoadU(Slot(column, type, row), 4)), out);
       return;
-    }
-    case TypeKind::kIpv6: {
-      char text[INET6_ADDRSTRLEN];
-      if (::inet_ntop(AF_INET6, Slot(column, type, row), text, sizeof(text)) != nullptr) {
-        out->append(text);
-      }
+    case TypeKind::kIpv6:
+      text::AppendIpv6(reinterpret_cast<const unsigned char*>(Slot(column, type, row)), out);
       return;
-    }
     case TypeKind::kFixedString:
       out->append(Slot(column, type, row), type.width_bytes);
       return;
@@ -608,7 +546,9 @@ absl::StatusOr<int64_t> ReadInt64(const v1::Column& column, const ColumnType& ty
     case TypeKind::kEnum:
     case TypeKind::kInterval:
     case TypeKind::kDate32:
-    case TypeKind::kDateTime64: {
+    case TypeKind::kDateTime64:
+    case TypeKind::kTime:
+    case TypeKind::kTime64: {
       int64_t v = 0;
       if (!WideToInt64(Slot(column, type, row), type.width_bytes, type.kind != TypeKind::kUInt,
                        &v)) {
@@ -723,105 +663,10 @@ void AppendJsonString(std::string_view bytes, std::string* out) {
 }
 
 void AppendWideInteger(const char* bytes, size_t width, bool is_signed, std::string* out) {
-  // Magnitude as little-endian 32-bit limbs, then repeated division by 10^9.
-  std::vector<uint32_t> limbs((width + 3) / 4, 0);
-  for (size_t i = 0; i < width; ++i) {
-    limbs[i / 4] |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << (8 * (i % 4));
-  }
-  const bool negative = is_signed && (static_cast<unsigned char>(bytes[width - 1]) & 0x80) != 0;
-  if (negative) {
-    if (width % 4 != 0) {
-      // Sign-extend the partial top limb before negating.
-      limbs.back() |= ~uint32_t{0} << (8 * (width % 4));
-    }
-    uint64_t carry = 1;
-    for (uint32_t& limb : limbs) {
-      const uint64_t v = static_cast<uint64_t>(static_cast<uint32_t>(~limb)) + carry;
-      limb = static_cast<uint32_t>(v);
-      carry = v >> 32;
-    }
-    if (width % 4 != 0) limbs.back() &= ~(~uint32_t{0} << (8 * (width % 4)));
-  }
-  std::vector<uint32_t> chunks;  // base 10^9 digits, least significant first
-  while (true) {
-    bool zero = true;
-    uint64_t remainder = 0;
-    for (size_t i = limbs.size(); i-- > 0;) {
-      const uint64_t cur = (remainder << 32) | limbs[i];
-      limbs[i] = static_cast<uint32_t>(cur / 1000000000u);
-      remainder = cur % 1000000000u;
-      zero = zero && limbs[i] == 0;
-    }
-    chunks.push_back(static_cast<uint32_t>(remainder));
-    if (zero) break;
-  }
-  if (negative) out->push_back('-');
-  absl::StrAppend(out, chunks.back());
-  for (size_t i = chunks.size() - 1; i-- > 0;) absl::StrAppendFormat(out, "%09u", chunks[i]);
+  text::AppendWideInteger(bytes, width, is_signed, out);
 }
 
-namespace {
-
-template <typename F>
-void AppendShortest(F v, std::string* out) {
-  if (std::isnan(v)) {
-    out->append(std::signbit(v) ? "-nan" : "nan");
-    return;
-  }
-  if (std::isinf(v)) {
-    out->append(v < 0 ? "-inf" : "inf");
-    return;
-  }
-  if (v == 0) {
-    out->append(std::signbit(v) ? "-0" : "0");
-    return;
-  }
-  // Shortest round-trip significand and exponent, then ClickHouse's layout: positional for
-  // decimal exponents in [-6, 21), otherwise `<d>[.<ddd>]e<exp>`.
-  char buf[64];
-  const auto result = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
-  std::string_view text(buf, static_cast<size_t>(result.ptr - buf));
-  if (text.front() == '-') {
-    out->push_back('-');
-    text.remove_prefix(1);
-  }
-  const size_t e = text.find('e');
-  std::string digits;
-  for (char c : text.substr(0, e)) {
-    if (c != '.') digits.push_back(c);
-  }
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-  int exponent = 0;
-  std::string_view exp_text = text.substr(e + 1);
-  if (!exp_text.empty() && exp_text.front() == '+') exp_text.remove_prefix(1);
-  std::from_chars(exp_text.data(), exp_text.data() + exp_text.size(), exponent);
-  const int n = static_cast<int>(digits.size());
-  if (exponent >= -6 && exponent < 21) {
-    if (exponent < 0) {
-      out->append("0.");
-      out->append(static_cast<size_t>(-exponent - 1), '0');
-      out->append(digits);
-    } else if (exponent + 1 >= n) {
-      out->append(digits);
-      out->append(static_cast<size_t>(exponent + 1 - n), '0');
-    } else {
-      out->append(digits, 0, static_cast<size_t>(exponent + 1));
-      out->push_back('.');
-      out->append(digits, static_cast<size_t>(exponent + 1), std::string::npos);
-    }
-    return;
-  }
-  out->push_back(digits[0]);
-  if (n > 1) {
-    out->push_back('.');
-    out->append(digits, 1, std::string::npos);
-  }
-  absl::StrAppend(out, "e", exponent);
-}
-
-}  // namespace
-
-void AppendShortestDouble(double v, std::string* out) { AppendShortest(v, out); }
-void AppendShortestFloat(float v, std::string* out) { AppendShortest(v, out); }
+void AppendShortestDouble(double v, std::string* out) { text::AppendFloat(v, out); }
+void AppendShortestFloat(float v, std::string* out) { text::AppendFloat(v, out); }
 
 }  // namespace chgate::client

@@ -31,6 +31,8 @@ enum class TypeKind {
   kDate32,       // Int32 days
   kDateTime,     // UInt32 seconds, time_zone optional
   kDateTime64,   // Int64 ticks of 10^-scale s, time_zone optional
+  kTime,         // Int32 seconds, -999:59:59 .. 999:59:59
+  kTime64,       // Int64 ticks of 10^-scale s, same range
   kEnum,         // Int8 (Enum8) or Int16 (Enum16) values, names in enum_values
   kUuid,         // 16 bytes, RFC 4122 order
   kIpv4,         // UInt32

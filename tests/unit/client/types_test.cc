@@ -2,6 +2,7 @@
 // the errors for malformed or unsupported text.
 #include "client/sdk/types.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace chgate::client {
@@ -160,6 +161,27 @@ TEST(ParseColumnTypeTest, ResolvesAliases) {
   EXPECT_EQ(Parse("MultiPolygon").elements[0].elements[0].kind, TypeKind::kArray);
 }
 
+TEST(ParseColumnTypeTest, SharedFactsDescribeNestedTimeAndEnumsWithoutValues) {
+  ColumnType nested = Parse("Nested(a UInt8, b String)");
+  ASSERT_EQ(nested.kind, TypeKind::kArray);
+  ASSERT_EQ(nested.elements[0].kind, TypeKind::kTuple);
+  EXPECT_THAT(nested.elements[0].element_names, ::testing::ElementsAre("a", "b"));
+  ColumnType time = Parse("Time");
+  EXPECT_EQ(time.kind, TypeKind::kTime);
+  EXPECT_EQ(time.width_bytes, 4u);
+  ColumnType time64 = Parse("Time64(3)");
+  EXPECT_EQ(time64.kind, TypeKind::kTime64);
+  EXPECT_EQ(time64.scale, 3);
+  ColumnType e = Parse("Enum('a', 'b')");
+  EXPECT_EQ(e.width_bytes, 1u);
+  EXPECT_THAT(e.enum_values,
+              ::testing::ElementsAre(::testing::Pair("a", 1), ::testing::Pair("b", 2)));
+  EXPECT_EQ(Parse("Enum('a' = 1000)").width_bytes, 2u);
+  EXPECT_EQ(Parse("SimpleAggregateFunction(sum, UInt64)").kind, TypeKind::kUInt);
+  EXPECT_FALSE(ParseColumnType("Time64(10)").ok());
+  EXPECT_FALSE(ParseColumnType("Enum8('a' = 1, 'a' = 2)").ok());
+}
+
 TEST(ParseColumnTypeTest, RejectsMalformedAndUnsupportedText) {
   for (const char* bad : {"", "Array(", "Array(UInt8", "Map(String)", "FixedString(0)",
                           "UInt8 junk", "Tuple(a)", "Enum8('a' 1)", "DateTime(UTC)"}) {
@@ -169,7 +191,7 @@ TEST(ParseColumnTypeTest, RejectsMalformedAndUnsupportedText) {
   EXPECT_EQ(ParseColumnType("Array(Array(Array(").status().code(),
             absl::StatusCode::kInvalidArgument);
   for (const char* unsupported : {"AggregateFunction(uniq, UInt64)", "Object('json')", "JSON",
-                                  "Variant(UInt8, String)", "Dynamic", "Nested(a UInt8)"}) {
+                                  "Variant(UInt8, String)", "Dynamic"}) {
     EXPECT_EQ(ParseColumnType(unsupported).status().code(), absl::StatusCode::kUnimplemented)
         << unsupported;
   }
