@@ -29,9 +29,8 @@ absl::Status ReadBinaryType(ReadBuffer& in, int depth, TypeAst* type) {
   uint8_t code = 0;
   RETURN_IF_ERROR(in.ReadFixed(&code));
   static constexpr const char* kSimple[] = {
-      nullptr,   "UInt8",   "UInt16",  "UInt32", "UInt64", "UInt128", "UInt256",
-      "Int8",    "Int16",   "Int32",   "Int64",  "Int128", "Int256",  "Float32",
-      "Float64", "Date",    "Date32",  "DateTime"};
+      nullptr, "UInt8", "UInt16", "UInt32", "UInt64",  "UInt128", "UInt256", "Int8",   "Int16",
+      "Int32", "Int64", "Int128", "Int256", "Float32", "Float64", "Date",    "Date32", "DateTime"};
   *type = TypeAst{};
   if (code >= 0x01 && code <= 0x11) {
     type->name = kSimple[code];
@@ -224,8 +223,8 @@ absl::StatusOr<size_t> ColumnDynamic::AddType(std::string_view type_name) {
   if (size_t i = Find(name); i != names_.size()) return i;
   RETURN_IF_ERROR(CheckVariantAlternative(ast));
   if (static_cast<int64_t>(names_.size()) - 1 >= max_types_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        Column::type_name(), " already holds ", max_types_, " types; cannot add ", name));
+    return absl::ResourceExhaustedError(absl::StrCat(Column::type_name(), " already holds ",
+                                                     max_types_, " types; cannot add ", name));
   }
   return Insert(name);
 }
@@ -262,8 +261,8 @@ absl::Status ColumnDynamic::LoadPrefix(ReadBuffer& in) {
   uint64_t version = 0;
   RETURN_IF_ERROR(in.ReadFixed(&version));
   if (version == kVersionFlattened || version == kVersionV3) {
-    return absl::UnimplementedError(absl::StrCat(
-        "Dynamic serialization version ", version, " is not supported (only V1 and V2)"));
+    return absl::UnimplementedError(absl::StrCat("Dynamic serialization version ", version,
+                                                 " is not supported (only V1 and V2)"));
   }
   if (version != kVersionV1 && version != kVersionV2) {
     return absl::DataLossError(absl::StrCat("unknown Dynamic serialization version ", version));
@@ -297,8 +296,8 @@ absl::Status ColumnDynamic::LoadBody(ReadBuffer& in, size_t rows) {
   for (size_t i = 0; i < shared_values.Size(); ++i) {
     absl::StatusOr<ColumnPtr> value = DecodeBinaryValue(shared_values.At(i));
     if (!value.ok()) {
-      return absl::Status(value.status().code(), absl::StrCat("Dynamic shared variant value: ",
-                                                              value.status().message()));
+      return absl::Status(value.status().code(),
+                          absl::StrCat("Dynamic shared variant value: ", value.status().message()));
     }
   }
   if (variant_->Size() == 0) {

@@ -458,8 +458,8 @@ absl::Status ColumnJson::LoadPrefix(ReadBuffer& in) {
   shared_ = nullptr;
   if (version_ == kVersionString) return absl::OkStatus();
   if (version_ == kVersionFlattened || version_ == kVersionV3) {
-    return absl::UnimplementedError(absl::StrCat(
-        "JSON serialization version ", version_, " is not supported (only V1, V2 and STRING)"));
+    return absl::UnimplementedError(absl::StrCat("JSON serialization version ", version_,
+                                                 " is not supported (only V1, V2 and STRING)"));
   }
   if (version_ != kVersionV1 && version_ != kVersionV2) {
     return absl::DataLossError(absl::StrCat("unknown JSON serialization version ", version_));
@@ -474,9 +474,9 @@ absl::Status ColumnJson::LoadPrefix(ReadBuffer& in) {
   for (uint64_t i = 0; i < count; ++i) {
     std::string path;
     RETURN_IF_ERROR(in.ReadString(&path, kMaxPathSize));
-    dynamic_paths_.emplace_back(std::move(path), std::make_shared<ColumnDynamic>(
-                                                     "Dynamic", dynamic_type,
-                                                     params_.max_dynamic_types));
+    dynamic_paths_.emplace_back(
+        std::move(path),
+        std::make_shared<ColumnDynamic>("Dynamic", dynamic_type, params_.max_dynamic_types));
   }
   for (auto& [path, column] : params_.typed_paths) {
     column->Clear();
@@ -488,10 +488,9 @@ absl::Status ColumnJson::LoadPrefix(ReadBuffer& in) {
   const TypeAst pair_type{.name = "Tuple", .args = {string_type, string_type}};
   shared_ = std::make_shared<ColumnArray>(
       "Array(Tuple(String, String))", TypeAst{.name = "Array", .args = {pair_type}},
-      std::make_shared<ColumnTuple>(
-          "Tuple(String, String)", pair_type,
-          std::vector<ColumnPtr>{std::make_shared<ColumnString>(),
-                                 std::make_shared<ColumnString>()}));
+      std::make_shared<ColumnTuple>("Tuple(String, String)", pair_type,
+                                    std::vector<ColumnPtr>{std::make_shared<ColumnString>(),
+                                                           std::make_shared<ColumnString>()}));
   return absl::OkStatus();
 }
 
@@ -504,7 +503,8 @@ absl::Status ColumnJson::LoadBody(ReadBuffer& in, size_t rows) {
   for (auto& [path, column] : params_.typed_paths) RETURN_IF_ERROR(column->LoadBody(in, rows));
   for (auto& [path, column] : dynamic_paths_) RETURN_IF_ERROR(column->LoadBody(in, rows));
   RETURN_IF_ERROR(shared_->LoadBody(in, rows));
-  const auto& pairs = static_cast<const ColumnTuple&>(*static_cast<ColumnArray&>(*shared_).nested());
+  const auto& pairs =
+      static_cast<const ColumnTuple&>(*static_cast<ColumnArray&>(*shared_).nested());
   const auto& values = static_cast<const ColumnString&>(*pairs.element(1));
   for (size_t i = 0; i < values.Size(); ++i) {
     absl::StatusOr<ColumnPtr> value = DecodeBinaryValue(values.At(i));

@@ -118,8 +118,8 @@ absl::Status ColumnVariant::ReadDiscriminators(ReadBuffer& in, size_t rows) {
     RETURN_IF_ERROR(in.ReadVarUInt(&granule));
     RETURN_IF_ERROR(in.ReadFixed(&format));
     if (granule == 0 || granule > rows - read) {
-      return absl::DataLossError(absl::StrCat("Variant granule of ", granule, " rows where ",
-                                              rows - read, " remain"));
+      return absl::DataLossError(
+          absl::StrCat("Variant granule of ", granule, " rows where ", rows - read, " remain"));
     }
     const size_t n = static_cast<size_t>(granule);
     if (format == kGranuleCompact) {
