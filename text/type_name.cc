@@ -98,7 +98,7 @@ class Parser {
     return absl::OkStatus();
   }
 
-  absl::Status ParseArg(TypeAst* arg, int depth) {
+  absl::Status ParseArg(TypeAst* arg, int depth, bool in_json) {
     SkipSpaces();
     if (pos_ >= text_.size()) return Error("unexpected end");
     char c = text_[pos_];
@@ -119,12 +119,24 @@ class Parser {
       arg->kind = TypeAst::Kind::kNumber;
       return ParseNumber(&arg->number);
     }
-    // A type, or `name Type` (named tuple element).
+    // A type, `name Type` (named tuple element or JSON typed path), `name=number` (a type
+    // setting), or JSON's `SKIP path` / `SKIP REGEXP 'regexp'`.
     size_t save = pos_;
+    const bool quoted = c == '`' || c == '"';
     std::string first;
     if (absl::Status st = ParseIdentifier(&first); !st.ok()) return st;
     size_t after = pos_;
     SkipSpaces();
+    if (!quoted && pos_ < text_.size() && text_[pos_] == '=') {
+      ++pos_;
+      arg->kind = TypeAst::Kind::kSetting;
+      arg->name = std::move(first);
+      return ParseNumber(&arg->number);
+    }
+    if (in_json && !quoted && EqualsIgnoringCase(first, "SKIP") && pos_ > after &&
+        pos_ < text_.size()) {
+      return ParseSkip(arg);
+    }
     if (pos_ < text_.size() && pos_ > after && (IsIdentStart(text_[pos_]) || text_[pos_] == '`')) {
       if (absl::Status st = ParseType(arg, depth + 1); !st.ok()) return st;
       arg->element_name = std::move(first);
@@ -132,6 +144,29 @@ class Parser {
     }
     pos_ = save;
     return ParseType(arg, depth + 1);
+  }
+
+  static bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (std::toupper(static_cast<unsigned char>(a[i])) != b[i]) return false;
+    }
+    return true;
+  }
+
+  // After the SKIP keyword: `REGEXP 'regexp'` or a path.
+  absl::Status ParseSkip(TypeAst* arg) {
+    const size_t save = pos_;
+    const bool quoted = text_[pos_] == '`' || text_[pos_] == '"';
+    std::string word;
+    if (absl::Status st = ParseIdentifier(&word); !st.ok()) return st;
+    if (!quoted && EqualsIgnoringCase(word, "REGEXP") && Peek('\'')) {
+      arg->kind = TypeAst::Kind::kSkipRegexp;
+      return ParseQuoted(&arg->name);
+    }
+    pos_ = save;
+    arg->kind = TypeAst::Kind::kSkip;
+    return ParseIdentifier(&arg->name);
   }
 
   absl::Status ParseType(TypeAst* type, int depth) {
@@ -146,7 +181,7 @@ class Parser {
     }
     while (true) {
       TypeAst arg;
-      if (absl::Status st = ParseArg(&arg, depth); !st.ok()) return st;
+      if (absl::Status st = ParseArg(&arg, depth, type->name == "JSON"); !st.ok()) return st;
       type->args.push_back(std::move(arg));
       if (Peek(',')) {
         ++pos_;
@@ -193,6 +228,17 @@ void FormatInto(const TypeAst& t, std::string* out) {
     case TypeAst::Kind::kEnumEntry:
       AppendQuoted(t.name, out);
       absl::StrAppend(out, " = ", t.number);
+      return;
+    case TypeAst::Kind::kSetting:
+      absl::StrAppend(out, t.name, "=", t.number);
+      return;
+    case TypeAst::Kind::kSkip:
+      out->append("SKIP ");
+      AppendName(t.name, /*element=*/true, out);
+      return;
+    case TypeAst::Kind::kSkipRegexp:
+      out->append("SKIP REGEXP ");
+      AppendQuoted(t.name, out);
       return;
     case TypeAst::Kind::kType:
       break;

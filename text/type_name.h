@@ -1,6 +1,7 @@
 // Parses ClickHouse type names as the server prints them (e.g. `Nullable(DateTime('UTC'))`,
-// `Enum8('a\'b' = 1, 'c' = -2)`, `Tuple(a UInt8, b Array(String))`, `Decimal(18, 4)`) into a
-// small tree, and prints a tree back in the server's canonical spelling.
+// `Enum8('a\'b' = 1, 'c' = -2)`, `Tuple(a UInt8, b Array(String))`, `Decimal(18, 4)`,
+// `Dynamic(max_types=8)`, `JSON(max_dynamic_paths=10, `a.b` UInt32, SKIP c, SKIP REGEXP 'x.*')`)
+// into a small tree, and prints a tree back in the server's canonical spelling.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +15,13 @@ namespace chgate::text {
 
 struct TypeAst {
   enum class Kind {
-    kType,       // `name` with optional `args`; `element_name` set for named tuple elements
-    kNumber,     // a literal integer in `number`
-    kString,     // a quoted literal, unescaped, in `name`
-    kEnumEntry,  // `'name' = number` inside Enum8/Enum16
+    kType,        // `name` with optional `args`; `element_name` set for named tuple elements
+    kNumber,      // a literal integer in `number`
+    kString,      // a quoted literal, unescaped, in `name`
+    kEnumEntry,   // `'name' = number` inside Enum8/Enum16
+    kSetting,     // `name=number` (Dynamic's max_types, JSON's max_dynamic_paths/types)
+    kSkip,        // `SKIP path` inside JSON: the path in `name`
+    kSkipRegexp,  // `SKIP REGEXP 'regexp'` inside JSON: the regexp, unescaped, in `name`
   };
   Kind kind = Kind::kType;
   std::string name;

@@ -1,12 +1,17 @@
 #include "server/clickhouse/columns/factory.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/array.h"
+#include "server/clickhouse/columns/dynamic.h"
 #include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/json.h"
 #include "server/clickhouse/columns/low_cardinality.h"
 #include "server/clickhouse/columns/nullable.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
+#include "server/clickhouse/columns/variant.h"
 #include "server/common/status_macros.h"
 
 namespace chgate::clickhouse {
@@ -17,7 +22,112 @@ absl::Status Bad(const TypeAst& type, std::string_view why) {
       absl::StrCat("bad type ", FormatTypeName(type), ": ", std::string(why)));
 }
 
+// Types ClickHouse never wraps in Nullable or LowCardinality.
+bool CannotBeWrapped(const Column& column) {
+  const ColumnKind kind = column.kind();
+  return kind == ColumnKind::kVariant || kind == ColumnKind::kDynamic || kind == ColumnKind::kJson;
+}
+
+// Variant(T1, ..., Tn): alternatives sorted by type name, duplicates and Nothing dropped.
+absl::StatusOr<ColumnPtr> MakeVariant(const TypeAst& type) {
+  if (type.args.empty()) return Bad(type, "needs at least one type");
+  std::vector<TypeAst> args;
+  for (TypeAst arg : type.args) {
+    if (arg.kind != TypeAst::Kind::kType) return Bad(type, "arguments must be types");
+    arg.element_name.clear();
+    RETURN_IF_ERROR(CheckVariantAlternative(arg));
+    if (arg.name == "Nothing" && arg.args.empty()) continue;
+    args.push_back(std::move(arg));
+  }
+  std::sort(args.begin(), args.end(), [](const TypeAst& a, const TypeAst& b) {
+    return FormatTypeName(a) < FormatTypeName(b);
+  });
+  args.erase(std::unique(args.begin(), args.end(),
+                         [](const TypeAst& a, const TypeAst& b) {
+                           return FormatTypeName(a) == FormatTypeName(b);
+                         }),
+             args.end());
+  if (args.empty()) return Bad(type, "needs at least one type besides Nothing");
+  if (args.size() > ColumnVariant::kMaxAlternatives) return Bad(type, "too many types");
+  std::vector<ColumnPtr> alternatives;
+  for (const TypeAst& arg : args) {
+    ASSIGN_OR_RETURN(ColumnPtr alternative, CreateColumn(arg));
+    alternatives.push_back(std::move(alternative));
+  }
+  TypeAst canonical{.name = "Variant", .args = std::move(args)};
+  std::string name = FormatTypeName(canonical);
+  return std::make_shared<ColumnVariant>(std::move(name), std::move(canonical),
+                                         std::move(alternatives));
+}
+
+// Dynamic or Dynamic(max_types=N).
+absl::StatusOr<ColumnPtr> MakeDynamic(const TypeAst& type, const std::string& name) {
+  int64_t max_types = ColumnDynamic::kDefaultMaxTypes;
+  for (const TypeAst& arg : type.args) {
+    if (arg.kind != TypeAst::Kind::kSetting || arg.name != "max_types") {
+      return Bad(type, "takes only max_types=N");
+    }
+    if (arg.number < 0 || arg.number > 254) return Bad(type, "max_types must be in [0, 254]");
+    max_types = arg.number;
+  }
+  return std::make_shared<ColumnDynamic>(name, type, max_types);
+}
+
+// JSON(max_dynamic_paths=N, max_dynamic_types=M, path Type, ..., SKIP path, SKIP REGEXP 're').
+absl::StatusOr<ColumnPtr> MakeJson(const TypeAst& type, const std::string& name) {
+  JsonParams params;
+  for (const TypeAst& arg : type.args) {
+    switch (arg.kind) {
+      case TypeAst::Kind::kSetting:
+        if (arg.name == "max_dynamic_paths") {
+          if (arg.number < 0) return Bad(type, "max_dynamic_paths must not be negative");
+          params.max_dynamic_paths = arg.number;
+        } else if (arg.name == "max_dynamic_types") {
+          if (arg.number < 0 || arg.number > 254) {
+            return Bad(type, "max_dynamic_types must be in [0, 254]");
+          }
+          params.max_dynamic_types = arg.number;
+        } else {
+          return Bad(type, absl::StrCat("unknown parameter ", arg.name));
+        }
+        break;
+      case TypeAst::Kind::kType: {
+        if (arg.element_name.empty()) return Bad(type, "a typed path needs a path and a type");
+        for (const auto& [path, column] : params.typed_paths) {
+          if (path == arg.element_name) return Bad(type, "a path is typed twice");
+        }
+        ASSIGN_OR_RETURN(ColumnPtr column, CreateColumn(arg));
+        params.typed_paths.emplace_back(arg.element_name, std::move(column));
+        break;
+      }
+      case TypeAst::Kind::kSkip:
+        params.skip_paths.push_back(arg.name);
+        break;
+      case TypeAst::Kind::kSkipRegexp:
+        params.skip_regexps.push_back(arg.name);
+        break;
+      case TypeAst::Kind::kNumber:
+      case TypeAst::Kind::kString:
+      case TypeAst::Kind::kEnumEntry:
+        return Bad(type, "unexpected argument");
+    }
+  }
+  std::sort(params.typed_paths.begin(), params.typed_paths.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return std::make_shared<ColumnJson>(name, type, std::move(params));
+}
+
 }  // namespace
+
+absl::Status CheckVariantAlternative(const TypeAst& type) {
+  if (type.kind != TypeAst::Kind::kType) return Bad(type, "expected a type");
+  const bool lc_nullable =
+      type.name == "LowCardinality" && type.args.size() == 1 && type.args[0].name == "Nullable";
+  if (type.name == "Nullable" || lc_nullable || type.name == "Variant" || type.name == "Dynamic") {
+    return Bad(type, "not allowed inside Variant or Dynamic");
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<ColumnPtr> CreateColumn(std::string_view type_name) {
   ASSIGN_OR_RETURN(TypeAst type, ParseTypeName(type_name));
@@ -44,7 +154,8 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
   if (family == "Nullable") {
     if (type.args.size() != 1) return Bad(type, "needs one type");
     ASSIGN_OR_RETURN(ColumnPtr nested, CreateColumn(type.args[0]));
-    if (dynamic_cast<ColumnNullable*>(nested.get()) != nullptr) return Bad(type, "nested Nullable");
+    if (nested->kind() == ColumnKind::kNullable) return Bad(type, "nested Nullable");
+    if (CannotBeWrapped(*nested)) return Bad(type, "Variant, Dynamic and JSON cannot be Nullable");
     return std::make_shared<ColumnNullable>(name, type, std::move(nested));
   }
   if (family == "Array") {
@@ -79,8 +190,14 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
       inner = &inner->args[0];
     }
     ASSIGN_OR_RETURN(ColumnPtr dictionary, CreateColumn(*inner));
+    if (CannotBeWrapped(*dictionary)) {
+      return Bad(type, "Variant, Dynamic and JSON cannot be LowCardinality");
+    }
     return std::make_shared<ColumnLowCardinality>(name, type, std::move(dictionary), nullable);
   }
+  if (family == "Variant") return MakeVariant(type);
+  if (family == "Dynamic") return MakeDynamic(type, name);
+  if (family == "JSON") return MakeJson(type, name);
   if (family == "SimpleAggregateFunction" && type.args.size() == 2) {
     return CreateColumn(type.args[1]);
   }

@@ -14,4 +14,8 @@ namespace chgate::clickhouse {
 absl::StatusOr<ColumnPtr> CreateColumn(std::string_view type_name);
 absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& type);
 
+// Whether `type` may be an alternative of Variant (or a type of Dynamic): ClickHouse refuses
+// Nullable, LowCardinality(Nullable(...)), Variant and Dynamic there. Returns InvalidArgument.
+absl::Status CheckVariantAlternative(const TypeAst& type);
+
 }  // namespace chgate::clickhouse

@@ -236,5 +236,44 @@ TEST(TypeAstTest, AppendQuotedEscapesQuotesBackslashesAndControls) {
   EXPECT_EQ(out, R"('a\'b\\c\n\t\0d')");
 }
 
+TEST(TypeAstTest, DynamicAndJsonParametersRoundTrip) {
+  for (const char* text :
+       {"Dynamic", "Dynamic(max_types=8)", "Variant(String, UInt64)", "JSON",
+        "JSON(max_dynamic_types=8, max_dynamic_paths=10)",
+        "JSON(`a.b` UInt32, `c d` Array(String), SKIP `x.y`, SKIP z, SKIP REGEXP 'p\\\\..*')",
+        "Array(JSON(max_dynamic_paths=4, max_dynamic_types=2))"}) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<TypeAst> t = ParseTypeName(text);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(FormatTypeName(*t), text);
+  }
+  absl::StatusOr<TypeAst> t =
+      ParseTypeName("JSON(max_dynamic_paths = 3, a.b UInt8, skip `c`, SKIP regexp 'r')");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->args.size(), 4u);
+  EXPECT_EQ(t->args[0].kind, TypeAst::Kind::kSetting);
+  EXPECT_EQ(t->args[0].name, "max_dynamic_paths");
+  EXPECT_EQ(t->args[0].number, 3);
+  EXPECT_EQ(t->args[1].element_name, "a.b");
+  EXPECT_EQ(t->args[1].name, "UInt8");
+  EXPECT_EQ(t->args[2].kind, TypeAst::Kind::kSkip);
+  EXPECT_EQ(t->args[2].name, "c");
+  EXPECT_EQ(t->args[3].kind, TypeAst::Kind::kSkipRegexp);
+  EXPECT_EQ(t->args[3].name, "r");
+  EXPECT_EQ(FormatTypeName(*t), "JSON(max_dynamic_paths=3, `a.b` UInt8, SKIP c, SKIP REGEXP 'r')");
+  // A quoted `SKIP` is a typed path; SKIP is a keyword only inside JSON.
+  t = ParseTypeName("JSON(`SKIP` UInt8)");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->args[0].kind, TypeAst::Kind::kType);
+  EXPECT_EQ(t->args[0].element_name, "SKIP");
+  t = ParseTypeName("Tuple(SKIP UInt8)");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->args[0].element_name, "SKIP");
+  for (const char* bad : {"Dynamic(max_types=)", "Dynamic(max_types=x)", "JSON(SKIP REGEXP x)",
+                          "JSON(SKIP )", "JSON(`a`=3)"}) {
+    EXPECT_FALSE(ParseTypeName(bad).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace chgate::text
