@@ -13,14 +13,18 @@
 #include <system_error>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
 #include "server/clickhouse/columns/array.h"
+#include "server/clickhouse/columns/dynamic.h"
 #include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/json.h"
 #include "server/clickhouse/columns/low_cardinality.h"
 #include "server/clickhouse/columns/nullable.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
+#include "server/clickhouse/columns/variant.h"
 #include "server/common/status_macros.h"
 #include "text/type_facts.h"
 #include "text/value_parse.h"
@@ -103,6 +107,9 @@ enum class Op : uint8_t {
   kMap,
   kTuple,
   kLowCardinality,
+  kVariant,  // children: the alternatives, in type order
+  kDynamic,  // types are added per value: no children in the plan
+  kJson,
 };
 
 // How a LowCardinality column takes values.
@@ -243,6 +250,8 @@ Column* ChildColumn(const Node& node, size_t i) {
       return static_cast<ColumnTuple*>(node.column)->element(i).get();
     case Op::kLowCardinality:
       return static_cast<ColumnLowCardinality*>(node.column)->dictionary().get();
+    case Op::kVariant:
+      return static_cast<clickhouse::ColumnVariant*>(node.column)->alternative(i).get();
     default:
       CHGATE_CHECK(false);
       return nullptr;
@@ -298,11 +307,20 @@ absl::Status PlanNode(Column* column, const ConvertOptions& options, Nodes* node
       break;
     }
     case clickhouse::ColumnKind::kVariant:
+      node.op = Op::kVariant;
+      node.child_count = static_cast<uint32_t>(
+          static_cast<clickhouse::ColumnVariant*>(column)->alternative_count());
+      break;
     case clickhouse::ColumnKind::kDynamic:
+      node.op = Op::kDynamic;
+      break;
     case clickhouse::ColumnKind::kJson:
+      node.op = Op::kJson;
+      break;
     case clickhouse::ColumnKind::kAggregateState:
-      return absl::UnimplementedError(
-          absl::StrCat("values cannot be converted to ", column->type_name()));
+      return absl::UnimplementedError(absl::StrCat(
+          "values cannot be converted to ", column->type_name(),
+          " (aggregate function states are opaque: insert them with INSERT ... SELECT in SQL)"));
   }
   node.first_child = static_cast<uint32_t>(nodes->size());
   nodes->resize(nodes->size() + node.child_count);
@@ -391,6 +409,10 @@ class Converter {
 
   bool Append(const Node& node, ValueRef value);
 
+  // Why the last Append failed, and where inside the column ("[2].b").
+  const std::string& reason() const { return reason_; }
+  const std::string& path() const { return path_; }
+
   // The InvalidValue status for the last failed Append.
   absl::Status Error(std::optional<uint64_t> row, std::string_view column, std::string_view type,
                      std::string_view path_prefix) const;
@@ -423,6 +445,9 @@ class Converter {
   bool AppendMap(const Node& node, ValueRef value);
   bool AppendTuple(const Node& node, ValueRef value);
   bool AppendLowCardinality(const Node& node, ValueRef value);
+  bool AppendVariant(const Node& node, ValueRef value);
+  bool AppendDynamic(const Node& node, ValueRef value);
+  bool AppendJson(const Node& node, ValueRef value);
 
   const Node* nodes_;
   const ConvertOptions& options_;
@@ -492,6 +517,12 @@ bool Converter::Append(const Node& node, ValueRef value) {
       return AppendTuple(node, value);
     case Op::kLowCardinality:
       return AppendLowCardinality(node, value);
+    case Op::kVariant:
+      return AppendVariant(node, value);
+    case Op::kDynamic:
+      return AppendDynamic(node, value);
+    case Op::kJson:
+      return AppendJson(node, value);
   }
   return Unaccepted(node, value);
 }
@@ -508,6 +539,8 @@ bool Converter::AppendNull(const Node& node, ValueRef value) {
       }
       break;
     case Op::kNothing:  // Nothing's only value is NULL
+    case Op::kVariant:  // Variant and Dynamic hold NULL without Nullable
+    case Op::kDynamic:
       node.column->AppendDefault();
       return true;
     default:
@@ -539,7 +572,7 @@ bool Converter::Unaccepted(const Node& node, ValueRef value) {
                                 : "ticks as int64/uint64, or '[-]hh:mm:ss[.fff]' text";
       break;
     case Op::kBool:
-      accepts = "bool, or int64/uint64 0 or 1";
+      accepts = "bool, int64/uint64 0 or 1, or text true/false";
       break;
     case Op::kString:
       accepts = "string or bytes";
@@ -588,6 +621,17 @@ bool Converter::Unaccepted(const Node& node, ValueRef value) {
     case Op::kNullable:
     case Op::kLowCardinality:
       return Unaccepted(nodes_[node.first_child], value);
+    case Op::kVariant:
+      accepts = "null or a value one of its types takes";
+      break;
+    case Op::kDynamic:
+      accepts =
+          "null, bool, int64, uint64, double, string, bytes, timestamp, or arrays, tuples "
+          "and maps of them";
+      break;
+    case Op::kJson:
+      accepts = "a JSON object as string";
+      break;
   }
   return Fail(value, absl::StrCat(node.column->type_name(), " takes ", accepts));
 }
@@ -772,6 +816,13 @@ bool Converter::AppendBool(const Node& node, ValueRef value) {
       b = static_cast<uint8_t>(u);
       break;
     }
+    case ValueKind::kString:
+      // ClickHouse's text of a Bool.
+      if (value.bytes_value() != "true" && value.bytes_value() != "false") {
+        return Fail(value, "Bool text is true or false");
+      }
+      b = value.bytes_value() == "true" ? 1 : 0;
+      break;
     default:
       return Unaccepted(node, value);
   }
@@ -1179,6 +1230,169 @@ bool Converter::AppendLowCardinality(const Node& node, ValueRef value) {
   return true;
 }
 
+// The first alternative, in type order, that takes the value; text tries String alternatives
+// first and the others after, other values try String alternatives last, so "123" into
+// Variant(String, UInt64) stays a String and 123 becomes a UInt64.
+bool Converter::AppendVariant(const Node& node, ValueRef value) {
+  auto& variant = *static_cast<clickhouse::ColumnVariant*>(node.column);
+  const bool text = IsText(value.kind()) && !options_.text_is_literal;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t i = 0; i < node.child_count; ++i) {
+      const Node& child = nodes_[node.first_child + i];
+      const bool is_string = child.op == Op::kString;
+      if (is_string != (text == (pass == 0))) continue;
+      const size_t before = child.column->Size();
+      if (Append(child, value)) {
+        variant.AppendAlternative(i);
+        return true;
+      }
+      child.column->Truncate(before);
+    }
+  }
+  value_.reset();
+  reason_.clear();
+  path_.clear();
+  return Unaccepted(node, value);
+}
+
+namespace {
+
+// The ClickHouse type a Dynamic column stores a value as (the type ClickHouse infers for the
+// corresponding literal): Bool, Int64, UInt64, Float64, String, DateTime64(9, 'UTC'), and
+// Array/Tuple/Map of those. Empty arrays are Array(Nothing); NULL elements make the element type
+// Nullable.
+std::optional<std::string> DynamicTypeOf(ValueRef value, int depth = 0) {
+  if (depth > 32) return std::nullopt;
+  switch (value.kind()) {
+    case ValueKind::kBool:
+      return "Bool";
+    case ValueKind::kInt64:
+      return "Int64";
+    case ValueKind::kUInt64:
+      return "UInt64";
+    case ValueKind::kDouble:
+      return "Float64";
+    case ValueKind::kString:
+    case ValueKind::kBytes:
+      return "String";
+    case ValueKind::kTimestamp:
+      return "DateTime64(9, 'UTC')";
+    case ValueKind::kArray: {
+      std::optional<std::string> element;
+      bool has_null = false;
+      for (size_t i = 0; i < value.size(); ++i) {
+        const ValueRef e = value.element(i);
+        if (e.kind() == ValueKind::kNull) {
+          has_null = true;
+          continue;
+        }
+        std::optional<std::string> t = DynamicTypeOf(e, depth + 1);
+        if (!t.has_value() || (element.has_value() && *element != *t)) return std::nullopt;
+        element = std::move(t);
+      }
+      if (!element.has_value()) return has_null ? "Array(Nullable(Nothing))" : "Array(Nothing)";
+      if (has_null) {
+        if (absl::StartsWith(*element, "Array(") || absl::StartsWith(*element, "Tuple(") ||
+            absl::StartsWith(*element, "Map(")) {
+          return std::nullopt;
+        }
+        return absl::StrCat("Array(Nullable(", *element, "))");
+      }
+      return absl::StrCat("Array(", *element, ")");
+    }
+    case ValueKind::kTuple: {
+      std::string t = "Tuple(";
+      for (size_t i = 0; i < value.size(); ++i) {
+        std::optional<std::string> e = DynamicTypeOf(value.element(i), depth + 1);
+        if (!e.has_value()) return std::nullopt;
+        absl::StrAppend(&t, i > 0 ? ", " : "", *e);
+      }
+      if (value.size() == 0) return std::nullopt;
+      t.push_back(')');
+      return t;
+    }
+    case ValueKind::kMap: {
+      std::optional<std::string> key, mapped;
+      for (size_t i = 0; i < value.size(); ++i) {
+        std::optional<std::string> k = DynamicTypeOf(value.map_key(i), depth + 1);
+        std::optional<std::string> v = DynamicTypeOf(value.map_value(i), depth + 1);
+        if (!k.has_value() || !v.has_value() ||
+            (key.has_value() && (*key != *k || *mapped != *v))) {
+          return std::nullopt;
+        }
+        key = std::move(k);
+        mapped = std::move(v);
+      }
+      if (!key.has_value()) return std::nullopt;
+      return absl::StrCat("Map(", *key, ", ", *mapped, ")");
+    }
+    case ValueKind::kUnset:
+    case ValueKind::kNull:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The type ClickHouse infers for a Dynamic value given as text: Bool for true/false, Int64 or
+// UInt64 for integers, Float64 for other numbers, else String.
+std::string TextTypeOf(std::string_view text) {
+  if (text == "true" || text == "false") return "Bool";
+  bool negative = false;
+  U256 magnitude;
+  if (ParseIntegerText(text, &negative, &magnitude) == Parse::kOk) {
+    if (magnitude.w[1] == 0 && magnitude.w[2] == 0 && magnitude.w[3] == 0) {
+      if (negative ? magnitude.w[0] <= (uint64_t{1} << 63) : magnitude.w[0] < (uint64_t{1} << 63)) {
+        return "Int64";
+      }
+      if (!negative) return "UInt64";
+    }
+    return "String";
+  }
+  double d;
+  if (ParseFloatText(text, &d) == Parse::kOk) return "Float64";
+  return "String";
+}
+
+}  // namespace
+
+bool Converter::AppendDynamic(const Node& node, ValueRef value) {
+  auto& dynamic = *static_cast<clickhouse::ColumnDynamic*>(node.column);
+  const std::optional<std::string> type =
+      options_.text_is_literal && IsText(value.kind())
+          ? std::optional<std::string>(TextTypeOf(value.bytes_value()))
+          : DynamicTypeOf(value);
+  if (!type.has_value()) {
+    return Fail(value, absl::StrCat(node.column->type_name(),
+                                    " takes scalars, and arrays, tuples and maps whose elements "
+                                    "share one type (a Dynamic value's type comes from its kind)"));
+  }
+  const size_t rows = dynamic.Size();
+  absl::StatusOr<Column*> target = dynamic.AppendValueOf(*type);
+  if (!target.ok()) return Fail(value, std::string(target.status().message()));
+  Nodes plan(1);
+  if (!PlanNode(*target, options_, &plan, 0).ok()) {
+    dynamic.Truncate(rows);
+    return Fail(value, absl::StrCat("values cannot be converted to ", *type));
+  }
+  const size_t before = (*target)->Size();
+  Converter inner(plan.data(), options_);
+  if (inner.Append(plan[0], value)) return true;
+  (*target)->Truncate(before);
+  dynamic.Truncate(rows);
+  value_ = inner.value_;
+  reason_ = std::move(inner.reason_);
+  path_ = std::move(inner.path_);
+  return false;
+}
+
+bool Converter::AppendJson(const Node& node, ValueRef value) {
+  if (!IsText(value.kind())) return Unaccepted(node, value);
+  absl::Status status =
+      static_cast<clickhouse::ColumnJson*>(node.column)->AppendJson(value.bytes_value());
+  if (!status.ok()) return Fail(value, std::string(status.message()));
+  return true;
+}
+
 absl::Status Converter::Error(std::optional<uint64_t> row, std::string_view column,
                               std::string_view type, std::string_view path_prefix) const {
   ValueError error;
@@ -1252,6 +1466,20 @@ absl::Status AppendValue(ValueRef value, Column& column, const ConvertOptions& o
   if (converter.Append(nodes[0], value)) return absl::OkStatus();
   return converter.Error(context.row, context.column,
                          context.type.empty() ? column.type_name() : context.type, context.path);
+}
+
+bool TryAppendValue(ValueRef value, Column& column, const ConvertOptions& options,
+                    std::string* why) {
+  Nodes nodes(1);
+  if (absl::Status status = PlanNode(&column, options, &nodes, 0); !status.ok()) {
+    *why = std::string(status.message());
+    return false;
+  }
+  Converter converter(nodes.data(), options);
+  if (converter.Append(nodes[0], value)) return true;
+  *why = converter.path().empty() ? converter.reason()
+                                  : absl::StrCat("at ", converter.path(), ": ", converter.reason());
+  return false;
 }
 
 }  // namespace chgate::ingest

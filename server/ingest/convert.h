@@ -22,6 +22,12 @@ struct ConvertOptions {
   // Time zone of 'YYYY-MM-DD hh:mm:ss' text for DateTime and DateTime64 columns whose type names
   // no time zone (ClickHouse uses its server's zone for them).
   absl::TimeZone server_time_zone = absl::UTCTimeZone();
+  // Text values are ClickHouse text, as Block columns of Variant and Dynamic carry them: text goes
+  // into the first non-String Variant alternative that parses it (String last, as ClickHouse
+  // parses Variant text), and a Dynamic value's type is inferred from the text (Bool, Int64,
+  // UInt64, Float64, else String). Without it (the rows path) a string Value is a string: String
+  // alternatives first, and Dynamic stores it as String.
+  bool text_is_literal = false;
 };
 
 // Appends every row of `rows` to `columns` (one per target column, named `names`), converting
@@ -50,5 +56,10 @@ struct ConvertOptions {
 [[nodiscard]] absl::Status AppendValue(ValueRef value, clickhouse::Column& column,
                                        const ConvertOptions& options,
                                        const ValueError& context = {});
+
+// Like AppendValue, but on failure only says why (with the position inside nested types), for
+// callers that report the value themselves. The column is left as it was.
+[[nodiscard]] bool TryAppendValue(ValueRef value, clickhouse::Column& column,
+                                  const ConvertOptions& options, std::string* why);
 
 }  // namespace chgate::ingest

@@ -32,4 +32,32 @@ const char* ValueKindName(ValueKind kind) {
   return "unknown";
 }
 
+namespace {
+
+// Scalar cells: every accessor but the kind's own is never called (conversion checks the kind).
+template <ValueKind kKind>
+const ValueRef::Ops kScalarOps = {
+    .kind = [](const void*) { return kKind; },
+    .bool_value = [](const void*) { return false; },
+    .int64_value = [](const void*) { return int64_t{0}; },
+    .uint64_value = [](const void*) { return uint64_t{0}; },
+    .double_value = [](const void*) { return 0.0; },
+    .bytes_value = [](const void* impl) { return *static_cast<const std::string_view*>(impl); },
+    .timestamp_value = [](const void*) { return Timestamp{}; },
+    .size = [](const void*) { return size_t{0}; },
+    .element = [](const void*, size_t) { return NullValue(); },
+    .map_key = [](const void*, size_t) { return NullValue(); },
+    .map_value = [](const void*, size_t) { return NullValue(); },
+};
+
+const std::string_view kNoText;
+
+}  // namespace
+
+ValueRef TextValue(const std::string_view* text) {
+  return ValueRef(text, &kScalarOps<ValueKind::kString>);
+}
+
+ValueRef NullValue() { return ValueRef(&kNoText, &kScalarOps<ValueKind::kNull>); }
+
 }  // namespace chgate::ingest

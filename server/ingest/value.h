@@ -68,6 +68,11 @@ class ValueRef {
   const Ops* ops_;
 };
 
+// A text cell (kString) over `*text`, and a NULL cell: for callers that hold ClickHouse text
+// rather than typed values (Block columns of Variant, Dynamic and JSON).
+ValueRef TextValue(const std::string_view* text);
+ValueRef NullValue();
+
 // Rows of values; row r has value_count(r) cells (conversion checks it equals the column count).
 class RowSource {
  public:

@@ -18,6 +18,7 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
 #include "server/common/status_macros.h"
+#include "server/ingest/convert.h"
 #include "server/ingest/value_error.h"
 #include "server/service/query_block.h"
 #include "text/type_facts.h"
@@ -855,6 +856,56 @@ absl::StatusOr<std::unique_ptr<Node>> BuildLowCardinality(const v1::Column& src,
   return node;
 }
 
+// ---- Variant, Dynamic, JSON: ClickHouse text in String layout ----
+
+// The rows are read as Nullable(String) (the layout Query results carry them in) and each is
+// converted by the rows conversion with text taken as ClickHouse text (ConvertOptions::
+// text_is_literal), so both insert paths share one rule.
+class TextNode final : public Node {
+ public:
+  TextNode(clickhouse::Column* dst, clickhouse::ColumnPtr scratch)
+      : dst_(*dst), scratch_(std::move(scratch)) {}
+
+  absl::Status Append(uint64_t begin, uint64_t end) override {
+    scratch_->Clear();
+    RETURN_IF_ERROR(inner_->Append(begin, end));
+    const auto& nullable = static_cast<const clickhouse::ColumnNullable&>(*scratch_);
+    const auto& strings = static_cast<const clickhouse::ColumnString&>(*nullable.nested());
+    ingest::ConvertOptions options;
+    options.text_is_literal = true;
+    for (size_t i = 0; i < nullable.Size(); ++i) {
+      const std::string_view text = strings.At(i);
+      const ingest::ValueRef value =
+          nullable.IsNull(i) ? ingest::NullValue() : ingest::TextValue(&text);
+      std::string why;
+      if (!ingest::TryAppendValue(value, dst_, options, &why)) {
+        return BadValue(begin + i, std::string(text), nullable.IsNull(i) ? "null" : "string", why);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<Node> inner_;
+
+ private:
+  clickhouse::Column& dst_;
+  clickhouse::ColumnPtr scratch_;  // the rows of one Append, as Nullable(String)
+};
+
+absl::StatusOr<std::unique_ptr<Node>> BuildText(const v1::Column& src, uint64_t rows,
+                                                clickhouse::Column* dst, const Position& pos) {
+  ASSIGN_OR_RETURN(clickhouse::ColumnPtr scratch, clickhouse::CreateColumn("Nullable(String)"));
+  auto node = std::make_unique<TextNode>(dst, scratch);
+  Place(pos, node.get());
+  Position inner = pos;
+  inner.parent = node.get();
+  inner.link = Link::kSame;
+  inner.parent_offsets = nullptr;
+  inner.label.clear();
+  ASSIGN_OR_RETURN(node->inner_, Build(src, rows, scratch.get(), std::move(inner)));
+  return node;
+}
+
 absl::StatusOr<std::unique_ptr<Node>> Build(const v1::Column& src, uint64_t rows,
                                             clickhouse::Column* dst, Position pos) {
   absl::StatusOr<std::unique_ptr<Node>> node;
@@ -878,6 +929,7 @@ absl::StatusOr<std::unique_ptr<Node>> Build(const v1::Column& src, uint64_t rows
     case clickhouse::ColumnKind::kVariant:
     case clickhouse::ColumnKind::kDynamic:
     case clickhouse::ColumnKind::kJson:
+      return BuildText(src, rows, dst, pos);
     case clickhouse::ColumnKind::kAggregateState:
       return ingest::WithValueError(absl::UnimplementedError(absl::StrCat(
                                         "block column '", pos.scope->column, "' (", pos.scope->type,

@@ -5,12 +5,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/array.h"
+#include "server/clickhouse/columns/dynamic.h"
 #include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/json.h"
 #include "server/clickhouse/columns/low_cardinality.h"
 #include "server/clickhouse/columns/nullable.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
+#include "server/clickhouse/columns/variant.h"
 #include "server/common/status_macros.h"
+#include "text/value_text.h"
 
 namespace chgate::service {
 namespace {
@@ -124,11 +128,79 @@ absl::Status CheckColumn(const Column& col, std::string_view path) {
     case ColumnKind::kDynamic:
     case ColumnKind::kJson:
     case ColumnKind::kAggregateState:
-      break;
+      return absl::OkStatus();  // carried as text or bytes (AppendTextRows)
   }
   return absl::UnimplementedError(
       absl::StrCat("result column ", std::string(path), " has type ", col.type_name(),
                    ", which the Query API cannot carry; cast it in SQL (e.g. with toString)"));
+}
+
+// Whether row `row` of a Variant or Dynamic column is NULL (the other kinds have no NULLs of
+// their own here).
+bool IsTextNull(const Column& col, size_t row) {
+  if (col.kind() == ColumnKind::kVariant) {
+    return static_cast<const clickhouse::ColumnVariant&>(col).IsNull(row);
+  }
+  if (col.kind() == ColumnKind::kDynamic) {
+    return static_cast<const clickhouse::ColumnDynamic&>(col).IsNull(row);
+  }
+  return false;
+}
+
+// The value's text without TabSeparated escapes: a String's bytes, a fixed-width value's plain
+// text (text/value_text.h), anything else as ClickHouse prints it.
+void AppendPlainValue(const Column& col, size_t row, std::string* out) {
+  switch (col.kind()) {
+    case ColumnKind::kString:
+      out->append(static_cast<const ColumnString&>(col).At(row));
+      return;
+    case ColumnKind::kFixed: {
+      const auto& fixed = static_cast<const ColumnFixed&>(col);
+      text::AppendPlainText(fixed.params(), fixed.RawAt(row), out);
+      return;
+    }
+    case ColumnKind::kVariant: {
+      const auto& variant = static_cast<const clickhouse::ColumnVariant&>(col);
+      AppendPlainValue(*variant.alternative(variant.discriminator(row)),
+                       static_cast<size_t>(variant.offset(row)), out);
+      return;
+    }
+    case ColumnKind::kDynamic: {
+      const auto& dynamic = static_cast<const clickhouse::ColumnDynamic&>(col);
+      if (dynamic.IsShared(row)) break;
+      AppendPlainValue(dynamic.variant(), row, out);
+      return;
+    }
+    case ColumnKind::kJson:
+      out->append(static_cast<const clickhouse::ColumnJson&>(col).Text(row));
+      return;
+    case ColumnKind::kNullable:
+    case ColumnKind::kArray:
+    case ColumnKind::kMap:
+    case ColumnKind::kTuple:
+    case ColumnKind::kLowCardinality:
+    case ColumnKind::kAggregateState:
+      break;
+  }
+  col.FormatValue(row, false, out);
+}
+
+// Variant, Dynamic, JSON and AggregateFunction results in String layout: each row's text (an
+// aggregate state's bytes), NULL rows of Variant and Dynamic in `nulls` with the back-fill rule.
+void AppendTextRows(const Column& src, size_t begin, size_t end, size_t dst_rows, v1::Column* dst) {
+  std::string* nulls = dst->mutable_nulls();
+  bool any_null = !nulls->empty();
+  for (size_t r = begin; r < end && !any_null; ++r) any_null = IsTextNull(src, r);
+  if (any_null && nulls->size() < dst_rows) nulls->append(dst_rows - nulls->size(), '\0');
+  std::string* data = dst->mutable_data();
+  auto* offsets = dst->mutable_offsets();
+  offsets->Reserve(offsets->size() + static_cast<int>(end - begin));
+  for (size_t r = begin; r < end; ++r) {
+    const bool is_null = IsTextNull(src, r);
+    if (any_null) nulls->push_back(is_null ? 1 : 0);
+    if (!is_null) AppendPlainValue(src, r, data);
+    offsets->AddAlreadyReserved(data->size());
+  }
 }
 
 // Names of a tuple's elements ("" for unnamed tuples).
@@ -263,8 +335,7 @@ void AppendResultRows(const Column& src, size_t begin, size_t end, size_t dst_ro
     case ColumnKind::kDynamic:
     case ColumnKind::kJson:
     case ColumnKind::kAggregateState:
-      // CheckResultColumns refuses these before any row is read.
-      CHGATE_CHECK(false);
+      AppendTextRows(src, begin, end, dst_rows, dst);
       return;
   }
 }
