@@ -259,7 +259,10 @@ TEST(ConvertBoolTest, AcceptsBoolAndZeroOrOne) {
   ExpectConverts("Bool", UInt(1), "true");
   EXPECT_THAT(Rejected("Bool", Int(2)), HasSubstr("Bool takes 0 or 1"));
   Rejected("Bool", Int(-1));
-  Rejected("Bool", Str("true"));
+  ExpectConverts("Bool", Str("true"), "true");
+  ExpectConverts("Bool", Str("false"), "false");
+  EXPECT_THAT(Rejected("Bool", Str("True")), HasSubstr("true or false"));
+  Rejected("Bool", Str("1"));
   Rejected("Bool", Double(1));
 }
 
