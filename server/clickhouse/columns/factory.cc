@@ -3,6 +3,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/aggregate_state.h"
+#include "server/clickhouse/columns/aliases.h"
 #include "server/clickhouse/columns/array.h"
 #include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/columns/low_cardinality.h"
@@ -69,19 +71,8 @@ absl::StatusOr<ColumnPtr> MakeDecimal(const TypeAst& type, const std::string& na
   return std::make_shared<ColumnFixed>(name, type, FixedKind::kDecimal, width, std::move(params));
 }
 
-}  // namespace
-
-absl::StatusOr<ColumnPtr> CreateColumn(std::string_view type_name) {
-  ASSIGN_OR_RETURN(TypeAst type, ParseTypeName(type_name));
-  return CreateColumn(type);
-}
-
-absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
-  // Element names of named tuples belong to the parent's type name, not to the element.
-  TypeAst type = input;
-  type.element_name.clear();
-  if (type.kind != TypeAst::Kind::kType) return Bad(type, "expected a type");
-  const std::string name = FormatTypeName(type);
+// The column of `type` (no alias) under the type name `name`.
+absl::StatusOr<ColumnPtr> Build(const TypeAst& type, const std::string& name) {
   const std::string& family = type.name;
 
   if (auto it = SimpleFixedTypes().find(family); it != SimpleFixedTypes().end()) {
@@ -129,17 +120,14 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
                                                  : 76;
     return MakeDecimal(type, name, precision, scale);
   }
-  if (family == "Enum8" || family == "Enum16") {
-    if (type.args.empty()) return Bad(type, "needs values");
+  if (family == "Enum8" || family == "Enum16" || family == "Enum") {
+    ASSIGN_OR_RETURN(TypeAst resolved, ResolveEnum(type));
     FixedParams params;
-    const int64_t lo = family == "Enum8" ? -128 : -32768;
-    const int64_t hi = family == "Enum8" ? 127 : 32767;
-    for (const TypeAst& arg : type.args) {
-      if (arg.kind != TypeAst::Kind::kEnumEntry) return Bad(type, "expected 'name' = value");
-      if (arg.number < lo || arg.number > hi) return Bad(type, "value out of range");
-      params.enum_values.emplace_back(arg.name, arg.number);
-    }
-    return std::make_shared<ColumnFixed>(name, type, FixedKind::kEnum, family == "Enum8" ? 1 : 2,
+    for (const TypeAst& arg : resolved.args) params.enum_values.emplace_back(arg.name, arg.number);
+    // A column is named by the resolved type (`Enum8('a' = 1)`), as the server names it.
+    const bool alias = name != FormatTypeName(type);
+    return std::make_shared<ColumnFixed>(alias ? name : FormatTypeName(resolved), resolved,
+                                         FixedKind::kEnum, resolved.name == "Enum8" ? 1 : 2,
                                          std::move(params));
   }
   if (absl::StartsWith(family, "Interval")) {
@@ -157,7 +145,6 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
     return std::make_shared<ColumnArray>(name, type, std::move(nested));
   }
   if (family == "Tuple") {
-    if (type.args.empty()) return Bad(type, "needs element types");
     std::vector<ColumnPtr> elements;
     for (const TypeAst& arg : type.args) {
       ASSIGN_OR_RETURN(ColumnPtr element, CreateColumn(arg));
@@ -185,10 +172,36 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
     ASSIGN_OR_RETURN(ColumnPtr dictionary, CreateColumn(*inner));
     return std::make_shared<ColumnLowCardinality>(name, type, std::move(dictionary), nullable);
   }
-  if (family == "SimpleAggregateFunction" && type.args.size() == 2) {
-    return CreateColumn(type.args[1]);
+  if (family == "AggregateFunction") {
+    ASSIGN_OR_RETURN(AggregateStateFormat format, AggregateStateFormat::Create(type));
+    return std::make_shared<ColumnAggregateState>(name, type, std::move(format));
   }
   return absl::UnimplementedError(absl::StrCat("unsupported column type ", name));
+}
+
+}  // namespace
+
+absl::StatusOr<ColumnPtr> CreateColumn(std::string_view type_name) {
+  ASSIGN_OR_RETURN(TypeAst type, ParseTypeName(type_name));
+  return CreateColumn(type);
+}
+
+absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
+  // Element names of named tuples belong to the parent's type name, not to the element.
+  TypeAst type = input;
+  type.element_name.clear();
+  if (type.kind != TypeAst::Kind::kType) return Bad(type, "expected a type");
+  const std::string name = FormatTypeName(type);
+  // An alias keeps its own name on a column of its layout type (whose nested columns are built
+  // from the layout, so they keep the names of nested aliases: Ring holds Points).
+  for (int depth = 0;; ++depth) {
+    ASSIGN_OR_RETURN(std::optional<TypeAst> layout, AliasLayout(type));
+    if (!layout.has_value()) break;
+    if (depth > 8) return Bad(input, "aliases nested too deeply");
+    type = *std::move(layout);
+    type.element_name.clear();
+  }
+  return Build(type, name);
 }
 
 }  // namespace chgate::clickhouse

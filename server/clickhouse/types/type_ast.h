@@ -1,6 +1,7 @@
 // Parses ClickHouse type names as the server prints them (e.g. `Nullable(DateTime('UTC'))`,
-// `Enum8('a\'b' = 1, 'c' = -2)`, `Tuple(a UInt8, b Array(String))`, `Decimal(18, 4)`) into a
-// small tree, and prints a tree back in the server's canonical spelling.
+// `Enum8('a\'b' = 1, 'c' = -2)`, `Tuple(a UInt8, b Array(String))`, `Decimal(18, 4)`,
+// `AggregateFunction(quantiles(0.5, 0.9), UInt64)`) into a small tree, and prints a tree back in
+// the server's canonical spelling. Non-integer literals keep their text, so they print as read.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ struct TypeAst {
     kNumber,     // a literal integer in `number`
     kString,     // a quoted literal, unescaped, in `name`
     kEnumEntry,  // `'name' = number` inside Enum8/Enum16
+    kLiteral,    // any other literal (e.g. `0.5`, `1e-3`, an integer beyond Int64), as written
   };
   Kind kind = Kind::kType;
   std::string name;
