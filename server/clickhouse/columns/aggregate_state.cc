@@ -29,8 +29,20 @@ constexpr uint64_t kMaxPartBytes = kMaxStringSize;
 
 // What a state needs to know of an argument type.
 struct Arg {
-  enum class Kind { kUInt, kInt, kFloat, kBool, kDecimal, kDate, kDateTime, kString,
-                    kFixedString, kOtherFixed, kNullable, kOther };
+  enum class Kind {
+    kUInt,
+    kInt,
+    kFloat,
+    kBool,
+    kDecimal,
+    kDate,
+    kDateTime,
+    kString,
+    kFixedString,
+    kOtherFixed,
+    kNullable,
+    kOther
+  };
   Kind kind = Kind::kOther;
   uint32_t width = 0;
 };
@@ -144,7 +156,8 @@ class AggregateFormatBuilder {
         "column type ", FormatTypeName(type_), ": states of aggregate function ",
         std::string(function), " cannot be read by a client (", std::string(why),
         "; Native sends each state in the function's own format without its length). Readable: ",
-        std::string(kSupported), "; otherwise finalize the state in SQL (e.g. ", std::string(function),
+        std::string(kSupported), "; otherwise finalize the state in SQL (e.g. ",
+        std::string(function),
         "Merge) or send it as a String (e.g. toString or hex of the column)"));
   }
 
@@ -169,7 +182,8 @@ class AggregateFormatBuilder {
         out->append(3, '\0');  // flags 0, skip degree 0, no hashes
         return;
       case Part::kReservoir: {
-        for (int b = 0; b < 8; ++b) out->push_back(static_cast<char>(kReservoirSampleCount >> (8 * b)));
+        for (int b = 0; b < 8; ++b)
+          out->push_back(static_cast<char>(kReservoirSampleCount >> (8 * b)));
         out->append(8, '\0');  // total 0
         out->push_back(static_cast<char>(kReservoirRng.size()));
         out->append(kReservoirRng);
@@ -214,8 +228,9 @@ class AggregateFormatBuilder {
       for (const TypeAst& arg : args) {
         ASSIGN_OR_RETURN(Arg a, Classify(arg));
         if (a.kind == Arg::Kind::kNullable) {
-          return Unknown(name, "its state for Nullable arguments (with the Null combinator's "
-                               "flag) is not known here");
+          return Unknown(name,
+                         "its state for Nullable arguments (with the Null combinator's "
+                         "flag) is not known here");
         }
       }
     }
@@ -223,11 +238,11 @@ class AggregateFormatBuilder {
     if (name == "sum" || name == "sumWithOverflow" || name == "sumKahan" || name == "avg") {
       if (arity != 1) return Bad(absl::StrCat(std::string(name), " takes one argument"));
       ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
-      const bool integral = a.kind == Arg::Kind::kUInt || a.kind == Arg::Kind::kInt ||
-                            a.kind == Arg::Kind::kBool;
+      const bool integral =
+          a.kind == Arg::Kind::kUInt || a.kind == Arg::Kind::kInt || a.kind == Arg::Kind::kBool;
       if (!integral && a.kind != Arg::Kind::kFloat && a.kind != Arg::Kind::kDecimal) {
-        return Unknown(name, absl::StrCat("its state for ", FormatTypeName(args[0]),
-                                          " is not known here"));
+        return Unknown(
+            name, absl::StrCat("its state for ", FormatTypeName(args[0]), " is not known here"));
       }
       uint32_t width = a.width;  // sumWithOverflow: the argument's own type
       if (name != "sumWithOverflow") {
@@ -269,8 +284,8 @@ class AggregateFormatBuilder {
       } else if (a.kind == Arg::Kind::kString || a.kind == Arg::Kind::kFixedString) {
         steps->push_back({Part::kCountedFixed, 16});  // SipHash128 of each value
       } else {
-        return Unknown(name, absl::StrCat("its state for ", FormatTypeName(args[0]),
-                                          " is not known here"));
+        return Unknown(
+            name, absl::StrCat("its state for ", FormatTypeName(args[0]), " is not known here"));
       }
       return absl::OkStatus();
     }
@@ -283,8 +298,8 @@ class AggregateFormatBuilder {
       } else if (a.kind == Arg::Kind::kString) {
         steps->push_back({Part::kCountedString});
       } else {
-        return Unknown(name, absl::StrCat("its state for ", FormatTypeName(args[0]),
-                                          " is not known here"));
+        return Unknown(
+            name, absl::StrCat("its state for ", FormatTypeName(args[0]), " is not known here"));
       }
       return absl::OkStatus();
     }
@@ -292,8 +307,8 @@ class AggregateFormatBuilder {
       if (arity != 1) return Bad(absl::StrCat(std::string(name), " takes one argument"));
       ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
       if (!IsNumber(a)) {
-        return Unknown(name, absl::StrCat("its state for ", FormatTypeName(args[0]),
-                                          " is not known here"));
+        return Unknown(
+            name, absl::StrCat("its state for ", FormatTypeName(args[0]), " is not known here"));
       }
       steps->push_back({Part::kReservoir, a.width});
       return absl::OkStatus();
@@ -335,9 +350,9 @@ class AggregateFormatBuilder {
 
   static bool IsBase(std::string_view name) {
     static constexpr std::string_view kBase[] = {
-        "count", "sum",    "sumWithOverflow", "sumKahan",  "avg",       "min",      "max",
-        "any",   "anyLast", "argMin",         "argMax",    "uniq",      "uniqExact", "groupArray",
-        "quantile", "quantiles"};
+        "count",     "sum",        "sumWithOverflow", "sumKahan", "avg",    "min",
+        "max",       "any",        "anyLast",         "argMin",   "argMax", "uniq",
+        "uniqExact", "groupArray", "quantile",        "quantiles"};
     return std::find(std::begin(kBase), std::end(kBase), name) != std::end(kBase);
   }
 
@@ -471,10 +486,10 @@ absl::Status ColumnAggregateState::AppendState(std::string_view state) {
   ByteBuffer copy;
   absl::Status read = format_.CopyState(in, &copy);
   if (!read.ok() || copy.size() != state.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "not one state of ", type_name(), ": ",
-        read.ok() ? absl::StrCat(state.size() - copy.size(), " bytes left over")
-                  : std::string(read.message())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("not one state of ", type_name(), ": ",
+                     read.ok() ? absl::StrCat(state.size() - copy.size(), " bytes left over")
+                               : std::string(read.message())));
   }
   data_.Append(state);
   ends_.push_back(data_.size());

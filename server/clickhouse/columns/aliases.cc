@@ -25,8 +25,7 @@ absl::StatusOr<std::optional<TypeAst>> AliasLayout(const TypeAst& type) {
   if (type.kind != TypeAst::Kind::kType) return std::nullopt;
   const std::string& family = type.name;
   const bool geo = family == "Point" || family == "Ring" || family == "LineString" ||
-                   family == "Polygon" || family == "MultiLineString" ||
-                   family == "MultiPolygon";
+                   family == "Polygon" || family == "MultiLineString" || family == "MultiPolygon";
   if (geo) {
     if (!type.args.empty()) return Bad(type, "takes no arguments");
     if (family == "Point") return Named("Tuple", {Named("Float64"), Named("Float64")});

@@ -247,7 +247,8 @@ void FormatInto(const TypeAst& t, std::string* out) {
     out->push_back(' ');
   }
   AppendName(t.name, /*element=*/false, out);
-  if (t.args.empty()) return;
+  // The empty tuple keeps its parentheses, as ClickHouse prints it.
+  if (t.args.empty() && t.name != "Tuple") return;
   out->push_back('(');
   for (size_t i = 0; i < t.args.size(); ++i) {
     if (i != 0) out->append(", ");
