@@ -66,39 +66,56 @@ absl::Status Decimal(const TypeAst& type, int64_t precision, int64_t scale, Fixe
   return absl::OkStatus();
 }
 
-// Enum8, Enum16 and Enum (the narrowest that holds the values). Elements without a value are
-// numbered on from the previous one (from 1 for the first), as ClickHouse numbers them.
 absl::Status Enum(const TypeAst& type, FixedType* out) {
-  if (type.args.empty()) return Bad(type, "needs values");
-  int64_t next = 1;
-  int64_t lo = 0, hi = 0;
-  for (const TypeAst& arg : type.args) {
-    int64_t value;
-    if (arg.kind == TypeAst::Kind::kEnumEntry) {
-      value = arg.number;
-    } else if (arg.kind == TypeAst::Kind::kString) {
-      value = next;
-    } else {
-      return Bad(type, "expected 'name' = value");
-    }
-    for (const auto& [name, v] : out->enum_values) {
-      if (name == arg.name) return Bad(type, absl::StrCat("duplicate element '", arg.name, "'"));
-      if (v == value) return Bad(type, absl::StrCat("duplicate value ", value));
-    }
-    if (out->enum_values.empty() || value < lo) lo = value;
-    if (out->enum_values.empty() || value > hi) hi = value;
-    out->enum_values.emplace_back(arg.name, value);
-    next = value + 1;
-  }
-  const bool narrow = type.name == "Enum8" || (type.name == "Enum" && lo >= -128 && hi <= 127);
-  const int64_t limit = narrow ? 128 : 32768;
-  if (lo < -limit || hi > limit - 1) return Bad(type, "value out of range");
+  absl::StatusOr<TypeAst> resolved = ResolveEnum(type);
+  if (!resolved.ok()) return resolved.status();
+  for (const TypeAst& arg : resolved->args) out->enum_values.emplace_back(arg.name, arg.number);
   out->kind = FixedKind::kEnum;
-  out->width = narrow ? 1 : 2;
+  out->width = resolved->name == "Enum8" ? 1 : 2;
   return absl::OkStatus();
 }
 
 }  // namespace
+
+absl::StatusOr<TypeAst> ResolveEnum(const TypeAst& type) {
+  if (type.args.empty()) return Bad(type, "needs values");
+  // A bare 'name' takes base + (bare names after the first element so far); base is 1, or the
+  // first element's value when it has one (ClickHouse's autoAssignNumberForEnum).
+  int64_t base = 1;
+  size_t implicit = 0;
+  TypeAst resolved = type;
+  for (size_t i = 0; i < resolved.args.size(); ++i) {
+    TypeAst& arg = resolved.args[i];
+    if (arg.kind == TypeAst::Kind::kString) {
+      if (i != 0) ++implicit;
+      arg.kind = TypeAst::Kind::kEnumEntry;
+      arg.number = base + static_cast<int64_t>(implicit);
+    } else if (arg.kind == TypeAst::Kind::kEnumEntry) {
+      if (i == 0) base = arg.number;
+    } else {
+      return Bad(type, "elements must be 'name' = number or 'name'");
+    }
+  }
+  if (implicit != 0 && implicit != type.args.size() - 1) {
+    return Bad(type, "either every element after the first has a value or none has");
+  }
+  bool fits8 = true;
+  for (const TypeAst& arg : resolved.args) fits8 = fits8 && arg.number >= -128 && arg.number <= 127;
+  if (type.name == "Enum") resolved.name = fits8 ? "Enum8" : "Enum16";
+  const int64_t lo = resolved.name == "Enum8" ? -128 : -32768;
+  const int64_t hi = resolved.name == "Enum8" ? 127 : 32767;
+  for (size_t i = 0; i < resolved.args.size(); ++i) {
+    const TypeAst& arg = resolved.args[i];
+    if (arg.number < lo || arg.number > hi) {
+      return Bad(type, absl::StrCat("value ", arg.number, " out of range of ", resolved.name));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (resolved.args[j].name == arg.name) return Bad(type, "repeated name");
+      if (resolved.args[j].number == arg.number) return Bad(type, "repeated value");
+    }
+  }
+  return resolved;
+}
 
 bool FixedType::is_signed() const {
   switch (kind) {

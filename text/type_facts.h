@@ -77,6 +77,13 @@ enum class UnknownZone {
 absl::StatusOr<std::optional<FixedType>> DescribeFixed(const TypeAst& type,
                                                        UnknownZone unknown_zone);
 
+// `type` (family Enum, Enum8 or Enum16) with every value explicit and the family Enum8 or Enum16,
+// as ClickHouse's type parser resolves it: values left out count on from the first element's
+// (from 1 when it has none); either every element after the first has a value or none has; Enum
+// is Enum8 when every value fits Int8, else Enum16. InvalidArgument for no elements, a mixed
+// form, a value out of range, or a repeated name or value.
+absl::StatusOr<TypeAst> ResolveEnum(const TypeAst& type);
+
 ConvenienceField ConvenienceFieldOf(FixedKind kind);
 // The proto field's name ("int64s", ...; "data" for kNone).
 std::string_view ConvenienceFieldName(ConvenienceField field);

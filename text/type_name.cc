@@ -61,17 +61,23 @@ class Parser {
     // at the opening quote
     ++pos_;
     out->clear();
-    while (pos_ < text_.size() && text_[pos_] != '\'') {
+    while (pos_ < text_.size()) {
       char c = text_[pos_++];
+      if (c == '\'') {
+        // SQL style: a doubled quote stands for one quote.
+        if (pos_ < text_.size() && text_[pos_] == '\'') {
+          out->push_back(text_[pos_++]);
+          continue;
+        }
+        return absl::OkStatus();
+      }
       if (c == '\\') {
         if (pos_ >= text_.size()) break;
         c = UnescapeChar(text_[pos_++]);
       }
       out->push_back(c);
     }
-    if (pos_ >= text_.size()) return Error("unterminated string literal");
-    ++pos_;
-    return absl::OkStatus();
+    return Error("unterminated string literal");
   }
 
   absl::Status ParseNumber(int64_t* out) {
@@ -98,6 +104,44 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // An integer that fits Int64 becomes kNumber; any other numeric literal (a fraction, an
+  // exponent, a larger integer: the parameters of parametric aggregate functions) kLiteral with
+  // its text.
+  absl::Status ParseNumericLiteral(TypeAst* arg) {
+    const size_t start = pos_;
+    size_t end = pos_;
+    auto digits = [&] {
+      const size_t from = end;
+      while (end < text_.size() && std::isdigit(static_cast<unsigned char>(text_[end]))) ++end;
+      return end > from;
+    };
+    if (text_[end] == '-' || text_[end] == '+') ++end;
+    bool integral = digits();
+    if (!integral) return Error("expected a number");
+    if (end < text_.size() && text_[end] == '.') {
+      ++end;
+      digits();
+      integral = false;
+    }
+    if (end < text_.size() && (text_[end] == 'e' || text_[end] == 'E')) {
+      size_t mark = end++;
+      if (end < text_.size() && (text_[end] == '-' || text_[end] == '+')) ++end;
+      if (digits()) {
+        integral = false;
+      } else {
+        end = mark;
+      }
+    }
+    if (integral && ParseNumber(&arg->number).ok() && pos_ == end) {
+      arg->kind = TypeAst::Kind::kNumber;
+      return absl::OkStatus();
+    }
+    arg->kind = TypeAst::Kind::kLiteral;
+    arg->name.assign(text_.substr(start, end - start));
+    pos_ = end;
+    return absl::OkStatus();
+  }
+
   absl::Status ParseArg(TypeAst* arg, int depth, bool in_json) {
     SkipSpaces();
     if (pos_ >= text_.size()) return Error("unexpected end");
@@ -116,8 +160,7 @@ class Parser {
       return absl::OkStatus();
     }
     if (c == '-' || c == '+' || std::isdigit(static_cast<unsigned char>(c))) {
-      arg->kind = TypeAst::Kind::kNumber;
-      return ParseNumber(&arg->number);
+      return ParseNumericLiteral(arg);
     }
     // A type, `name Type` (named tuple element or JSON typed path), `name=number` (a type
     // setting), or JSON's `SKIP path` / `SKIP REGEXP 'regexp'`.
@@ -240,6 +283,9 @@ void FormatInto(const TypeAst& t, std::string* out) {
       out->append("SKIP REGEXP ");
       AppendQuoted(t.name, out);
       return;
+    case TypeAst::Kind::kLiteral:
+      out->append(t.name);
+      return;
     case TypeAst::Kind::kType:
       break;
   }
@@ -248,7 +294,8 @@ void FormatInto(const TypeAst& t, std::string* out) {
     out->push_back(' ');
   }
   AppendName(t.name, /*element=*/false, out);
-  if (t.args.empty()) return;
+  // The empty tuple keeps its parentheses, as ClickHouse prints it.
+  if (t.args.empty() && t.name != "Tuple") return;
   out->push_back('(');
   for (size_t i = 0; i < t.args.size(); ++i) {
     if (i != 0) out->append(", ");

@@ -22,6 +22,7 @@ struct TypeAst {
     kSetting,     // `name=number` (Dynamic's max_types, JSON's max_dynamic_paths/types)
     kSkip,        // `SKIP path` inside JSON: the path in `name`
     kSkipRegexp,  // `SKIP REGEXP 'regexp'` inside JSON: the regexp, unescaped, in `name`
+    kLiteral,     // any other literal (`0.5`, `1e-3`, an integer beyond Int64), as written
   };
   Kind kind = Kind::kType;
   std::string name;

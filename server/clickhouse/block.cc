@@ -2,9 +2,11 @@
 
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/array.h"
 #include "server/clickhouse/columns/factory.h"
+#include "server/clickhouse/columns/nullable.h"
+#include "server/clickhouse/columns/tuple.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/common/status_macros.h"
 
@@ -56,6 +58,117 @@ absl::Status LoadSparseBody(ReadBuffer& in, size_t rows, bool discard, Column& c
   }
   for (uint64_t d = 0; d < trailing; ++d) column.AppendDefault();
   return absl::OkStatus();
+}
+
+// The serialization kinds a server announced for a column (after has_custom = 1): one byte, and
+// for a column whose layout is a Tuple the tuple's own byte followed by each element's kinds,
+// recursively (SerializationInfoTuple::deserializeFromKindsBinary). Servers send sparse tuple
+// elements even when the tuple itself is default.
+struct Kinds {
+  uint8_t kind = kKindDefault;
+  std::vector<Kinds> elements;
+
+  bool AllDefault() const {
+    if (kind != kKindDefault) return false;
+    for (const Kinds& e : elements) {
+      if (!e.AllDefault()) return false;
+    }
+    return true;
+  }
+};
+
+absl::Status ReadKinds(ReadBuffer& in, const Column& column, Kinds* kinds) {
+  RETURN_IF_ERROR(in.ReadFixed(&kinds->kind));
+  if (column.kind() == ColumnKind::kTuple) {
+    const auto& tuple = static_cast<const ColumnTuple&>(column);
+    kinds->elements.resize(tuple.element_count());
+    for (size_t i = 0; i < tuple.element_count(); ++i) {
+      RETURN_IF_ERROR(ReadKinds(in, *tuple.element(i), &kinds->elements[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Whether `column` has a serialization-state prefix somewhere inside (LowCardinality's version
+// word, the headers of the dynamic types).
+bool HasPrefix(const Column& column) {
+  switch (column.kind()) {
+    case ColumnKind::kFixed:
+    case ColumnKind::kString:
+    case ColumnKind::kAggregateState:
+      return false;
+    case ColumnKind::kNullable:
+      return HasPrefix(*static_cast<const ColumnNullable&>(column).nested());
+    case ColumnKind::kArray:
+    case ColumnKind::kMap:
+      return HasPrefix(*static_cast<const ColumnArray&>(column).nested());
+    case ColumnKind::kTuple: {
+      const auto& tuple = static_cast<const ColumnTuple&>(column);
+      for (size_t i = 0; i < tuple.element_count(); ++i) {
+        if (HasPrefix(*tuple.element(i))) return true;
+      }
+      return false;
+    }
+    case ColumnKind::kLowCardinality:
+    case ColumnKind::kVariant:
+    case ColumnKind::kDynamic:
+    case ColumnKind::kJson:
+      return true;
+  }
+  return true;
+}
+
+// Whether this client reads a sparse body of `column`. ClickHouse makes only scalars sparse (and
+// the scalar elements of tuples); the offsets and values of other layouts read the same way
+// unless a state prefix (which would come before the offsets) is inside. Sparse Nullable (from
+// revision 54483 on) leaves out the null map, and a Tuple announces kinds per element instead.
+bool ReadsSparse(const Column& column) {
+  switch (column.kind()) {
+    case ColumnKind::kFixed:
+    case ColumnKind::kString:
+    case ColumnKind::kAggregateState:
+      return true;
+    case ColumnKind::kArray:
+    case ColumnKind::kMap:
+      return !HasPrefix(column);
+    case ColumnKind::kNullable:
+    case ColumnKind::kTuple:
+    case ColumnKind::kLowCardinality:
+    case ColumnKind::kVariant:
+    case ColumnKind::kDynamic:
+    case ColumnKind::kJson:
+      return false;
+  }
+  return false;
+}
+
+absl::Status CheckReadable(const Kinds& kinds, const Column& column) {
+  if ((kinds.kind == kKindSparse && ReadsSparse(column)) || kinds.kind == kKindDefault) {
+    for (size_t i = 0; i < kinds.elements.size(); ++i) {
+      RETURN_IF_ERROR(
+          CheckReadable(kinds.elements[i], *static_cast<const ColumnTuple&>(column).element(i)));
+    }
+    return absl::OkStatus();
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "a ", column.type_name(), " value uses custom serialization kind ", kinds.kind,
+      ", which this client does not read (it reads sparse columns and sparse tuple elements, "
+      "except Nullable ones and those with LowCardinality inside)"));
+}
+
+// Reads the body of `column` (prefix already read) serialized with `kinds` (CheckReadable).
+absl::Status LoadBodyOfKinds(ReadBuffer& in, size_t rows, const Kinds& kinds, bool discard,
+                             Column& column) {
+  if (kinds.kind == kKindSparse) return LoadSparseBody(in, rows, discard, column);
+  if (column.kind() == ColumnKind::kTuple && !kinds.AllDefault()) {
+    // A tuple's body is its elements' bodies in turn, each in its own kind.
+    const auto& tuple = static_cast<const ColumnTuple&>(column);
+    for (size_t i = 0; i < tuple.element_count(); ++i) {
+      RETURN_IF_ERROR(LoadBodyOfKinds(in, rows, kinds.elements[i], discard, *tuple.element(i)));
+    }
+    return absl::OkStatus();
+  }
+  return discard ? column.SkipBody(in, rows) : column.LoadBody(in, rows);
 }
 
 }  // namespace
@@ -124,30 +237,11 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block, bool dis
   for (uint64_t i = 0; i < columns; ++i) {
     RETURN_IF_ERROR(in.ReadString(&name, 1 << 20));
     RETURN_IF_ERROR(in.ReadString(&type, 1 << 20));
-    bool sparse = false;
+    bool has_custom = false;
     if (revision >= revision::kCustomSerialization) {
-      uint8_t has_custom = 0;
-      RETURN_IF_ERROR(in.ReadFixed(&has_custom));
-      if (has_custom != 0) {
-        // One kind byte per column (a Tuple would announce one per element as well: such
-        // columns are refused below, as is any kind but default and sparse).
-        uint8_t kind = 0;
-        RETURN_IF_ERROR(in.ReadFixed(&kind));
-        // Tuples announce a kind per element too, sparse Nullable (revision 54483 on) leaves out
-        // the null map, and ClickHouse makes nothing with LowCardinality sparse (its dictionary
-        // prefix would come before the offsets): none is read here.
-        const bool readable = !absl::StartsWith(type, "Tuple(") &&
-                              !absl::StartsWith(type, "Nullable(") &&
-                              !absl::StrContains(type, "LowCardinality(");
-        if (kind == kKindSparse && readable) {
-          sparse = true;
-        } else if (kind != kKindDefault || !readable) {
-          return absl::UnimplementedError(absl::StrCat(
-              "column ", name, " (", type, ") uses custom serialization kind ", kind,
-              ", which this client does not read (it reads sparse columns of types other than "
-              "Tuple, Nullable and those with LowCardinality)"));
-        }
-      }
+      uint8_t flag = 0;
+      RETURN_IF_ERROR(in.ReadFixed(&flag));
+      has_custom = flag != 0;
     }
     absl::StatusOr<ColumnPtr> column;
     if (i < previous.size() && previous[i].name == name &&
@@ -161,16 +255,16 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block, bool dis
                             absl::StrCat("column ", name, ": ", column.status().message()));
       }
     }
-    if (rows > 0) {
-      RETURN_IF_ERROR((*column)->LoadPrefix(in));
-      absl::Status loaded =
-          sparse           ? LoadSparseBody(in, static_cast<size_t>(rows), discard_values, **column)
-          : discard_values ? (*column)->SkipBody(in, static_cast<size_t>(rows))
-                           : (*column)->LoadBody(in, static_cast<size_t>(rows));
-      if (!loaded.ok()) {
-        return absl::Status(loaded.code(),
-                            absl::StrCat("column ", name, " (", type, "): ", loaded.message()));
-      }
+    Kinds kinds;
+    absl::Status loaded = has_custom ? ReadKinds(in, **column, &kinds) : absl::OkStatus();
+    if (loaded.ok()) loaded = CheckReadable(kinds, **column);
+    if (loaded.ok() && rows > 0) loaded = (*column)->LoadPrefix(in);
+    if (loaded.ok() && rows > 0) {
+      loaded = LoadBodyOfKinds(in, static_cast<size_t>(rows), kinds, discard_values, **column);
+    }
+    if (!loaded.ok()) {
+      return absl::Status(loaded.code(),
+                          absl::StrCat("column ", name, " (", type, "): ", loaded.message()));
     }
     if (discard_values) {
       block->spare_.push_back({name, *std::move(column)});

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/aggregate_state.h"
+#include "server/clickhouse/columns/aliases.h"
 #include "server/clickhouse/columns/array.h"
 #include "server/clickhouse/columns/dynamic.h"
 #include "server/clickhouse/columns/fixed.h"
@@ -109,6 +111,7 @@ absl::StatusOr<ColumnPtr> MakeJson(const TypeAst& type, const std::string& name)
       case TypeAst::Kind::kNumber:
       case TypeAst::Kind::kString:
       case TypeAst::Kind::kEnumEntry:
+      case TypeAst::Kind::kLiteral:
         return Bad(type, "unexpected argument");
     }
   }
@@ -117,36 +120,22 @@ absl::StatusOr<ColumnPtr> MakeJson(const TypeAst& type, const std::string& name)
   return std::make_shared<ColumnJson>(name, type, std::move(params));
 }
 
-}  // namespace
-
-absl::Status CheckVariantAlternative(const TypeAst& type) {
-  if (type.kind != TypeAst::Kind::kType) return Bad(type, "expected a type");
-  const bool lc_nullable =
-      type.name == "LowCardinality" && type.args.size() == 1 && type.args[0].name == "Nullable";
-  if (type.name == "Nullable" || lc_nullable || type.name == "Variant" || type.name == "Dynamic") {
-    return Bad(type, "not allowed inside Variant or Dynamic");
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<ColumnPtr> CreateColumn(std::string_view type_name) {
-  ASSIGN_OR_RETURN(TypeAst type, ParseTypeName(type_name));
-  return CreateColumn(type);
-}
-
-absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
-  // Element names of named tuples belong to the parent's type name, not to the element.
-  TypeAst type = input;
-  type.element_name.clear();
-  if (type.kind != TypeAst::Kind::kType) return Bad(type, "expected a type");
-  const std::string name = FormatTypeName(type);
+// The column of `type` (no alias) under the type name `name`.
+absl::StatusOr<ColumnPtr> Build(const TypeAst& type, const std::string& name) {
   const std::string& family = type.name;
 
   // Fixed-width families (numbers, dates, times, Decimal, Enum, UUID, IP, FixedString...): the
   // shared type facts describe them.
   ASSIGN_OR_RETURN(std::optional<text::FixedType> fixed,
                    text::DescribeFixed(type, text::UnknownZone::kError));
-  if (fixed.has_value()) return std::make_shared<ColumnFixed>(name, type, *std::move(fixed));
+  if (fixed.has_value()) {
+    if (fixed->kind == FixedKind::kEnum && name == FormatTypeName(type)) {
+      // Named by the resolved type (`Enum8('a' = 1)`), as the server names it.
+      ASSIGN_OR_RETURN(TypeAst resolved, text::ResolveEnum(type));
+      return std::make_shared<ColumnFixed>(FormatTypeName(resolved), resolved, *std::move(fixed));
+    }
+    return std::make_shared<ColumnFixed>(name, type, *std::move(fixed));
+  }
   if (family == "String") {
     if (!type.args.empty()) return Bad(type, "takes no arguments");
     return std::make_shared<ColumnString>(name, type);
@@ -164,7 +153,6 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
     return std::make_shared<ColumnArray>(name, type, std::move(nested));
   }
   if (family == "Tuple") {
-    if (type.args.empty()) return Bad(type, "needs element types");
     std::vector<ColumnPtr> elements;
     for (const TypeAst& arg : type.args) {
       ASSIGN_OR_RETURN(ColumnPtr element, CreateColumn(arg));
@@ -198,10 +186,46 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
   if (family == "Variant") return MakeVariant(type);
   if (family == "Dynamic") return MakeDynamic(type, name);
   if (family == "JSON") return MakeJson(type, name);
-  if (family == "SimpleAggregateFunction" && type.args.size() == 2) {
-    return CreateColumn(type.args[1]);
+  if (family == "AggregateFunction") {
+    ASSIGN_OR_RETURN(AggregateStateFormat format, AggregateStateFormat::Create(type));
+    return std::make_shared<ColumnAggregateState>(name, type, std::move(format));
   }
   return absl::UnimplementedError(absl::StrCat("unsupported column type ", name));
+}
+
+}  // namespace
+
+absl::Status CheckVariantAlternative(const TypeAst& type) {
+  if (type.kind != TypeAst::Kind::kType) return Bad(type, "expected a type");
+  const bool lc_nullable =
+      type.name == "LowCardinality" && type.args.size() == 1 && type.args[0].name == "Nullable";
+  if (type.name == "Nullable" || lc_nullable || type.name == "Variant" || type.name == "Dynamic") {
+    return Bad(type, "not allowed inside Variant or Dynamic");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ColumnPtr> CreateColumn(std::string_view type_name) {
+  ASSIGN_OR_RETURN(TypeAst type, ParseTypeName(type_name));
+  return CreateColumn(type);
+}
+
+absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
+  // Element names of named tuples belong to the parent's type name, not to the element.
+  TypeAst type = input;
+  type.element_name.clear();
+  if (type.kind != TypeAst::Kind::kType) return Bad(type, "expected a type");
+  const std::string name = FormatTypeName(type);
+  // An alias keeps its own name on a column of its layout type (whose nested columns are built
+  // from the layout, so they keep the names of nested aliases: Ring holds Points).
+  for (int depth = 0;; ++depth) {
+    ASSIGN_OR_RETURN(std::optional<TypeAst> layout, AliasLayout(type));
+    if (!layout.has_value()) break;
+    if (depth > 8) return Bad(input, "aliases nested too deeply");
+    type = *std::move(layout);
+    type.element_name.clear();
+  }
+  return Build(type, name);
 }
 
 }  // namespace chgate::clickhouse

@@ -1,5 +1,7 @@
 #include "server/clickhouse/columns/tuple.h"
 
+#include <cstring>
+
 #include "server/common/status_macros.h"
 
 namespace chgate::clickhouse {
@@ -8,10 +10,12 @@ ColumnTuple::ColumnTuple(std::string type_name, TypeAst type, std::vector<Column
     : Column(std::move(type_name), std::move(type)), elements_(std::move(elements)) {}
 
 void ColumnTuple::Clear() {
+  rows_ = 0;
   for (auto& e : elements_) e->Clear();
 }
 
 void ColumnTuple::AppendDefault() {
+  ++rows_;
   for (auto& e : elements_) e->AppendDefault();
 }
 
@@ -34,6 +38,11 @@ absl::Status ColumnTuple::LoadPrefix(ReadBuffer& in) {
 }
 
 absl::Status ColumnTuple::LoadBody(ReadBuffer& in, size_t rows) {
+  if (elements_.empty()) {
+    RETURN_IF_ERROR(in.Skip(rows));
+    rows_ += rows;
+    return absl::OkStatus();
+  }
   for (auto& e : elements_) RETURN_IF_ERROR(e->LoadBody(in, rows));
   return absl::OkStatus();
 }
@@ -43,6 +52,13 @@ void ColumnTuple::SavePrefix(GatherWriter& out) const {
 }
 
 void ColumnTuple::SaveBody(GatherWriter& out) const {
+  if (elements_.empty()) {
+    zeros_.clear();
+    std::memset(zeros_.Prepare(rows_), '0', rows_);
+    zeros_.Commit(rows_);
+    out.Reference(zeros_.data(), zeros_.size());
+    return;
+  }
   for (const auto& e : elements_) e->SaveBody(out);
 }
 

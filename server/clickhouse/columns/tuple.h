@@ -1,4 +1,6 @@
-// ColumnTuple: each element's column in turn. Named tuples differ only in the type name.
+// ColumnTuple: each element's column in turn. Named tuples differ only in the type name. The
+// empty Tuple() counts its rows itself and sends one byte '0' per row, which readers skip
+// (ClickHouse's SerializationTuple for no elements).
 #pragma once
 
 #include <vector>
@@ -15,15 +17,17 @@ class ColumnTuple final : public Column {
   const ColumnPtr& element(size_t i) const { return elements_[i]; }
 
   ColumnKind kind() const override { return ColumnKind::kTuple; }
-  size_t Size() const override { return elements_.empty() ? 0 : elements_[0]->Size(); }
+  size_t Size() const override { return elements_.empty() ? rows_ : elements_[0]->Size(); }
   void Clear() override;
   void AppendDefault() override;
   void AppendRange(const Column& src, size_t begin, size_t end) override {
     const auto& s = static_cast<const ColumnTuple&>(src);
+    rows_ += end - begin;
     for (size_t i = 0; i < elements_.size(); ++i)
       elements_[i]->AppendRange(*s.elements_[i], begin, end);
   }
   void Truncate(size_t rows) override {
+    rows_ = rows;
     for (auto& e : elements_) e->Truncate(rows);
   }
   ColumnPtr CloneEmpty() const override;
@@ -36,6 +40,8 @@ class ColumnTuple final : public Column {
 
  private:
   std::vector<ColumnPtr> elements_;
+  size_t rows_ = 0;           // the row count of an empty Tuple()
+  mutable ByteBuffer zeros_;  // an empty Tuple()'s body, staged for SaveBody
 };
 
 }  // namespace chgate::clickhouse
