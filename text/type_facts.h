@@ -77,6 +77,14 @@ enum class UnknownZone {
 absl::StatusOr<std::optional<FixedType>> DescribeFixed(const TypeAst& type,
                                                        UnknownZone unknown_zone);
 
+// Types ClickHouse stores in another type's layout under their own name: the geo types (Point =
+// Tuple(Float64, Float64), Ring and LineString = Array(Point), Polygon = Array(Ring),
+// MultiLineString = Array(LineString), MultiPolygon = Array(Polygon)), Nested(a T, b U) =
+// Array(Tuple(a T, b U)) (sent with flatten_nested = 0) and SimpleAggregateFunction(f, T) = T.
+// Returns the layout type of such an alias (one level: Ring gives Array(Point)), nullopt for any
+// other type, InvalidArgument for an alias with bad arguments.
+absl::StatusOr<std::optional<TypeAst>> AliasLayout(const TypeAst& type);
+
 // `type` (family Enum, Enum8 or Enum16) with every value explicit and the family Enum8 or Enum16,
 // as ClickHouse's type parser resolves it: values left out count on from the first element's
 // (from 1 when it has none); either every element after the first has a value or none has; Enum

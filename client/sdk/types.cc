@@ -78,15 +78,6 @@ absl::StatusOr<ColumnType> Composite(TypeKind kind, const std::vector<text::Type
   return t;
 }
 
-// Geo types are named aliases of Tuple and Array types.
-const char* GeoElement(std::string_view name) {
-  if (name == "Ring" || name == "LineString") return "Point";
-  if (name == "Polygon") return "Ring";
-  if (name == "MultiLineString") return "LineString";
-  if (name == "MultiPolygon") return "Polygon";
-  return nullptr;
-}
-
 absl::StatusOr<ColumnType> FromAst(const text::TypeAst& input, int depth, std::string_view whole) {
   if (depth > kMaxDepth) return Malformed(whole, "type nested too deeply");
   text::TypeAst ast = input;
@@ -95,6 +86,15 @@ absl::StatusOr<ColumnType> FromAst(const text::TypeAst& input, int depth, std::s
   const std::string& name = ast.name;
   const auto& args = ast.args;
   absl::StatusOr<ColumnType> t;
+  // Geo types, Nested and SimpleAggregateFunction: the layout type's description, under the
+  // alias's own text.
+  absl::StatusOr<std::optional<text::TypeAst>> layout = text::AliasLayout(ast);
+  if (!layout.ok()) return Malformed(whole, std::string(layout.status().message()));
+  if (layout->has_value()) {
+    t = FromAst(**layout, depth + 1, whole);
+    if (t.ok()) t->text = text::FormatTypeName(ast);
+    return t;
+  }
   absl::StatusOr<std::optional<text::FixedType>> fixed =
       text::DescribeFixed(ast, text::UnknownZone::kUtc);
   if (!fixed.ok()) return Malformed(whole, std::string(fixed.status().message()));
@@ -129,24 +129,14 @@ absl::StatusOr<ColumnType> FromAst(const text::TypeAst& input, int depth, std::s
     t = Composite(TypeKind::kMap, args, depth, whole);
   } else if (name == "Tuple") {
     t = Composite(TypeKind::kTuple, args, depth, whole);
-  } else if (name == "Nested" && !args.empty()) {
-    // Nested(a T, b U) is Array(Tuple(a T, b U)) on the wire and in chgate.v1.Column.
-    absl::StatusOr<ColumnType> tuple = Composite(TypeKind::kTuple, args, depth + 1, whole);
-    if (!tuple.ok()) return tuple;
-    text::TypeAst tuple_ast{.name = "Tuple", .args = args};
-    tuple->text = text::FormatTypeName(tuple_ast);
+  } else if (name == "Variant" || name == "Dynamic" || name == "JSON" ||
+             name == "AggregateFunction") {
+    // Carried in String layout: each value's ClickHouse text (JSON: the object's text), an
+    // aggregate state's opaque bytes; Variant and Dynamic NULLs in `nulls`.
     ColumnType c;
-    c.kind = TypeKind::kArray;
-    c.elements.push_back(*std::move(tuple));
+    c.kind = TypeKind::kString;
+    c.nullable = name == "Variant" || name == "Dynamic";
     t = std::move(c);
-  } else if (name == "SimpleAggregateFunction" && args.size() == 2) {
-    t = FromAst(args[1], depth + 1, whole);
-  } else if (name == "Point" && args.empty()) {
-    text::TypeAst point{.name = "Tuple", .args = {{.name = "Float64"}, {.name = "Float64"}}};
-    t = FromAst(point, depth + 1, whole);
-  } else if (const char* element = GeoElement(name); element != nullptr && args.empty()) {
-    text::TypeAst array{.name = "Array", .args = {{.name = element}}};
-    t = FromAst(array, depth + 1, whole);
   } else {
     return absl::UnimplementedError(absl::StrCat("type '", internal::Sv(whole), "': '", name,
                                                  "' is not supported by chgate.v1.Column"));

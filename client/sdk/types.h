@@ -97,8 +97,11 @@ struct ColumnType {
 
 // Parses `text` ("Nullable(DateTime64(3, 'UTC'))", "Map(String, Array(UInt8))",
 // "Tuple(a UInt8, b String)", "Enum8('a' = 1, 'b\\'c' = -2)", ...).
+// Variant, Dynamic, JSON and AggregateFunction are described as String (Variant and Dynamic as
+// Nullable(String)) with `text` naming the real type: chgate.v1.Column carries their values as
+// ClickHouse text (JSON: the object's text) and aggregate states as opaque bytes.
 // Returns InvalidArgument for malformed text and Unimplemented for types that chgate.v1.Column
-// cannot carry (AggregateFunction, Object, JSON, Variant, Dynamic, ...).
+// cannot carry (the old experimental Object('json'), unknown families).
 absl::StatusOr<ColumnType> ParseColumnType(std::string_view text);
 
 // Sets `zone` on every DateTime and DateTime64 in `type` (children included) whose text names no

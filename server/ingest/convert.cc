@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
+#include "server/clickhouse/columns/aggregate_state.h"
 #include "server/clickhouse/columns/array.h"
 #include "server/clickhouse/columns/dynamic.h"
 #include "server/clickhouse/columns/fixed.h"
@@ -110,6 +111,7 @@ enum class Op : uint8_t {
   kVariant,  // children: the alternatives, in type order
   kDynamic,  // types are added per value: no children in the plan
   kJson,
+  kAggregateState,  // opaque state bytes, checked by the function's state format
 };
 
 // How a LowCardinality column takes values.
@@ -318,9 +320,8 @@ absl::Status PlanNode(Column* column, const ConvertOptions& options, Nodes* node
       node.op = Op::kJson;
       break;
     case clickhouse::ColumnKind::kAggregateState:
-      return absl::UnimplementedError(absl::StrCat(
-          "values cannot be converted to ", column->type_name(),
-          " (aggregate function states are opaque: insert them with INSERT ... SELECT in SQL)"));
+      node.op = Op::kAggregateState;
+      break;
   }
   node.first_child = static_cast<uint32_t>(nodes->size());
   nodes->resize(nodes->size() + node.child_count);
@@ -523,6 +524,15 @@ bool Converter::Append(const Node& node, ValueRef value) {
       return AppendDynamic(node, value);
     case Op::kJson:
       return AppendJson(node, value);
+    case Op::kAggregateState: {
+      // States are opaque: only bytes read from a column of the same type (a query's result) are
+      // meaningful; the function's state format checks that they hold exactly one state.
+      if (!IsText(kind)) return Unaccepted(node, value);
+      absl::Status status = static_cast<clickhouse::ColumnAggregateState*>(node.column)
+                                ->AppendState(value.bytes_value());
+      if (!status.ok()) return Fail(value, std::string(status.message()));
+      return true;
+    }
   }
   return Unaccepted(node, value);
 }
@@ -631,6 +641,9 @@ bool Converter::Unaccepted(const Node& node, ValueRef value) {
       break;
     case Op::kJson:
       accepts = "a JSON object as string";
+      break;
+    case Op::kAggregateState:
+      accepts = "one state's bytes, as a query of the same type returns them";
       break;
   }
   return Fail(value, absl::StrCat(node.column->type_name(), " takes ", accepts));

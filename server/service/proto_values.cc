@@ -929,12 +929,8 @@ absl::StatusOr<std::unique_ptr<Node>> Build(const v1::Column& src, uint64_t rows
     case clickhouse::ColumnKind::kVariant:
     case clickhouse::ColumnKind::kDynamic:
     case clickhouse::ColumnKind::kJson:
-      return BuildText(src, rows, dst, pos);
     case clickhouse::ColumnKind::kAggregateState:
-      return ingest::WithValueError(absl::UnimplementedError(absl::StrCat(
-                                        "block column '", pos.scope->column, "' (", pos.scope->type,
-                                        "): type cannot be carried by the API")),
-                                    {.column = pos.scope->column, .type = pos.scope->type});
+      return BuildText(src, rows, dst, pos);
   }
   if (node.ok()) Place(pos, node->get());
   return node;

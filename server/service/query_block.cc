@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/aggregate_state.h"
 #include "server/clickhouse/columns/array.h"
 #include "server/clickhouse/columns/dynamic.h"
 #include "server/clickhouse/columns/fixed.h"
@@ -174,12 +175,14 @@ void AppendPlainValue(const Column& col, size_t row, std::string* out) {
     case ColumnKind::kJson:
       out->append(static_cast<const clickhouse::ColumnJson&>(col).Text(row));
       return;
+    case ColumnKind::kAggregateState:
+      out->append(static_cast<const clickhouse::ColumnAggregateState&>(col).State(row));
+      return;
     case ColumnKind::kNullable:
     case ColumnKind::kArray:
     case ColumnKind::kMap:
     case ColumnKind::kTuple:
     case ColumnKind::kLowCardinality:
-    case ColumnKind::kAggregateState:
       break;
   }
   col.FormatValue(row, false, out);

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/aggregate_state.h"
-#include "server/clickhouse/columns/aliases.h"
 #include "server/clickhouse/columns/array.h"
 #include "server/clickhouse/columns/dynamic.h"
 #include "server/clickhouse/columns/fixed.h"
@@ -219,7 +218,7 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
   // An alias keeps its own name on a column of its layout type (whose nested columns are built
   // from the layout, so they keep the names of nested aliases: Ring holds Points).
   for (int depth = 0;; ++depth) {
-    ASSIGN_OR_RETURN(std::optional<TypeAst> layout, AliasLayout(type));
+    ASSIGN_OR_RETURN(std::optional<TypeAst> layout, text::AliasLayout(type));
     if (!layout.has_value()) break;
     if (depth > 8) return Bad(input, "aliases nested too deeply");
     type = *std::move(layout);

@@ -273,7 +273,7 @@ TEST(QueryCursorTest, MalformedResponsesFailTheCursor) {
   no_header.responses.push_back(BlockOf(1, {Col("UInt8", "a")}));
   server.service().AddQueryScript(no_header);
   QueryScript bad_type;
-  bad_type.responses.push_back(Header({{"x", "AggregateFunction(uniq, UInt8)"}}));
+  bad_type.responses.push_back(Header({{"x", "Object('json')"}}));
   server.service().AddQueryScript(bad_type);
   QueryScript no_summary;
   no_summary.responses.push_back(Header({{"x", "UInt8"}}));

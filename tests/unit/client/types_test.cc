@@ -182,6 +182,22 @@ TEST(ParseColumnTypeTest, SharedFactsDescribeNestedTimeAndEnumsWithoutValues) {
   EXPECT_FALSE(ParseColumnType("Enum8('a' = 1, 'a' = 2)").ok());
 }
 
+TEST(ParseColumnTypeTest, TextCarriedTypesAreStringsNamingTheirType) {
+  for (const char* type : {"Variant(String, UInt64)", "Dynamic", "Dynamic(max_types=4)"}) {
+    ColumnType t = Parse(type);
+    EXPECT_EQ(t.kind, TypeKind::kString) << type;
+    EXPECT_TRUE(t.nullable) << type;
+    EXPECT_EQ(t.text, type);
+  }
+  for (const char* type : {"JSON", "JSON(a.b UInt32, SKIP c)", "AggregateFunction(uniq, UInt64)",
+                           "AggregateFunction(quantiles(0.5, 0.9), Float64)"}) {
+    ColumnType t = Parse(type);
+    EXPECT_EQ(t.kind, TypeKind::kString) << type;
+    EXPECT_FALSE(t.nullable) << type;
+  }
+  EXPECT_EQ(Parse("Array(Variant(String, UInt64))").elements[0].kind, TypeKind::kString);
+}
+
 TEST(ParseColumnTypeTest, RejectsMalformedAndUnsupportedText) {
   for (const char* bad : {"", "Array(", "Array(UInt8", "Map(String)", "FixedString(0)",
                           "UInt8 junk", "Tuple(a)", "Enum8('a' 1)", "DateTime(UTC)"}) {
@@ -190,8 +206,7 @@ TEST(ParseColumnTypeTest, RejectsMalformedAndUnsupportedText) {
   }
   EXPECT_EQ(ParseColumnType("Array(Array(Array(").status().code(),
             absl::StatusCode::kInvalidArgument);
-  for (const char* unsupported : {"AggregateFunction(uniq, UInt64)", "Object('json')", "JSON",
-                                  "Variant(UInt8, String)", "Dynamic"}) {
+  for (const char* unsupported : {"Object('json')", "Geometry2"}) {
     EXPECT_EQ(ParseColumnType(unsupported).status().code(), absl::StatusCode::kUnimplemented)
         << unsupported;
   }
