@@ -237,6 +237,17 @@ void AppendTime64(int64_t ticks, int scale, std::string* out) {
   if (scale > 0) absl::StrAppendFormat(out, ".%0*u", scale, fraction);
 }
 
+void SwapUuidHalves(const char* in, size_t n, char* out) {
+  for (size_t r = 0; r < n; ++r) {
+    const char* i = in + r * 16;
+    char* o = out + r * 16;
+    for (int b = 0; b < 8; ++b) {
+      o[b] = i[7 - b];
+      o[8 + b] = i[15 - b];
+    }
+  }
+}
+
 void AppendUuid(const unsigned char* rfc, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
   for (int i = 0; i < 16; ++i) {
@@ -331,13 +342,9 @@ void AppendPlainText(const FixedType& type, const char* p, std::string* out) {
       AppendDecimal(p, type.width, type.scale, out);
       return;
     case FixedKind::kUuid: {
-      // Two little-endian UInt64 halves, high half first -> RFC 4122 order.
-      unsigned char rfc[16];
-      for (int i = 0; i < 8; ++i) {
-        rfc[i] = static_cast<unsigned char>(p[7 - i]);
-        rfc[8 + i] = static_cast<unsigned char>(p[15 - i]);
-      }
-      AppendUuid(rfc, out);
+      char rfc[16];
+      SwapUuidHalves(p, 1, rfc);
+      AppendUuid(reinterpret_cast<const unsigned char*>(rfc), out);
       return;
     }
     case FixedKind::kIpv4:

@@ -35,6 +35,10 @@ void AppendDateTime64(int64_t ticks, int scale, const absl::TimeZone& zone, std:
 void AppendTime(int64_t seconds, std::string* out);
 // The same with `scale` fraction digits, from ticks of 10^-scale seconds.
 void AppendTime64(int64_t ticks, int scale, std::string* out);
+// Converts `n` UUIDs between RFC 4122 (text) order and ClickHouse's wire layout (two
+// little-endian UInt64 halves, high half first); the same swap goes both ways. `in` and `out`
+// must not overlap.
+void SwapUuidHalves(const char* in, size_t n, char* out);
 // `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` of 16 bytes in RFC 4122 (text) order.
 void AppendUuid(const unsigned char* rfc, std::string* out);
 // Dotted quad of an IPv4 address held as a number.

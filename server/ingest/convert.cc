@@ -1069,11 +1069,8 @@ bool Converter::AppendUuid(const Node& node, ValueRef value) {
       return Unaccepted(node, value);
   }
   // ClickHouse keeps a UUID as two little-endian UInt64 halves (high, then low).
-  unsigned char native[16];
-  for (size_t i = 0; i < 8; ++i) {
-    native[i] = rfc[7 - i];
-    native[8 + i] = rfc[15 - i];
-  }
+  char native[16];
+  text::SwapUuidHalves(reinterpret_cast<const char*>(rfc), 1, native);
   Fixed(node).AppendRaw(native);
   return true;
 }
@@ -1114,17 +1111,9 @@ bool Converter::AppendIpv6(const Node& node, ValueRef value) {
   unsigned char address[16];
   switch (value.kind()) {
     case ValueKind::kString: {
-      const std::string_view s = value.bytes_value();
-      if (s.find(':') != std::string_view::npos) {
-        if (!InetPton(AF_INET6, s, address)) return Fail(value, "not an IPv6 address");
-      } else {
-        // IPv4 text becomes the IPv4-mapped address ::ffff:a.b.c.d.
-        uint32_t v4;
-        if (!ParseIpv4Text(s, &v4)) return Fail(value, "not an IPv6 or IPv4 address");
-        std::memset(address, 0, 10);
-        address[10] = address[11] = 0xff;
-        for (size_t i = 0; i < 4; ++i)
-          address[12 + i] = static_cast<unsigned char>(v4 >> (24 - 8 * i));
+      // IPv4 text becomes the IPv4-mapped address ::ffff:a.b.c.d.
+      if (!ParseIpv6Text(value.bytes_value(), address)) {
+        return Fail(value, "not an IPv6 or IPv4 address");
       }
       break;
     }

@@ -23,6 +23,7 @@
 #include "server/service/query_block.h"
 #include "text/type_facts.h"
 #include "text/value_parse.h"
+#include "text/value_text.h"
 
 namespace chgate::service {
 
@@ -376,7 +377,7 @@ class FixedNode final : public Node {
     switch (dst_.fixed_kind()) {
       case Kind::kUuid: {
         // RFC 4122 byte order -> two little-endian UInt64 halves (high half first).
-        SwapUuidByteOrder(p, n, dst_.values().Prepare(n * 16));
+        text::SwapUuidHalves(p, n, dst_.values().Prepare(n * 16));
         dst_.values().Commit(n * 16);
         return absl::OkStatus();
       }

@@ -49,7 +49,7 @@ void AppendFixedData(FixedKind kind, size_t width, const char* p, size_t n, std:
   if (kind == FixedKind::kNothing) return;
   const size_t at = data->size();
   data->append(p, n * width);
-  if (kind == FixedKind::kUuid) SwapUuidByteOrder(p, n, data->data() + at);
+  if (kind == FixedKind::kUuid) text::SwapUuidHalves(p, n, data->data() + at);
 }
 
 void AppendStrings(const ColumnString& src, size_t begin, size_t end, v1::Column* dst) {
@@ -213,17 +213,6 @@ std::string_view ElementName(const Column& tuple, size_t i) {
 }
 
 }  // namespace
-
-void SwapUuidByteOrder(const char* in, size_t n, char* out) {
-  for (size_t r = 0; r < n; ++r) {
-    const char* i = in + r * 16;
-    char* o = out + r * 16;
-    for (int b = 0; b < 8; ++b) {
-      o[b] = i[7 - b];
-      o[8 + b] = i[15 - b];
-    }
-  }
-}
 
 absl::Status CheckResultColumns(const clickhouse::Block& header) {
   for (const clickhouse::NamedColumn& c : header.columns()) {

@@ -14,10 +14,6 @@
 
 namespace chgate::service {
 
-// Reorders `n` UUIDs between the API's RFC 4122 byte order and ClickHouse's two little-endian
-// UInt64 halves (high half first). The mapping is its own inverse, so it serves both directions.
-void SwapUuidByteOrder(const char* in, size_t n, char* out);
-
 // OK when every column of `header` can be carried by the API. Unimplemented naming the column
 // otherwise (for types the native layer decodes but the API has no layout for).
 absl::Status CheckResultColumns(const clickhouse::Block& header);
