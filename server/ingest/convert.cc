@@ -1241,7 +1241,10 @@ bool Converter::AppendVariant(const Node& node, ValueRef value) {
   for (int pass = 0; pass < 2; ++pass) {
     for (uint32_t i = 0; i < node.child_count; ++i) {
       const Node& child = nodes_[node.first_child + i];
-      const bool is_string = child.op == Op::kString;
+      // LowCardinality(String) is a String alternative too (ClickHouse orders Variant text
+      // parsing by the dictionary type).
+      const bool is_string = child.op == Op::kString || (child.op == Op::kLowCardinality &&
+                                                         child.dictionary == Dictionary::kString);
       if (is_string != (text == (pass == 0))) continue;
       const size_t before = child.column->Size();
       if (Append(child, value)) {

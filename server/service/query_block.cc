@@ -28,6 +28,7 @@ using clickhouse::ColumnLowCardinality;
 using clickhouse::ColumnNullable;
 using clickhouse::ColumnString;
 using clickhouse::ColumnTuple;
+using clickhouse::ColumnVariant;
 using clickhouse::FixedKind;
 
 // Reads the VarUInt length prefix at `p`; returns the first byte after it.
@@ -168,8 +169,19 @@ void AppendPlainValue(const Column& col, size_t row, std::string* out) {
     }
     case ColumnKind::kDynamic: {
       const auto& dynamic = static_cast<const clickhouse::ColumnDynamic&>(col);
-      if (dynamic.IsShared(row)) break;
-      AppendPlainValue(dynamic.variant(), row, out);
+      if (!dynamic.IsShared(row)) {
+        AppendPlainValue(dynamic.variant(), row, out);
+        return;
+      }
+      // A value in SharedVariant: its type's binary encoding and the value, decoded into a
+      // one-row column of that type so a String is its bytes here too.
+      const ColumnVariant& variant = dynamic.variant();
+      const auto& shared =
+          static_cast<const ColumnString&>(*variant.alternative(dynamic.shared_index()));
+      absl::StatusOr<clickhouse::ColumnPtr> value =
+          clickhouse::DecodeBinaryValue(shared.At(static_cast<size_t>(variant.offset(row))));
+      if (!value.ok()) break;  // checked when loaded; FormatValue prints what it can
+      AppendPlainValue(**value, 0, out);
       return;
     }
     case ColumnKind::kJson:
@@ -178,11 +190,18 @@ void AppendPlainValue(const Column& col, size_t row, std::string* out) {
     case ColumnKind::kAggregateState:
       out->append(static_cast<const clickhouse::ColumnAggregateState&>(col).State(row));
       return;
+    case ColumnKind::kLowCardinality: {
+      // A Variant alternative or Dynamic type LowCardinality(T) (never Nullable there): T's
+      // plain text, so LowCardinality(String) is its bytes like String.
+      const auto& lc = static_cast<const ColumnLowCardinality&>(col);
+      if (lc.IsNull(row)) break;
+      AppendPlainValue(*lc.dictionary(), static_cast<size_t>(lc.Index(row)), out);
+      return;
+    }
     case ColumnKind::kNullable:
     case ColumnKind::kArray:
     case ColumnKind::kMap:
     case ColumnKind::kTuple:
-    case ColumnKind::kLowCardinality:
       break;
   }
   col.FormatValue(row, false, out);

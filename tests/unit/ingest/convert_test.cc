@@ -19,9 +19,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "server/clickhouse/columns/aggregate_state.h"
+#include "server/clickhouse/columns/dynamic.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/json.h"
 #include "server/clickhouse/columns/low_cardinality.h"
+#include "server/clickhouse/columns/variant.h"
+#include "server/common/status_macros.h"
 #include "server/ingest/value_error.h"
 #include "tests/unit/ingest/test_values.h"
 
@@ -29,9 +34,12 @@ namespace chgate::ingest {
 namespace {
 
 using ::chgate::clickhouse::Column;
+using ::chgate::clickhouse::ColumnAggregateState;
+using ::chgate::clickhouse::ColumnDynamic;
 using ::chgate::clickhouse::ColumnFixed;
 using ::chgate::clickhouse::ColumnLowCardinality;
 using ::chgate::clickhouse::ColumnPtr;
+using ::chgate::clickhouse::ColumnVariant;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using namespace ::chgate::ingest::testing;  // NOLINT(build/namespaces): value builders
@@ -633,6 +641,291 @@ TEST(ConvertNestedTest, LowCardinalityDeduplicates) {
 
 TEST(ConvertNestedTest, SimpleAggregateFunctionConvertsAsItsType) {
   ExpectConverts("SimpleAggregateFunction(sum, UInt64)", UInt(5), "5");
+}
+
+// --- BFloat16, Time, Time64 ----------------------------------------------------------------------
+
+TEST(ConvertBFloat16Test, TruncatesTheFloat32LikeClickHouse) {
+  // 0.1 is Float32 0x3dcccccd; BFloat16 keeps the upper half 0x3dcc (rounding would give 0x3dcd).
+  ExpectConverts("BFloat16", Double(0.1), "0.099609375");
+  EXPECT_EQ(RawHex("BFloat16", Double(0.1)), "cc3d");
+  ExpectConverts("BFloat16", Double(-0.1), "-0.099609375");
+  ExpectConverts("BFloat16", Double(3.14159), "3.140625");
+  ExpectConverts("BFloat16", Double(1e38), "9.96921e37");
+  ExpectConverts("BFloat16", Double(3.4028235e38), "3.3895314e38");
+  // Integers take the same path: 257 is Float32 0x43808000, truncated to 256.
+  ExpectConverts("BFloat16", Int(3), "3");
+  ExpectConverts("BFloat16", Int(257), "256");
+  ExpectConverts("BFloat16", Int(-257), "-256");
+  ExpectConverts("BFloat16", UInt(257), "256");
+  // Text too.
+  ExpectConverts("BFloat16", Str("0.1"), "0.099609375");
+  ExpectConverts("BFloat16", Str("-2.5e-3"), "-0.0024871826");  // 0xbb23d70a -> 0xbb23
+  ExpectConverts("BFloat16", Str("inf"), "inf");
+  ExpectConverts("BFloat16", Str("-inf"), "-inf");
+  ExpectConverts("BFloat16", Str("nan"), "nan");
+  ExpectConverts("BFloat16", Double(std::numeric_limits<double>::quiet_NaN()), "nan");
+}
+
+TEST(ConvertBFloat16Test, RefusesWhatFloat32Refuses) {
+  EXPECT_THAT(Rejected("BFloat16", Double(1e39)),
+              HasSubstr("out of range for BFloat16 (finite values beyond +-3.4028235e38)"));
+  Rejected("BFloat16", Double(-1e39));
+  Rejected("BFloat16", Double(3.4028236e38));
+  Rejected("BFloat16", Str("1e39"));
+  EXPECT_THAT(Rejected("BFloat16", Str("1e400")), HasSubstr("out of range for Float64"));
+  EXPECT_THAT(Rejected("BFloat16", Str("x")), HasSubstr("not a number"));
+  EXPECT_THAT(Rejected("BFloat16", Bool(true)),
+              HasSubstr("BFloat16 takes double, int64, uint64 or numeric text"));
+  Rejected("BFloat16", Ts(0));
+}
+
+TEST(ConvertTimeTest, SecondsAndClockText) {
+  ExpectConverts("Time", Int(0), "00:00:00");
+  ExpectConverts("Time", Int(3723), "01:02:03");
+  EXPECT_EQ(RawHex("Time", Int(3723)), "8b0e0000");
+  ExpectConverts("Time", Int(-3723), "-01:02:03");
+  EXPECT_EQ(RawHex("Time", Int(-1)), "ffffffff");
+  ExpectConverts("Time", UInt(3599999), "999:59:59");
+  ExpectConverts("Time", Int(-3599999), "-999:59:59");
+  ExpectConverts("Time", Str("01:02:03"), "01:02:03");
+  ExpectConverts("Time", Str("-01:02:03"), "-01:02:03");
+  ExpectConverts("Time", Str("100:00:00"), "100:00:00");
+  ExpectConverts("Time", Str("02:03"), "00:02:03");
+  ExpectConverts("Time", Str("3723"), "01:02:03");
+  ExpectConverts("Time", Str("01:02:03.9"), "01:02:03");  // sub-second digits dropped
+}
+
+TEST(ConvertTimeTest, RefusesOutOfRangeAndOtherForms) {
+  EXPECT_THAT(Rejected("Time", Int(3600000)),
+              HasSubstr("out of range for Time [-999:59:59, 999:59:59]"));
+  Rejected("Time", Int(-3600000));
+  Rejected("Time", UInt(3600000));
+  Rejected("Time", UInt(std::numeric_limits<uint64_t>::max()));
+  Rejected("Time", Int(std::numeric_limits<int64_t>::min()));
+  EXPECT_THAT(Rejected("Time", Str("1000:00:00")),
+              HasSubstr("time outside -999:59:59 .. 999:59:59"));
+  EXPECT_THAT(Rejected("Time", Str("01:60:00")), HasSubstr("minutes and seconds are 0..59"));
+  EXPECT_THAT(Rejected("Time", Str("1:2:3:4")), HasSubstr("not a time"));
+  Rejected("Time", Str(""));
+  EXPECT_THAT(Rejected("Time", Double(1)),
+              HasSubstr("Time takes seconds as int64/uint64, or '[-]hh:mm:ss' text"));
+  Rejected("Time", Ts(3723));
+  Rejected("Time", Bool(true));
+  Rejected("Time", Bytes("01:02:03"));
+}
+
+TEST(ConvertTimeTest, Time64TicksAndFractionText) {
+  ExpectConverts("Time64(3)", Int(3723123), "01:02:03.123");
+  EXPECT_EQ(RawHex("Time64(3)", Int(3723123)), "73cf380000000000");
+  ExpectConverts("Time64(3)", Int(-1500), "-00:00:01.500");
+  ExpectConverts("Time64(3)", UInt(3599999999), "999:59:59.999");
+  ExpectConverts("Time64(3)", Int(-3599999999), "-999:59:59.999");
+  ExpectConverts("Time64(3)", Str("01:02:03.123"), "01:02:03.123");
+  ExpectConverts("Time64(3)", Str("01:02:03.1239"), "01:02:03.123");
+  ExpectConverts("Time64(3)", Str("01:02:03.5"), "01:02:03.500");
+  ExpectConverts("Time64(3)", Str("01:02:03"), "01:02:03.000");
+  ExpectConverts("Time64(3)", Str("-00:00:01.5"), "-00:00:01.500");
+  ExpectConverts("Time64(3)", Str("-0.001"), "-00:00:00.001");
+  ExpectConverts("Time64(6)", Str("999:59:59.999999"), "999:59:59.999999");
+  ExpectConverts("Time64(0)", Int(3723), "01:02:03");
+
+  EXPECT_THAT(Rejected("Time64(3)", Int(3600000000)),
+              HasSubstr("out of range for Time64(3) [-999:59:59, 999:59:59]"));
+  Rejected("Time64(3)", Int(-3600000000));
+  Rejected("Time64(3)", UInt(3600000000));
+  Rejected("Time64(3)", Str("1000:00:00.000"));
+  Rejected("Time64(3)", Str("01:02:03."));
+  EXPECT_THAT(Rejected("Time64(3)", Double(1.5)),
+              HasSubstr("Time64(3) takes ticks as int64/uint64, or '[-]hh:mm:ss[.fff]' text"));
+}
+
+// --- Variant, Dynamic, JSON, AggregateFunction -----------------------------------------------
+
+// The text of `value` converted to a one-row Variant or Dynamic column of `type`, with the type
+// of the alternative that holds it ("5 as UInt64"), "NULL" for a NULL row, or the error.
+absl::StatusOr<std::string> Stored(std::string_view type, const TestValue& value,
+                                   const ConvertOptions& options = {}) {
+  ColumnPtr column = Make(type);
+  if (column == nullptr) return absl::InternalError("no column");
+  RETURN_IF_ERROR(AppendOne(*column, value, options));
+  EXPECT_EQ(column->Size(), 1u);
+  const ColumnVariant* variant = nullptr;
+  const ColumnDynamic* dynamic = nullptr;
+  if (column->kind() == clickhouse::ColumnKind::kDynamic) {
+    dynamic = static_cast<const ColumnDynamic*>(column.get());
+    variant = &dynamic->variant();
+  } else {
+    variant = &dynamic_cast<const ColumnVariant&>(*column);
+  }
+  if (variant->IsNull(0)) {
+    EXPECT_EQ(Format(*column, 0), "\\N");
+    return std::string("NULL");
+  }
+  const size_t d = variant->discriminator(0);
+  const std::string alternative =
+      dynamic != nullptr ? dynamic->alternative_type(d) : variant->alternative(d)->type_name();
+  return absl::StrCat(Format(*column, 0), " as ", alternative);
+}
+
+std::string StoredOk(std::string_view type, const TestValue& value,
+                     const ConvertOptions& options = {}) {
+  absl::StatusOr<std::string> stored = Stored(type, value, options);
+  if (!stored.ok()) return "error: " + stored.status().ToString();
+  return *stored;
+}
+
+// Text as Block columns of Variant and Dynamic carry it: ClickHouse text.
+ConvertOptions Literal() { return {.text_is_literal = true}; }
+
+TEST(ConvertVariantTest, ValuesGoToTheFirstAlternativeOfTheirKind) {
+  constexpr std::string_view kType = "Variant(String, UInt64)";
+  EXPECT_EQ(StoredOk(kType, Int(5)), "5 as UInt64");
+  EXPECT_EQ(StoredOk(kType, UInt(18446744073709551615ULL)), "18446744073709551615 as UInt64");
+  // A string Value is a string on the rows path, even when it reads as a number.
+  EXPECT_EQ(StoredOk(kType, Str("5")), "5 as String");
+  EXPECT_EQ(StoredOk(kType, Str("x")), "x as String");
+  EXPECT_EQ(StoredOk(kType, Bytes(std::string("\0\1", 2))), "\\0\x01 as String");
+  EXPECT_EQ(StoredOk(kType, Null()), "NULL");
+  EXPECT_EQ(StoredOk("Variant(Array(UInt8), Bool)", Array({Int(1), Int(2)})),
+            "[1,2] as Array(UInt8)");
+  EXPECT_EQ(StoredOk("Variant(Array(UInt8), Bool)", Bool(true)), "true as Bool");
+  // Text goes to the String alternative before any other that would parse it.
+  EXPECT_EQ(StoredOk("Variant(Date, String)", Str("2024-05-01")), "2024-05-01 as String");
+  EXPECT_EQ(StoredOk("Variant(Date, UInt8)", Str("2024-05-01")), "2024-05-01 as Date");
+  // LowCardinality(String) counts as a String alternative.
+  EXPECT_EQ(StoredOk("Variant(Date, LowCardinality(String))", Str("2024-05-01")),
+            "2024-05-01 as LowCardinality(String)");
+  EXPECT_EQ(StoredOk("Variant(Date, LowCardinality(String))", Str("2024-05-01"), Literal()),
+            "2024-05-01 as Date");
+  EXPECT_EQ(StoredOk("Variant(LowCardinality(String), UInt64)", Str("5"), Literal()),
+            "5 as UInt64");
+}
+
+TEST(ConvertVariantTest, AValueNoAlternativeTakesNamesTheType) {
+  EXPECT_THAT(Rejected("Variant(String, UInt64)", Double(1.5)),
+              HasSubstr("Variant(String, UInt64) takes null or a value one of its types takes"));
+  // UInt64 refuses -1 and String refuses numbers: the error is the Variant's, not UInt64's.
+  const std::string negative = Rejected("Variant(String, UInt64)", Int(-1));
+  EXPECT_THAT(negative, HasSubstr("Variant(String, UInt64) takes"));
+  EXPECT_THAT(negative, ::testing::Not(HasSubstr("out of range")));
+  Rejected("Variant(String, UInt64)", Array({Int(1)}));
+  Rejected("Variant(Date, UInt8)", Str("x"));
+  Rejected("Variant(String, UInt64)", Unset());
+}
+
+TEST(ConvertVariantTest, LiteralTextTriesStringLast) {
+  constexpr std::string_view kType = "Variant(String, UInt64)";
+  EXPECT_EQ(StoredOk(kType, Str("5"), Literal()), "5 as UInt64");
+  EXPECT_EQ(StoredOk(kType, Str("x"), Literal()), "x as String");
+  EXPECT_EQ(StoredOk(kType, Str("-1"), Literal()), "-1 as String");
+  EXPECT_EQ(StoredOk(kType, Str(""), Literal()), " as String");
+  EXPECT_EQ(StoredOk("Variant(Date, String, UInt64)", Str("2024-05-01"), Literal()),
+            "2024-05-01 as Date");
+  EXPECT_EQ(StoredOk(kType, Null(), Literal()), "NULL");
+  // Numbers are unaffected by the option.
+  EXPECT_EQ(StoredOk(kType, Int(5), Literal()), "5 as UInt64");
+}
+
+TEST(ConvertDynamicTest, TheValueKindGivesTheType) {
+  EXPECT_EQ(StoredOk("Dynamic", Int(-5)), "-5 as Int64");
+  EXPECT_EQ(StoredOk("Dynamic", UInt(5)), "5 as UInt64");
+  EXPECT_EQ(StoredOk("Dynamic", Double(1.5)), "1.5 as Float64");
+  EXPECT_EQ(StoredOk("Dynamic", Bool(true)), "true as Bool");
+  EXPECT_EQ(StoredOk("Dynamic", Str("12")), "12 as String");
+  EXPECT_EQ(StoredOk("Dynamic", Bytes("a\tb")), "a\\tb as String");
+  EXPECT_EQ(StoredOk("Dynamic", Ts(1714564800, 5)),
+            "2024-05-01 12:00:00.000000005 as DateTime64(9, 'UTC')");
+  EXPECT_EQ(StoredOk("Dynamic", Array({Int(1), Int(2)})), "[1,2] as Array(Int64)");
+  EXPECT_EQ(StoredOk("Dynamic", Array({Int(1), Null()})), "[1,NULL] as Array(Nullable(Int64))");
+  EXPECT_EQ(StoredOk("Dynamic", Array({})), "[] as Array(Nothing)");
+  EXPECT_EQ(StoredOk("Dynamic", Array({Array({Str("a")})})), "[['a']] as Array(Array(String))");
+  EXPECT_EQ(StoredOk("Dynamic", Tuple({Int(1), Str("a")})), "(1,'a') as Tuple(Int64, String)");
+  EXPECT_EQ(StoredOk("Dynamic", Map({{Str("k"), Double(0.5)}, {Str("l"), Double(2)}})),
+            "{'k':0.5,'l':2} as Map(String, Float64)");
+  EXPECT_EQ(StoredOk("Dynamic", Null()), "NULL");
+}
+
+TEST(ConvertDynamicTest, RowsOfSeveralTypesShareTheColumn) {
+  ColumnPtr column = Make("Dynamic");
+  TestRows rows({{Int(1)}, {Str("a")}, {Null()}, {Int(2)}, {Double(0.5)}});
+  const std::vector<std::string> names = {"c"};
+  Column* columns[] = {column.get()};
+  ASSERT_TRUE(AppendRows(rows, names, columns, {}).ok());
+  const auto& dynamic = static_cast<const ColumnDynamic&>(*column);
+  std::vector<std::string> seen;
+  for (size_t r = 0; r < dynamic.Size(); ++r) {
+    seen.push_back(dynamic.IsNull(r) ? "NULL"
+                                     : absl::StrCat(Format(*column, r), " as ",
+                                                    dynamic.alternative_type(
+                                                        dynamic.variant().discriminator(r))));
+  }
+  EXPECT_THAT(seen, ::testing::ElementsAre("1 as Int64", "a as String", "NULL", "2 as Int64",
+                                           "0.5 as Float64"));
+}
+
+TEST(ConvertDynamicTest, MixedKindsInOneContainerAreRefused) {
+  EXPECT_THAT(Rejected("Dynamic", Array({Int(1), Str("a")})),
+              HasSubstr("arrays, tuples and maps whose elements share one type"));
+  Rejected("Dynamic", Array({Int(1), UInt(2)}));
+  Rejected("Dynamic", Array({Array({Int(1)}), Null()}));
+  Rejected("Dynamic", Map({{Str("a"), Int(1)}, {Str("b"), Str("x")}}));
+  Rejected("Dynamic", Tuple({}));
+  Rejected("Dynamic", Unset());
+}
+
+TEST(ConvertDynamicTest, LiteralTextInfersTheType) {
+  EXPECT_EQ(StoredOk("Dynamic", Str("true"), Literal()), "true as Bool");
+  EXPECT_EQ(StoredOk("Dynamic", Str("false"), Literal()), "false as Bool");
+  EXPECT_EQ(StoredOk("Dynamic", Str("12"), Literal()), "12 as Int64");
+  EXPECT_EQ(StoredOk("Dynamic", Str("-9223372036854775808"), Literal()),
+            "-9223372036854775808 as Int64");
+  EXPECT_EQ(StoredOk("Dynamic", Str("9223372036854775808"), Literal()),
+            "9223372036854775808 as UInt64");
+  EXPECT_EQ(StoredOk("Dynamic", Str("1.5"), Literal()), "1.5 as Float64");
+  EXPECT_EQ(StoredOk("Dynamic", Str("1e3"), Literal()), "1000 as Float64");
+  EXPECT_EQ(StoredOk("Dynamic", Str("x"), Literal()), "x as String");
+  EXPECT_EQ(StoredOk("Dynamic", Str("True"), Literal()), "True as String");
+  EXPECT_EQ(StoredOk("Dynamic", Str(""), Literal()), " as String");
+  EXPECT_EQ(StoredOk("Dynamic", Null(), Literal()), "NULL");
+}
+
+TEST(ConvertJsonTest, TakesObjectTextOnly) {
+  ColumnPtr column = Make("JSON");
+  ASSERT_TRUE(AppendOne(*column, Str(R"({"a":1,"b":{"c":"x"}})")).ok());
+  EXPECT_EQ(static_cast<const clickhouse::ColumnJson&>(*column).Text(0),
+            R"({"a":1,"b":{"c":"x"}})");
+  ExpectConverts("JSON", Str("{}"), "{}");
+  ExpectConverts("JSON", Bytes(R"({"k":[1,2]})"), R"({"k":[1,2]})");
+
+  Rejected("JSON", Str("[1]"));
+  Rejected("JSON", Str("{bad"));
+  Rejected("JSON", Str(""));
+  Rejected("JSON", Str(R"({"a":1} x)"));
+  EXPECT_THAT(Rejected("JSON", Int(1)), HasSubstr("JSON takes a JSON object as string"));
+  EXPECT_THAT(Rejected("JSON", Null()), HasSubstr("JSON is not Nullable"));
+}
+
+TEST(ConvertAggregateStateTest, TakesExactlyOneStatesBytes) {
+  // count's state is one VarUInt.
+  ColumnPtr column = Make("AggregateFunction(count)");
+  ASSERT_TRUE(AppendOne(*column, Bytes("\x05")).ok());
+  ASSERT_TRUE(AppendOne(*column, Str("\x80\x01")).ok());  // 128, two bytes
+  const auto& states = static_cast<const ColumnAggregateState&>(*column);
+  ASSERT_EQ(states.Size(), 2u);
+  EXPECT_EQ(states.State(0), "\x05");
+  EXPECT_EQ(states.State(1), "\x80\x01");
+
+  EXPECT_THAT(Rejected("AggregateFunction(count)", Bytes(std::string("\x05\x00", 2))),
+              HasSubstr("not one state of AggregateFunction(count): 1 bytes left over"));
+  EXPECT_THAT(Rejected("AggregateFunction(count)", Bytes("")),
+              HasSubstr("not one state of AggregateFunction(count)"));
+  Rejected("AggregateFunction(count)", Bytes("\x80"));  // a VarUInt cut short
+  EXPECT_THAT(
+      Rejected("AggregateFunction(count)", Int(5)),
+      HasSubstr("AggregateFunction(count) takes one state's bytes, as a query of the same type "
+                "returns them"));
+  Rejected("AggregateFunction(count)", Null());
 }
 
 // --- messages and payloads -----------------------------------------------------------------------

@@ -1,16 +1,31 @@
 // The service's views of the API's insert data: ProtoRows/ProtoValue over chgate.v1 rows, and
 // ConvertBlock from the columnar Block layout to typed ClickHouse columns (every layout family,
-// the UUID byte order, range checks, and errors naming row, column, value and nested position).
+// the UUID byte order, range checks, and errors naming row, column, value and nested position);
+// Variant, Dynamic, JSON and AggregateFunction as String layout both ways (Block inserts parse
+// ClickHouse text, Query results carry each row's plain text); and the Float32 rule both insert
+// paths share.
 #include "server/service/proto_values.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/aggregate_state.h"
+#include "server/clickhouse/columns/dynamic.h"
+#include "server/clickhouse/columns/factory.h"
+#include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/json.h"
+#include "server/clickhouse/columns/variant.h"
+#include "server/clickhouse/wire/buffer.h"
+#include "server/ingest/convert.h"
 #include "server/ingest/value_error.h"
+#include "server/service/query_block.h"
+#include "tests/unit/clickhouse/fake_server.h"
 
 namespace chgate::service {
 namespace {
@@ -319,6 +334,442 @@ TEST(ConvertBlockTest, RejectsInconsistentLayouts) {
 
   EXPECT_EQ(code(Col("Nothing"), 1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(Col("Nullable(Strin)"), 0).code(), absl::StatusCode::kUnimplemented);
+}
+
+// ---- Variant, Dynamic, JSON and AggregateFunction in String layout -----------------------------
+
+// Converts a one-column block; the block itself (the conversion must succeed).
+clickhouse::Block ConvertedBlock(v1::Column column, uint64_t rows) {
+  v1::Block block;
+  block.set_rows(rows);
+  *block.add_columns() = std::move(column);
+  const std::vector<std::string> names = {"c"};
+  clickhouse::Block out;
+  absl::Status status = ConvertBlock(block, names, &out);
+  EXPECT_TRUE(status.ok()) << status;
+  return out;
+}
+
+// Each row of a Variant or Dynamic column as "text as alternative type", or "NULL".
+std::vector<std::string> Alternatives(const clickhouse::Column& column) {
+  const clickhouse::ColumnVariant* variant = nullptr;
+  const clickhouse::ColumnDynamic* dynamic = nullptr;
+  if (column.kind() == clickhouse::ColumnKind::kDynamic) {
+    dynamic = static_cast<const clickhouse::ColumnDynamic*>(&column);
+    variant = &dynamic->variant();
+  } else {
+    variant = static_cast<const clickhouse::ColumnVariant*>(&column);
+  }
+  std::vector<std::string> rows;
+  for (size_t r = 0; r < column.Size(); ++r) {
+    if (variant->IsNull(r)) {
+      rows.push_back("NULL");
+      continue;
+    }
+    std::string text;
+    column.FormatValue(r, false, &text);
+    const size_t d = variant->discriminator(r);
+    absl::StrAppend(
+        &text, " as ",
+        dynamic != nullptr ? dynamic->alternative_type(d) : variant->alternative(d)->type_name());
+    rows.push_back(std::move(text));
+  }
+  return rows;
+}
+
+TEST(ConvertBlockTextTest, VariantParsesClickHouseTextTryingStringLast) {
+  v1::Column c = Col("Variant(String, UInt64)");
+  for (const char* s : {"5", "x", "", "-1", "18446744073709551616"}) c.add_strings(s);
+  c.set_nulls(std::string("\0\0\1\0\0", 5));
+  clickhouse::Block block = ConvertedBlock(c, 5);
+  ASSERT_EQ(block.column_count(), 1u);
+  EXPECT_THAT(Alternatives(*block.column(0).column),
+              ::testing::ElementsAre("5 as UInt64", "x as String", "NULL", "-1 as String",
+                                     "18446744073709551616 as String"));
+
+  // The same rows as data + offsets.
+  v1::Column packed = Col("Variant(String, UInt64)");
+  packed.set_data("5x");
+  for (uint64_t o : {1, 2, 2}) packed.add_offsets(o);
+  packed.set_nulls(std::string("\0\0\1", 3));
+  EXPECT_THAT(Alternatives(*ConvertedBlock(packed, 3).column(0).column),
+              ::testing::ElementsAre("5 as UInt64", "x as String", "NULL"));
+
+  // Without `nulls` every row has a value.
+  v1::Column dates = Col("Variant(Date, String)");
+  dates.add_strings("2024-05-01");
+  dates.add_strings("2024-13-01");
+  EXPECT_THAT(Alternatives(*ConvertedBlock(dates, 2).column(0).column),
+              ::testing::ElementsAre("2024-05-01 as Date", "2024-13-01 as String"));
+}
+
+TEST(ConvertBlockTextTest, VariantErrorNamesTheRowAndValue) {
+  v1::Column c = Col("Variant(Date, UInt8)");
+  c.add_strings("7");
+  c.add_strings("2024-05-01");
+  c.add_strings("x");
+  absl::Status status = ConvertOne(c, 3).status();
+  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status.message(), HasSubstr("row 2"));
+  EXPECT_THAT(status.message(), HasSubstr("cannot convert string \"x\""));
+  EXPECT_THAT(status.message(),
+              HasSubstr("Variant(Date, UInt8) takes null or a value one of its types takes"));
+  std::optional<ingest::ValueError> error = ingest::GetValueError(status);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->row, 2u);
+  EXPECT_EQ(error->column, "c");
+  EXPECT_EQ(error->type, "Variant(Date, UInt8)");
+  EXPECT_EQ(error->value, "x");
+}
+
+TEST(ConvertBlockTextTest, DynamicInfersTheTypeFromTheText) {
+  v1::Column c = Col("Dynamic");
+  for (const char* s :
+       {"true", "12", "-9223372036854775808", "9223372036854775808", "1.5", "x", "", "False"}) {
+    c.add_strings(s);
+  }
+  c.set_nulls(std::string("\0\0\0\0\0\0\1\0", 8));
+  EXPECT_THAT(Alternatives(*ConvertedBlock(c, 8).column(0).column),
+              ::testing::ElementsAre("true as Bool", "12 as Int64", "-9223372036854775808 as Int64",
+                                     "9223372036854775808 as UInt64", "1.5 as Float64",
+                                     "x as String", "NULL", "False as String"));
+}
+
+TEST(ConvertBlockTextTest, JsonTakesObjectTextAndNamesTheBadRow) {
+  v1::Column c = Col("JSON");
+  c.add_strings(R"({"a":1})");
+  c.add_strings("{}");
+  clickhouse::Block block = ConvertedBlock(c, 2);
+  const auto& json = static_cast<const clickhouse::ColumnJson&>(*block.column(0).column);
+  ASSERT_EQ(json.Size(), 2u);
+  EXPECT_EQ(json.Text(0), R"({"a":1})");
+  EXPECT_EQ(json.Text(1), "{}");
+
+  for (const char* bad : {"[1]", "{bad"}) {
+    v1::Column b = Col("JSON");
+    b.add_strings("{}");
+    b.add_strings(bad);
+    absl::Status status = ConvertOne(b, 2).status();
+    ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(status.message(), HasSubstr("row 1")) << status;
+    EXPECT_THAT(status.message(), HasSubstr(bad)) << status;
+    ASSERT_TRUE(ingest::GetValueError(status).has_value());
+    EXPECT_EQ(ingest::GetValueError(status)->value, bad);
+  }
+
+  // JSON has no NULL.
+  v1::Column nulls = Col("JSON");
+  nulls.add_strings("");
+  nulls.set_nulls(std::string(1, '\1'));
+  absl::Status status = ConvertOne(nulls, 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("not Nullable")) << status;
+}
+
+TEST(ConvertBlockTextTest, AggregateStatesAreOneStatesBytesPerRow) {
+  v1::Column c = Col("AggregateFunction(count)");
+  c.set_data(std::string("\x05\x80\x01", 3));
+  c.add_offsets(1);
+  c.add_offsets(3);
+  clickhouse::Block block = ConvertedBlock(c, 2);
+  const auto& states =
+      static_cast<const clickhouse::ColumnAggregateState&>(*block.column(0).column);
+  ASSERT_EQ(states.Size(), 2u);
+  EXPECT_EQ(states.State(0), "\x05");
+  EXPECT_EQ(states.State(1), "\x80\x01");
+
+  v1::Column trailing = Col("AggregateFunction(count)");
+  trailing.add_strings(std::string("\x05\x00", 2));
+  absl::Status status = ConvertOne(trailing, 1).status();
+  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("row 0"));
+  EXPECT_THAT(status.message(), HasSubstr("1 bytes left over"));
+}
+
+// ---- Float32, BFloat16, Time and Time64 through the Block layout -------------------------------
+
+TEST(ConvertBlockTest, Float32AcceptsWhatTheRowsPathAccepts) {
+  // 3.4028235e38 is above FLT_MAX but rounds to it; 3.4028236e38 and 1e39 round to infinity.
+  v1::Column ok = Col("Float32");
+  ok.add_float64s(3.4028235e38);
+  ok.add_float64s(-3.4028235e38);
+  clickhouse::Block block = ConvertedBlock(ok, 2);
+  const auto& fixed = static_cast<const clickhouse::ColumnFixed&>(*block.column(0).column);
+  EXPECT_EQ(std::string(fixed.RawAt(0), 4), LittleEndian<float>({FLT_MAX}));
+  EXPECT_EQ(std::string(fixed.RawAt(1), 4), LittleEndian<float>({-FLT_MAX}));
+
+  // The rows path stores the same bytes for the same double.
+  absl::StatusOr<clickhouse::ColumnPtr> rows_column = clickhouse::CreateColumn("Float32");
+  ASSERT_TRUE(rows_column.ok());
+  v1::Value value;
+  value.set_double_value(3.4028235e38);
+  ASSERT_TRUE(ingest::AppendValue(ProtoValue(value), **rows_column, {}).ok());
+  EXPECT_EQ(std::string(static_cast<const clickhouse::ColumnFixed&>(**rows_column).RawAt(0), 4),
+            LittleEndian<float>({FLT_MAX}));
+
+  for (double bad : {1e39, 3.4028236e38, -1e39}) {
+    v1::Column block_bad = Col("Float32");
+    block_bad.add_float64s(bad);
+    absl::Status block_status = ConvertOne(block_bad, 1).status();
+    EXPECT_EQ(block_status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(block_status.message(), HasSubstr("out of Float32's range")) << block_status;
+
+    value.set_double_value(bad);
+    absl::Status rows_status = ingest::AppendValue(ProtoValue(value), **rows_column, {});
+    EXPECT_EQ(rows_status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(rows_status.message(), HasSubstr("out of range for Float32")) << rows_status;
+  }
+  EXPECT_EQ((*rows_column)->Size(), 1u);
+}
+
+TEST(ConvertBlockTest, BFloat16FromFloat64sOrData) {
+  v1::Column c = Col("BFloat16");
+  c.add_float64s(0.1);
+  c.add_float64s(3.14159);
+  c.add_float64s(3.4028235e38);
+  EXPECT_THAT(Converted(c, 3), ::testing::ElementsAre("0.099609375", "3.140625", "3.3895314e38"));
+  clickhouse::Block block = ConvertedBlock(c, 3);
+  EXPECT_EQ(
+      std::string(static_cast<const clickhouse::ColumnFixed&>(*block.column(0).column).RawAt(0), 2),
+      "\xcc\x3d");
+
+  v1::Column data = Col("BFloat16");
+  data.set_data(LittleEndian<uint16_t>({0x3dcc, 0xbf80}));
+  EXPECT_THAT(Converted(data, 2), ::testing::ElementsAre("0.099609375", "-1"));
+
+  v1::Column bad = Col("BFloat16");
+  bad.add_float64s(1e39);
+  absl::Status status = ConvertOne(bad, 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("out of BFloat16's range"));
+}
+
+TEST(ConvertBlockTest, TimeAndTime64FromInt64sOrData) {
+  v1::Column time = Col("Time");
+  for (int64_t v : {0, 3723, -3723, 3599999}) time.add_int64s(v);
+  EXPECT_THAT(Converted(time, 4),
+              ::testing::ElementsAre("00:00:00", "01:02:03", "-01:02:03", "999:59:59"));
+
+  v1::Column time_data = Col("Time");
+  time_data.set_data(LittleEndian<int32_t>({3723, -1}));
+  EXPECT_THAT(Converted(time_data, 2), ::testing::ElementsAre("01:02:03", "-00:00:01"));
+
+  v1::Column time64 = Col("Time64(3)");
+  for (int64_t v : {int64_t{3723123}, int64_t{-1500}, int64_t{3599999999}}) time64.add_int64s(v);
+  EXPECT_THAT(Converted(time64, 3),
+              ::testing::ElementsAre("01:02:03.123", "-00:00:01.500", "999:59:59.999"));
+
+  v1::Column time64_data = Col("Time64(3)");
+  time64_data.set_data(LittleEndian<int64_t>({3723123}));
+  EXPECT_THAT(Converted(time64_data, 1), ::testing::ElementsAre("01:02:03.123"));
+
+  v1::Column over = Col("Time");
+  over.add_int64s(3600000);
+  absl::Status status = ConvertOne(over, 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("seconds outside Time's range -999:59:59 .. 999:59:59"));
+
+  v1::Column over64 = Col("Time64(3)");
+  over64.add_int64s(-3600000000);
+  status = ConvertOne(over64, 1).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("ticks outside Time64's range -999:59:59 .. 999:59:59"));
+
+  v1::Column unsigned_form = Col("Time");
+  unsigned_form.add_uint64s(1);
+  EXPECT_EQ(ConvertOne(unsigned_form, 1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// ---- Query results: Variant, Dynamic, JSON and AggregateFunction as String layout --------------
+
+// A column of `type` holding `values` converted by the rows path.
+clickhouse::ColumnPtr RowsColumn(std::string_view type, const std::vector<v1::Value>& values) {
+  absl::StatusOr<clickhouse::ColumnPtr> column = clickhouse::CreateColumn(type);
+  EXPECT_TRUE(column.ok()) << type << ": " << column.status();
+  if (!column.ok()) return nullptr;
+  for (const v1::Value& v : values) {
+    absl::Status status = ingest::AppendValue(ProtoValue(v), **column, {});
+    EXPECT_TRUE(status.ok()) << status;
+  }
+  return *column;
+}
+
+v1::Value IntValue(int64_t v) {
+  v1::Value value;
+  value.set_int64_value(v);
+  return value;
+}
+
+v1::Value StringValue(std::string v) {
+  v1::Value value;
+  value.set_string_value(std::move(v));
+  return value;
+}
+
+v1::Value NullValue() {
+  v1::Value value;
+  value.set_null_value(google::protobuf::NULL_VALUE);
+  return value;
+}
+
+std::vector<uint64_t> Offsets(const v1::Column& c) {
+  return std::vector<uint64_t>(c.offsets().begin(), c.offsets().end());
+}
+
+TEST(QueryResultTextTest, VariantRowsArePlainTextWithNullsBackFilled) {
+  clickhouse::ColumnPtr column = RowsColumn(
+      "Variant(String, UInt64)",
+      {StringValue("a\tb'"), IntValue(5), NullValue(), StringValue(""), StringValue("5")});
+  ASSERT_NE(column, nullptr);
+  clickhouse::Block src;
+  src.AddColumn("v", column);
+  ASSERT_TRUE(CheckResultColumns(src).ok());
+
+  v1::Block out;
+  AppendResultBlock(src, 0, 2, &out);  // no NULL yet: no `nulls`
+  ASSERT_EQ(out.columns_size(), 1);
+  const v1::Column& c = out.columns(0);
+  EXPECT_EQ(c.name(), "v");
+  EXPECT_EQ(c.type(), "Variant(String, UInt64)");
+  EXPECT_EQ(c.children_size(), 0);
+  EXPECT_EQ(c.nulls(), "");
+  AppendResultBlock(src, 2, 5, &out);  // the first NULL back-fills the earlier rows
+  EXPECT_EQ(out.rows(), 5u);
+  // A String alternative's raw bytes (no TSV escapes), numbers as text, NULL as an empty value.
+  EXPECT_EQ(c.data(),
+            "a\tb'5"
+            "5");
+  EXPECT_EQ(Offsets(c), (std::vector<uint64_t>{4, 5, 5, 5, 6}));
+  EXPECT_EQ(c.nulls(), std::string("\0\0\1\0\0", 5));
+  EXPECT_EQ(c.strings_size(), 0);
+}
+
+TEST(QueryResultTextTest, DynamicRowsArePlainTextOfEachType) {
+  v1::Value ts;
+  ts.mutable_timestamp_value()->set_seconds(1714564800);
+  ts.mutable_timestamp_value()->set_nanos(5);
+  v1::Value array;
+  array.mutable_array_value()->add_values()->set_int64_value(1);
+  array.mutable_array_value()->add_values()->set_int64_value(2);
+  v1::Value text_array;
+  text_array.mutable_array_value()->add_values()->set_string_value("a'b");
+  v1::Value flag;
+  flag.set_bool_value(true);
+  v1::Value number;
+  number.set_double_value(1.5);
+  clickhouse::ColumnPtr column = RowsColumn(
+      "Dynamic",
+      {IntValue(-5), number, flag, StringValue("a\\b"), array, NullValue(), ts, text_array});
+  ASSERT_NE(column, nullptr);
+  clickhouse::Block src;
+  src.AddColumn("d", column);
+  ASSERT_TRUE(CheckResultColumns(src).ok());
+  v1::Block out;
+  AppendResultBlock(src, 0, src.rows(), &out);
+  const v1::Column& c = out.columns(0);
+  EXPECT_EQ(c.type(), "Dynamic");
+  std::vector<std::string> rows;
+  uint64_t begin = 0;
+  for (uint64_t end : c.offsets()) {
+    rows.push_back(c.data().substr(begin, end - begin));
+    begin = end;
+  }
+  // Containers print as ClickHouse text; a top-level String is its bytes.
+  EXPECT_THAT(rows, ::testing::ElementsAre("-5", "1.5", "true", "a\\b", "[1,2]", "",
+                                           "2024-05-01 12:00:00.000000005", "['a\\'b']"));
+  EXPECT_EQ(c.nulls(), std::string("\0\0\0\0\0\1\0\0", 8));
+}
+
+TEST(QueryResultTextTest, JsonAndAggregateStatesWithoutNulls) {
+  clickhouse::ColumnPtr json =
+      RowsColumn("JSON", {StringValue(R"({"a":"x\ty"})"), StringValue("{}")});
+  v1::Value state;
+  state.set_bytes_value(std::string("\x80\x01", 2));
+  clickhouse::ColumnPtr states = RowsColumn("AggregateFunction(count)", {state, state});
+  ASSERT_NE(json, nullptr);
+  ASSERT_NE(states, nullptr);
+  clickhouse::Block src;
+  src.AddColumn("j", json);
+  src.AddColumn("s", states);
+  ASSERT_TRUE(CheckResultColumns(src).ok());
+  v1::Block out;
+  AppendResultBlock(src, 0, 2, &out);
+  ASSERT_EQ(out.columns_size(), 2);
+  EXPECT_EQ(out.columns(0).type(), "JSON");
+  EXPECT_EQ(out.columns(0).data(), R"({"a":"x\ty"}{})");
+  EXPECT_EQ(Offsets(out.columns(0)), (std::vector<uint64_t>{12, 14}));
+  EXPECT_EQ(out.columns(0).nulls(), "");
+  EXPECT_EQ(out.columns(1).type(), "AggregateFunction(count)");
+  EXPECT_EQ(out.columns(1).data(), std::string("\x80\x01\x80\x01", 4));
+  EXPECT_EQ(Offsets(out.columns(1)), (std::vector<uint64_t>{2, 4}));
+  EXPECT_EQ(out.columns(1).nulls(), "");
+}
+
+TEST(QueryResultTextTest, ResultTextConvertsBackThroughTheBlockPath) {
+  // What a Query returns for Variant is what an insert Block takes (for values whose text is
+  // unambiguous).
+  clickhouse::ColumnPtr column =
+      RowsColumn("Variant(String, UInt64)", {StringValue("x"), IntValue(7), NullValue()});
+  clickhouse::Block src;
+  src.AddColumn("v", column);
+  v1::Block out;
+  AppendResultBlock(src, 0, 3, &out);
+  EXPECT_THAT(Alternatives(*ConvertedBlock(out.columns(0), 3).column(0).column),
+              ::testing::ElementsAre("x as String", "7 as UInt64", "NULL"));
+}
+
+TEST(QueryResultTextTest, LowCardinalityStringAlternativeIsItsBytes) {
+  constexpr std::string_view kType = "Variant(LowCardinality(String), UInt64)";
+  clickhouse::ColumnPtr column =
+      RowsColumn(kType, {StringValue("a\tb"), IntValue(5), StringValue("a\tb")});
+  ASSERT_NE(column, nullptr);
+  clickhouse::Block src;
+  src.AddColumn("v", column);
+  v1::Block out;
+  AppendResultBlock(src, 0, 3, &out);
+  EXPECT_EQ(out.columns(0).data(), "a\tb5a\tb");
+  EXPECT_EQ(Offsets(out.columns(0)), (std::vector<uint64_t>{3, 4, 7}));
+
+  // Block text tries LowCardinality(String) last, as it does String.
+  v1::Column in = Col(std::string(kType));
+  in.add_strings("5");
+  in.add_strings("x");
+  EXPECT_THAT(Alternatives(*ConvertedBlock(in, 2).column(0).column),
+              ::testing::ElementsAre("5 as UInt64", "x as LowCardinality(String)"));
+}
+
+TEST(QueryResultTextTest, DynamicSharedVariantValuesArePlainTextToo) {
+  // Dynamic V1 over [String] (alternatives: SharedVariant 0, String 1) of three rows: a String
+  // "a<TAB>b" in SharedVariant (binary type 0x15), "s" in String, a Float64 1.5 in SharedVariant.
+  namespace cht = clickhouse::testing;
+  const std::string wire = cht::Bytes()
+                               .U64(1)
+                               .VarUInt(1)
+                               .VarUInt(1)
+                               .Str("String")
+                               .U64(0)
+                               .Raw(std::string("\0\1\0", 3))
+                               .Str(std::string("\x15\x03"
+                                                "a\tb",
+                                                5))
+                               .Str(std::string("\x0e\0\0\0\0\0\0\xf8\x3f", 9))
+                               .Str("s");
+  absl::StatusOr<clickhouse::ColumnPtr> column = clickhouse::CreateColumn("Dynamic");
+  ASSERT_TRUE(column.ok());
+  clickhouse::MemoryReadBuffer in(wire);
+  ASSERT_TRUE((*column)->LoadPrefix(in).ok());
+  ASSERT_TRUE((*column)->LoadBody(in, 3).ok());
+  const auto& dynamic = static_cast<const clickhouse::ColumnDynamic&>(**column);
+  ASSERT_TRUE(dynamic.IsShared(0));
+  ASSERT_TRUE(dynamic.IsShared(2));
+
+  clickhouse::Block src;
+  src.AddColumn("d", *column);
+  v1::Block out;
+  AppendResultBlock(src, 0, 3, &out);
+  EXPECT_EQ(out.columns(0).data(), "a\tbs1.5");
+  EXPECT_EQ(Offsets(out.columns(0)), (std::vector<uint64_t>{3, 4, 7}));
+  EXPECT_EQ(out.columns(0).nulls(), "");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The Query RPC against a scripted ClickHouse at protocol revision 54460 (newer than the local
 // 18.16 server): query parameters travel as protocol parameters, settings as flagged strings with
-// readonly last, and the server's blocks, progress and profile info reach the caller.
+// readonly last, and the server's blocks, progress and profile info reach the caller; Variant and
+// JSON results arrive as text.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -13,8 +14,10 @@
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/protocol/client_reader.h"
+#include "server/ingest/convert.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
+#include "server/service/proto_values.h"
 #include "server/service/query_service.h"
 #include "server/service/server.h"
 #include "tests/unit/clickhouse/fake_server.h"
@@ -175,6 +178,65 @@ TEST_F(QueryFakeServerTest, ExceptionAfterABlockEndsTheStreamWithTheMappedCode) 
   EXPECT_TRUE(responses[0].has_header());
   EXPECT_EQ(responses[1].block().rows(), 1u);
   EXPECT_TRUE(fake.Wait().ok());
+}
+
+// Variant and JSON result columns reach the caller in String layout: each row's plain text (a
+// String alternative's bytes unescaped), NULL rows in `nulls`.
+TEST_F(QueryFakeServerTest, VariantAndJsonResultsArriveAsText) {
+  ch::ColumnPtr variant = cht::MakeColumn("Variant(String, UInt64)");
+  ch::ColumnPtr json = cht::MakeColumn("JSON");
+  const auto append = [](ch::Column& column, ingest::ValueRef value) {
+    ASSERT_TRUE(ingest::AppendValue(value, column, {}).ok());
+  };
+  const std::string_view texts[] = {"a\tb", R"({"k":"x\ty"})", "{}"};
+  append(*variant, ingest::TextValue(&texts[0]));
+  append(*variant, ingest::NullValue());
+  v1::Value number;
+  number.set_uint64_value(42);
+  append(*variant, ProtoValue(number));
+  append(*json, ingest::TextValue(&texts[1]));
+  append(*json, ingest::TextValue(&texts[2]));
+  append(*json, ingest::TextValue(&texts[2]));
+
+  cht::FakeServer fake({.revision = kRevision});
+  fake.Handshake();
+  fake.ExpectPacket(cht::ClientPacket::kQuery);
+  fake.ExpectPacket(cht::ClientPacket::kData);
+  fake.Send(cht::DataPacket(cht::HeaderBlock({{"v", "Variant(String, UInt64)"}, {"j", "JSON"}}),
+                            kRevision));
+  fake.Send(cht::DataPacket(cht::MakeBlock({{"v", variant}, {"j", json}}), kRevision));
+  fake.Send(cht::EndOfStreamPacket());
+  ASSERT_NO_FATAL_FAILURE(Start(fake));
+
+  v1::QueryRequest request;
+  request.set_sql("SELECT v, j FROM t");
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  auto reader = stub_->Query(&context, request);
+  std::vector<v1::QueryResponse> responses;
+  v1::QueryResponse r;
+  while (reader->Read(&r)) responses.push_back(r);
+  grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(fake.Wait().ok());
+
+  ASSERT_GE(responses.size(), 2u);
+  ASSERT_TRUE(responses[0].has_header());
+  EXPECT_EQ(responses[0].header().columns(0).type(), "Variant(String, UInt64)");
+  EXPECT_EQ(responses[0].header().columns(1).type(), "JSON");
+  ASSERT_TRUE(responses[1].has_block());
+  const v1::Block& block = responses[1].block();
+  EXPECT_EQ(block.rows(), 3u);
+  const v1::Column& v = block.columns(0);
+  EXPECT_EQ(v.data(), "a\tb42");
+  EXPECT_EQ(std::vector<uint64_t>(v.offsets().begin(), v.offsets().end()),
+            (std::vector<uint64_t>{3, 3, 5}));
+  EXPECT_EQ(v.nulls(), std::string("\0\1\0", 3));
+  const v1::Column& j = block.columns(1);
+  EXPECT_EQ(j.data(), R"({"k":"x\ty"}{}{})");
+  EXPECT_EQ(std::vector<uint64_t>(j.offsets().begin(), j.offsets().end()),
+            (std::vector<uint64_t>{12, 14, 16}));
+  EXPECT_EQ(j.nulls(), "");
 }
 
 }  // namespace
