@@ -4,13 +4,15 @@
 
 namespace chgate::text {
 
-void AppendJsonString(std::string_view bytes, std::string* out) {
+namespace {
+
+void AppendJsonStringWith(std::string_view bytes, bool clickhouse, std::string* out) {
   constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
   for (size_t i = 0; i < bytes.size();) {
     const unsigned char c = static_cast<unsigned char>(bytes[i]);
     if (c >= 0x80) {
-      const size_t n = Utf8SequenceLength(bytes, i);
+      const size_t n = clickhouse ? 1 : Utf8SequenceLength(bytes, i);
       if (n == 0) {
         out->append("\\ufffd");
         ++i;
@@ -26,6 +28,13 @@ void AppendJsonString(std::string_view bytes, std::string* out) {
         break;
       case '\\':
         out->append("\\\\");
+        break;
+      case '/':
+        if (clickhouse) {
+          out->append("\\/");
+        } else {
+          out->push_back('/');
+        }
         break;
       case '\n':
         out->append("\\n");
@@ -54,6 +63,16 @@ void AppendJsonString(std::string_view bytes, std::string* out) {
     ++i;
   }
   out->push_back('"');
+}
+
+}  // namespace
+
+void AppendJsonString(std::string_view bytes, std::string* out) {
+  AppendJsonStringWith(bytes, false, out);
+}
+
+void AppendClickHouseJsonString(std::string_view bytes, std::string* out) {
+  AppendJsonStringWith(bytes, true, out);
 }
 
 }  // namespace chgate::text

@@ -12,4 +12,8 @@ namespace chgate::text {
 // input.
 void AppendJsonString(std::string_view bytes, std::string* out);
 
+// ClickHouse's own JSON string output (its defaults): the same escapes plus `/` as `\/`, and bytes
+// that are not well-formed UTF-8 kept as they are. For JSON text that must match the server's.
+void AppendClickHouseJsonString(std::string_view bytes, std::string* out);
+
 }  // namespace chgate::text

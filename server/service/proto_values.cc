@@ -402,6 +402,20 @@ class FixedNode final : public Node {
           }
         }
         break;
+      case Kind::kDate32:
+      case Kind::kDateTime64:
+      case Kind::kTime:
+      case Kind::kTime64: {
+        // Signed values with a calendar or clock range narrower than their width.
+        const text::StoredRange range = text::StoredRangeOf(dst_.params());
+        for (size_t r = 0; r < n; ++r) {
+          const int64_t v = text::LoadSigned(p + r * width, width);
+          if (v < range.min || v > static_cast<int64_t>(range.max)) {
+            return BadValue(begin + r, absl::StrCat(v), "data", range.what);
+          }
+        }
+        break;
+      }
       default:
         break;
     }

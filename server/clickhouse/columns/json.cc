@@ -11,6 +11,7 @@
 #include "server/clickhouse/columns/tuple.h"
 #include "server/clickhouse/columns/variant.h"
 #include "server/common/status_macros.h"
+#include "text/json.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -274,7 +275,7 @@ void AppendFixedJson(const ColumnFixed& c, size_t row, std::string* out) {
     case FixedKind::kIpv6:
     case FixedKind::kEnum: {
       std::string text;
-      c.FormatValue(row, false, &text);
+      text::AppendPlainText(c.params(), c.RawAt(row), &text);
       AppendJsonString(text, out);
       return;
     }
@@ -288,46 +289,7 @@ absl::Status ValidateJsonObject(std::string_view text) {
 }
 
 void AppendJsonString(std::string_view s, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '/':
-        out->append("\\/");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (c < 0x20) {
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 0xf]);
-        } else {
-          out->push_back(ch);
-        }
-    }
-  }
-  out->push_back('"');
+  text::AppendClickHouseJsonString(s, out);
 }
 
 void AppendJsonValue(const Column& column, size_t row, std::string* out) {

@@ -25,6 +25,9 @@
 namespace chgate::clickhouse {
 namespace {
 
+// The local 18.16 server's revision, the oldest chgate is tested against live.
+constexpr uint64_t kRevision1816 = 54412;
+
 using ::chgate::clickhouse::testing::Hex;
 
 HelloParams TestClient(uint64_t revision) {
@@ -62,7 +65,7 @@ absl::StatusOr<ClientPacket> ReadOnePacket(const std::string& bytes, uint64_t re
 }
 
 TEST(ClientHelloTest, ReadsWhatWriteHelloWrites) {
-  const HelloParams sent = TestClient(54460);
+  const HelloParams sent = TestClient(revision::kClient);
   const std::string bytes = Written([&](GatherWriter& w) { WriteHello(sent, w); });
   MemoryReadBuffer in(bytes);
   absl::StatusOr<HelloParams> got = ReadClientHello(in);
@@ -86,7 +89,7 @@ TEST(ClientHelloTest, OtherFirstPacketIsDataLoss) {
 }
 
 TEST(ClientHelloTest, InterserverAuthenticationIsUnimplemented) {
-  HelloParams h = TestClient(54460);
+  HelloParams h = TestClient(revision::kClient);
   h.user = " INTERSERVER SECRET ";
   h.password = "";
   const std::string bytes = Written([&](GatherWriter& w) { WriteHello(h, w); });
@@ -99,7 +102,9 @@ TEST(ClientAddendumTest, FieldsFollowTheRevision) {
     uint64_t revision;
     size_t size;
   };
-  for (const Case& c : {Case{54457, 0}, Case{54458, 3}, Case{54470, 25}, Case{54471, 26}}) {
+  for (const Case& c :
+       {Case{revision::kAddendum - 1, 0}, Case{revision::kAddendum, 3},
+        Case{revision::kChunkedPackets, 25}, Case{revision::kVersionedParallelReplicas, 26}}) {
     SCOPED_TRACE(c.revision);
     const std::string bytes = Written([&](GatherWriter& w) { WriteAddendum(c.revision, "qk", w); });
     EXPECT_EQ(bytes.size(), c.size);
@@ -107,18 +112,20 @@ TEST(ClientAddendumTest, FieldsFollowTheRevision) {
     ClientAddendum a;
     ASSERT_TRUE(ReadAddendum(in, c.revision, &a).ok());
     EXPECT_EQ(in.position(), bytes.size());
-    EXPECT_EQ(a.quota_key, c.revision >= 54458 ? "qk" : "");
-    EXPECT_EQ(a.proto_send_chunked, c.revision >= 54470 ? "notchunked" : "");
-    EXPECT_EQ(a.proto_recv_chunked, c.revision >= 54470 ? "notchunked" : "");
+    EXPECT_EQ(a.quota_key, c.revision >= revision::kAddendum ? "qk" : "");
+    EXPECT_EQ(a.proto_send_chunked, c.revision >= revision::kChunkedPackets ? "notchunked" : "");
+    EXPECT_EQ(a.proto_recv_chunked, c.revision >= revision::kChunkedPackets ? "notchunked" : "");
   }
 }
 
 TEST(ClientQueryTest, ReadsWhatWriteQueryWritesAtEveryRevisionGate) {
-  for (uint64_t revision : {uint64_t{54032}, uint64_t{54060}, uint64_t{54401}, uint64_t{54412},
-                            uint64_t{54429}, uint64_t{54441}, uint64_t{54442}, uint64_t{54448},
-                            uint64_t{54449}, uint64_t{54453}, uint64_t{54459}, revision::kClient}) {
+  for (uint64_t revision :
+       {revision::kClientInfo, revision::kQuotaKeyInClientInfo, revision::kVersionPatch,
+        kRevision1816, revision::kSettingsAsStrings, revision::kInterserverSecret,
+        revision::kOpenTelemetry, revision::kDistributedDepth, revision::kInitialQueryStartTime,
+        revision::kParallelReplicas, revision::kParameters, revision::kClient}) {
     SCOPED_TRACE(revision);
-    const HelloParams client = TestClient(54460);
+    const HelloParams client = TestClient(revision::kClient);
     QueryParams q;
     q.query_id = "qid";
     q.query = "SELECT {p:String}";
@@ -167,11 +174,12 @@ TEST(ClientQueryTest, BinarySettingsBecomeText) {
                 {.name = "network_zstd_compression_level", .value = "-5"},
                 {.name = "totals_auto_threshold", .value = "0.3"},
                 {.name = "network_compression_method", .value = "zstd"}};
-  const std::string bytes = Written(
-      [&](GatherWriter& w) { ASSERT_TRUE(WriteQuery(q, TestClient(54412), 54412, w).ok()); });
+  const std::string bytes = Written([&](GatherWriter& w) {
+    ASSERT_TRUE(WriteQuery(q, TestClient(kRevision1816), kRevision1816, w).ok());
+  });
   // -5 travels as zigzag VarInt 9.
   EXPECT_NE(Hex(bytes).find(Hex("\x1enetwork_zstd_compression_level\x09")), std::string::npos);
-  absl::StatusOr<ClientPacket> p = ReadOnePacket(bytes, 54412);
+  absl::StatusOr<ClientPacket> p = ReadOnePacket(bytes, kRevision1816);
   ASSERT_TRUE(p.ok()) << p.status();
   std::vector<std::pair<std::string, std::string>> got;
   for (const Setting& s : p->query.settings) got.emplace_back(s.name, s.value);
@@ -191,10 +199,11 @@ TEST(ClientQueryTest, UnknownBinarySettingFailsClearly) {
   w.WriteFixed<uint8_t>(0);
   w.WriteString("no_such_setting");
   w.WriteVarUInt(1);
-  absl::StatusOr<ClientPacket> p = ReadOnePacket(w.ToString(), 54412);
+  absl::StatusOr<ClientPacket> p = ReadOnePacket(w.ToString(), kRevision1816);
   ASSERT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(p.status().message().find("no_such_setting"), std::string_view::npos);
-  EXPECT_NE(p.status().message().find("54429"), std::string_view::npos);
+  EXPECT_NE(p.status().message().find(absl::StrCat(revision::kSettingsAsStrings)),
+            std::string_view::npos);
 }
 
 TEST(ClientQueryTest, SettingFlagsSurviveFrom54429) {
@@ -202,9 +211,10 @@ TEST(ClientQueryTest, SettingFlagsSurviveFrom54429) {
   q.query = "SELECT 1";
   q.settings = {{.name = "anything_at_all", .value = "x", .important = true},
                 {.name = "custom_tag", .value = "'v'", .custom = true}};
-  const std::string bytes = Written(
-      [&](GatherWriter& w) { ASSERT_TRUE(WriteQuery(q, TestClient(54460), 54429, w).ok()); });
-  absl::StatusOr<ClientPacket> p = ReadOnePacket(bytes, 54429);
+  const std::string bytes = Written([&](GatherWriter& w) {
+    ASSERT_TRUE(WriteQuery(q, TestClient(revision::kClient), revision::kSettingsAsStrings, w).ok());
+  });
+  absl::StatusOr<ClientPacket> p = ReadOnePacket(bytes, revision::kSettingsAsStrings);
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->query.settings.size(), 2u);
   EXPECT_TRUE(p->query.settings[0].important);
@@ -219,10 +229,11 @@ TEST(ClientQueryTest, ParametersAreUnquoted) {
   QueryParams q;
   q.query = "SELECT {a:String}, {b:String}, {c:Nullable(String)}";
   q.parameters = {{"a", "x'y\\z"}, {"b", std::string("tab\tnl\nnul\0end", 15)}, {"c", "\\N"}};
-  const std::string bytes = Written(
-      [&](GatherWriter& w) { ASSERT_TRUE(WriteQuery(q, TestClient(54460), 54460, w).ok()); });
+  const std::string bytes = Written([&](GatherWriter& w) {
+    ASSERT_TRUE(WriteQuery(q, TestClient(revision::kClient), revision::kClient, w).ok());
+  });
   EXPECT_NE(bytes.find("'x\\'y\\\\z'"), std::string::npos);
-  absl::StatusOr<ClientPacket> p = ReadOnePacket(bytes, 54460);
+  absl::StatusOr<ClientPacket> p = ReadOnePacket(bytes, revision::kClient);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->query.parameters, q.parameters);
 }
@@ -243,7 +254,8 @@ TEST(ClientQueryTest, MalformedParameterLiteralIsDataLoss) {
     w.WriteVarUInt(2);
     w.WriteString(literal);
     w.WriteString("");
-    EXPECT_EQ(ReadOnePacket(w.ToString(), 54460).status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_EQ(ReadOnePacket(w.ToString(), revision::kClient).status().code(),
+              absl::StatusCode::kDataLoss);
   }
 }
 
@@ -319,7 +331,7 @@ TEST(ClientInfoTest, ReadsEveryFieldUpToTheReaderLimit) {
 TEST(ClientInfoTest, QueryKindNoneEndsTheClientInfo) {
   MemoryReadBuffer in(std::string_view("\x00\x07", 2));
   ClientInfo ci;
-  ASSERT_TRUE(ReadClientInfo(in, 54460, &ci).ok());
+  ASSERT_TRUE(ReadClientInfo(in, revision::kClient, &ci).ok());
   EXPECT_EQ(in.position(), 1u);
   EXPECT_EQ(ci.query_kind, ClientInfo::kQueryKindNone);
 }
@@ -340,9 +352,9 @@ std::string Lz4Frames(const std::string& body) {
 
 // A whole session as a client sends it, at a revision with the Addendum.
 TEST(ClientPacketReaderTest, ReadsASessionAndNegotiatesTheRevision) {
-  const HelloParams client = TestClient(54470);
-  const uint64_t server_revision = 54460;
-  const uint64_t r = 54460;
+  const HelloParams client = TestClient(revision::kChunkedPackets);
+  const uint64_t server_revision = revision::kClient;
+  const uint64_t r = revision::kClient;
   Block rows;
   auto ids = CreateColumn("UInt64");
   ASSERT_TRUE(ids.ok());
@@ -378,11 +390,12 @@ TEST(ClientPacketReaderTest, ReadsASessionAndNegotiatesTheRevision) {
     ASSERT_TRUE(p.ok()) << p.status() << " at " << in.position();
     types.push_back((*p)->type);
     if ((*p)->type == ClientPacketType::kHello) {
-      EXPECT_EQ(reader.revision(), r);  // min(54470, 54460)
+      EXPECT_EQ(reader.revision(), r);  // min(54470, revision::kClient)
     }
     if ((*p)->type == ClientPacketType::kAddendum) {
       EXPECT_EQ((*p)->addendum.quota_key, "qk");
-      EXPECT_EQ((*p)->addendum.proto_send_chunked, "");  // 54470 is above the negotiated 54460
+      EXPECT_EQ((*p)->addendum.proto_send_chunked,
+                "");  // chunked packets are above the negotiated revision
     }
     if ((*p)->type == ClientPacketType::kQuery) {
       EXPECT_TRUE(reader.compressed());
@@ -400,11 +413,11 @@ TEST(ClientPacketReaderTest, ReadsASessionAndNegotiatesTheRevision) {
 
 TEST(ClientPacketReaderTest, NoAddendumBelow54458) {
   GatherWriter w;
-  WriteHello(TestClient(54460), w);
+  WriteHello(TestClient(revision::kClient), w);
   w.WriteVarUInt(static_cast<uint64_t>(ClientCode::kPing));
   const std::string bytes = w.ToString();
   MemoryReadBuffer in(bytes);
-  ClientPacketReader reader(&in, 54412);
+  ClientPacketReader reader(&in, kRevision1816);
   ASSERT_TRUE(reader.Next().ok());
   EXPECT_EQ(reader.revision(), 54412u);
   absl::StatusOr<ClientPacket*> p = reader.Next();
@@ -413,7 +426,7 @@ TEST(ClientPacketReaderTest, NoAddendumBelow54458) {
 }
 
 TEST(ClientPacketReaderTest, CorruptCompressedDataIsDataLoss) {
-  const uint64_t r = 54412;
+  const uint64_t r = kRevision1816;
   GatherWriter w;
   QueryParams q;
   q.query = "INSERT INTO t VALUES";
@@ -437,7 +450,8 @@ TEST(ClientPacketReaderTest, ProtocolViolationsAreRefused) {
     bool after_hello;
     absl::StatusCode code;
   };
-  const std::string hello = Written([](GatherWriter& w) { WriteHello(TestClient(54412), w); });
+  const std::string hello =
+      Written([](GatherWriter& w) { WriteHello(TestClient(kRevision1816), w); });
   const std::string query_head = Written([](GatherWriter& w) {
     w.WriteVarUInt(1);
     w.WriteString("");
@@ -457,8 +471,8 @@ TEST(ClientPacketReaderTest, ProtocolViolationsAreRefused) {
        }) {
     SCOPED_TRACE(Hex(c.bytes));
     MemoryReadBuffer in(c.bytes);
-    ClientPacketReader reader(&in, 54412);
-    if (c.after_hello) reader.set_revision(54412);
+    ClientPacketReader reader(&in, kRevision1816);
+    if (c.after_hello) reader.set_revision(kRevision1816);
     EXPECT_EQ(reader.Next().status().code(), c.code);
   }
 }
@@ -467,10 +481,11 @@ TEST(ClientPacketReaderTest, EveryTruncationOfAQueryFails) {
   QueryParams q;
   q.query = "SELECT 1";
   q.settings = {{.name = "max_threads", .value = "2"}};
-  const std::string bytes = Written(
-      [&](GatherWriter& w) { ASSERT_TRUE(WriteQuery(q, TestClient(54412), 54412, w).ok()); });
+  const std::string bytes = Written([&](GatherWriter& w) {
+    ASSERT_TRUE(WriteQuery(q, TestClient(kRevision1816), kRevision1816, w).ok());
+  });
   for (size_t n = 0; n < bytes.size(); ++n) {
-    EXPECT_FALSE(ReadOnePacket(bytes.substr(0, n), 54412).ok()) << n;
+    EXPECT_FALSE(ReadOnePacket(bytes.substr(0, n), kRevision1816).ok()) << n;
   }
 }
 

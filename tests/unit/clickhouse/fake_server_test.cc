@@ -28,7 +28,11 @@
 namespace chgate::clickhouse::testing {
 namespace {
 
-constexpr uint64_t kOurRevision = 54460;
+constexpr uint64_t kOurRevision = revision::kClient;
+// The local 18.16 server's revision, the oldest chgate is tested against live.
+constexpr uint64_t kRevision1816 = 54412;
+// A server newer than every revision chgate knows.
+constexpr uint64_t kFutureRevision = 54490;
 
 ConnectionOptions OptionsFor(const FakeServer& server,
                              CompressionMethod compression = CompressionMethod::kNone) {
@@ -68,16 +72,16 @@ std::string ExpectedAddendum() { return Bytes().Str("qk"); }
 
 std::string ExpectedClientInfo(uint64_t r) {
   Bytes b;
-  b.U8(1).Str("").Str("").Str("0.0.0.0:0");  // initial query: user, id, address
-  if (r >= 54449) b.U64(0);                  // initial_query_start_time_us
-  b.U8(1);                                   // interface TCP
-  b.Str("").Str("").Str("chgate");           // os_user, client_hostname, client_name
+  b.U8(1).Str("").Str("").Str("0.0.0.0:0");             // initial query: user, id, address
+  if (r >= revision::kInitialQueryStartTime) b.U64(0);  // initial_query_start_time_us
+  b.U8(1);                                              // interface TCP
+  b.Str("").Str("").Str("chgate");                      // os_user, client_hostname, client_name
   b.VarUInt(1).VarUInt(0).VarUInt(kOurRevision);
   b.Str("qk");                                         // quota_key (>= 54060)
-  if (r >= 54448) b.VarUInt(0);                        // distributed_depth
+  if (r >= revision::kDistributedDepth) b.VarUInt(0);  // distributed_depth
   b.VarUInt(0);                                        // version patch (>= 54401)
-  if (r >= 54442) b.U8(0);                             // no OpenTelemetry context
-  if (r >= 54453) b.VarUInt(0).VarUInt(0).VarUInt(0);  // parallel replicas
+  if (r >= revision::kOpenTelemetry) b.U8(0);          // no OpenTelemetry context
+  if (r >= revision::kParallelReplicas) b.VarUInt(0).VarUInt(0).VarUInt(0);  // parallel replicas
   return b;
 }
 
@@ -119,18 +123,18 @@ std::string ExpectedQuery(uint64_t r, std::string_view query_id, std::string_vie
   b.VarUInt(1).Str(query_id).Raw(ExpectedClientInfo(r));
   for (const TestSetting& s : settings) {
     b.Str(s.name);
-    if (r >= 54429) {
+    if (r >= revision::kSettingsAsStrings) {
       b.VarUInt(s.important ? 1 : 0).Str(s.value);
     } else {
       b.Raw(s.binary);
     }
   }
-  b.Str("");                  // end of settings
-  if (r >= 54441) b.Str("");  // interserver secret
-  b.VarUInt(2);               // stage Complete
+  b.Str("");                                         // end of settings
+  if (r >= revision::kInterserverSecret) b.Str("");  // interserver secret
+  b.VarUInt(2);                                      // stage Complete
   b.VarUInt(compression ? 1 : 0);
   b.Str(text);
-  if (r >= 54459) {
+  if (r >= revision::kParameters) {
     if (with_parameters) {
       const auto params = TestParameters();
       const auto quoted = QuotedTestParameters();
@@ -174,12 +178,13 @@ TEST_P(FakeServerRevisionTest, SendsExactPacketsAndReadsTheResult) {
   const bool compressed = method != CompressionMethod::kNone;
   const std::optional<CompressionMethod> frames =
       compressed ? std::optional<CompressionMethod>(method) : std::nullopt;
-  const bool params = rev >= 54459;
+  const bool params = rev >= revision::kParameters;
 
   FakeServer server({.revision = rev});
   server.ExpectPacket(ClientPacket::kHello, BytesAre(ExpectedHello()));
   server.Send(ServerHelloPacket(rev));
-  if (rev >= 54458) server.ExpectPacket(ClientPacket::kAddendum, BytesAre(ExpectedAddendum()));
+  if (rev >= revision::kAddendum)
+    server.ExpectPacket(ClientPacket::kAddendum, BytesAre(ExpectedAddendum()));
   server.ExpectPacket(ClientPacket::kQuery,
                       BytesAre(ExpectedQuery(rev, "q-42", "SELECT n, s FROM t", compressed,
                                              TestSettings(), params)));
@@ -196,7 +201,8 @@ TEST_P(FakeServerRevisionTest, SendsExactPacketsAndReadsTheResult) {
                               .written_bytes = 6,
                               .elapsed_ns = 999},
                              rev));
-  if (rev >= 54451) server.Send(ProfileEventsPacket(rev, {{.name = "SelectedRows", .value = 3}}));
+  if (rev >= revision::kIncrementalProfileEvents)
+    server.Send(ProfileEventsPacket(rev, {{.name = "SelectedRows", .value = 3}}));
   server.Send(DataPacket(MakeBlock({{"n", UInt64Column({3})}, {"s", StringColumn({"three"})}}), rev,
                          frames));
   server.Send(ProfileInfoPacket(
@@ -236,9 +242,9 @@ TEST_P(FakeServerRevisionTest, SendsExactPacketsAndReadsTheResult) {
   EXPECT_EQ(result.progress.bytes, 100u);
   EXPECT_EQ(result.progress.total_rows, 3u);
   EXPECT_EQ(result.progress.total_bytes, 0u);  // only from 54463
-  EXPECT_EQ(result.progress.written_rows, rev >= 54420 ? 5u : 0u);
-  EXPECT_EQ(result.progress.written_bytes, rev >= 54420 ? 6u : 0u);
-  EXPECT_EQ(result.progress.elapsed_ns, rev >= 54460 ? 999u : 0u);
+  EXPECT_EQ(result.progress.written_rows, rev >= revision::kClientWriteInfo ? 5u : 0u);
+  EXPECT_EQ(result.progress.written_bytes, rev >= revision::kClientWriteInfo ? 6u : 0u);
+  EXPECT_EQ(result.progress.elapsed_ns, rev >= kOurRevision ? 999u : 0u);
   ASSERT_TRUE(result.profile.has_value());
   EXPECT_EQ(result.profile->rows_before_limit, 10u);
   EXPECT_TRUE(result.profile->applied_limit);
@@ -246,22 +252,23 @@ TEST_P(FakeServerRevisionTest, SendsExactPacketsAndReadsTheResult) {
   EXPECT_TRUE(server.Wait().ok()) << server.Wait();
 }
 
-INSTANTIATE_TEST_SUITE_P(FakeServerRevisions, FakeServerRevisionTest,
-                         ::testing::Combine(::testing::Values(54460, 54459, 54453, 54429, 54412),
-                                            ::testing::Values(CompressionMethod::kNone,
-                                                              CompressionMethod::kLz4)),
-                         [](const auto& p) {
-                           return absl::StrCat(
-                               "Rev", std::get<0>(p.param),
-                               std::get<1>(p.param) == CompressionMethod::kNone ? "Raw" : "Lz4");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    FakeServerRevisions, FakeServerRevisionTest,
+    ::testing::Combine(::testing::Values(kOurRevision, revision::kParameters,
+                                         revision::kParallelReplicas, revision::kSettingsAsStrings,
+                                         kRevision1816),
+                       ::testing::Values(CompressionMethod::kNone, CompressionMethod::kLz4)),
+    [](const auto& p) {
+      return absl::StrCat("Rev", std::get<0>(p.param),
+                          std::get<1>(p.param) == CompressionMethod::kNone ? "Raw" : "Lz4");
+    });
 
 TEST(FakeServerTest, NewerServerIsGatedOnOurRevision) {
   // A server at 54490 answers with the fields of min(54490, 54460): no chunking strings,
   // password rules or nonce, which would be misread as the next packet otherwise.
-  FakeServer server({.revision = 54490});
+  FakeServer server({.revision = kFutureRevision});
   server.ExpectPacket(ClientPacket::kHello, BytesAre(ExpectedHello()));
-  server.Send(ServerHelloPacket(54490, kOurRevision));
+  server.Send(ServerHelloPacket(kFutureRevision, kOurRevision));
   server.ExpectPacket(ClientPacket::kAddendum, BytesAre(ExpectedAddendum()));
   server.ExpectPacket(ClientPacket::kPing, BytesAre(Bytes().VarUInt(4)));
   server.Send(PongPacket());
@@ -276,21 +283,21 @@ TEST(FakeServerTest, NewerServerIsGatedOnOurRevision) {
 }
 
 TEST(FakeServerTest, ZstdAsksForZstdThroughTheSetting) {
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   server.Handshake();
   server.ExpectPacket(
       ClientPacket::kQuery,
-      BytesAre(ExpectedQuery(54460, "", "SELECT 1", true,
+      BytesAre(ExpectedQuery(kOurRevision, "", "SELECT 1", true,
                              {{"network_compression_method", "zstd", false, ""}}, false)));
   server.ExpectPacket(ClientPacket::kData, [](std::string_view packet) {
-    absl::StatusOr<Block> block = DecodeClientData(packet, 54460, true);
+    absl::StatusOr<Block> block = DecodeClientData(packet, kOurRevision, true);
     ASSERT_TRUE(block.ok()) << block.status();
     EXPECT_EQ(block->column_count(), 0u);
     // The frame carries the ZSTD method byte after the packet code, table name and checksum.
     ASSERT_GT(packet.size(), 2u + 16u);
     EXPECT_EQ(static_cast<uint8_t>(packet[2 + 16]), 0x90);
   });
-  server.Send(DataPacket(HeaderBlock({{"x", "UInt8"}}), 54460, CompressionMethod::kZstd));
+  server.Send(DataPacket(HeaderBlock({{"x", "UInt8"}}), kOurRevision, CompressionMethod::kZstd));
   server.Send(EndOfStreamPacket());
   server.Start();
 
@@ -329,7 +336,7 @@ std::string HandWrittenProgress() {
 }
 
 void ScriptNewerSelect(FakeServer& server, bool compressed) {
-  const uint64_t r = 54460;
+  const uint64_t r = kOurRevision;
   const auto frames =
       compressed ? std::optional<CompressionMethod>(CompressionMethod::kLz4) : std::nullopt;
   server.Handshake();
@@ -369,7 +376,7 @@ void ScriptNewerSelect(FakeServer& server, bool compressed) {
 class FakeServerNewerFormsTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(FakeServerNewerFormsTest, ReceivesEveryPacketInOrder) {
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   ScriptNewerSelect(server, GetParam());
   server.Start();
   auto conn = Connection::Connect(
@@ -443,7 +450,7 @@ TEST_P(FakeServerNewerFormsTest, ReceivesEveryPacketInOrder) {
 }
 
 TEST_P(FakeServerNewerFormsTest, SelectSkipsNonDataPackets) {
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   ScriptNewerSelect(server, GetParam());
   server.ExpectPacket(ClientPacket::kPing);
   server.Send(PongPacket());
@@ -477,7 +484,7 @@ INSTANTIATE_TEST_SUITE_P(FakeServerCompression, FakeServerNewerFormsTest, ::test
 // ---- Errors from the server ----
 
 TEST(FakeServerTest, NestedExceptionEndsTheQueryAndKeepsTheConnection) {
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery);
   server.ExpectPacket(ClientPacket::kData);
@@ -509,7 +516,7 @@ TEST(FakeServerTest, NestedExceptionEndsTheQueryAndKeepsTheConnection) {
 // 18.16 refuses a query with a syntax error before reading the block that ends the external
 // tables; the stale block then draws an UNEXPECTED_PACKET_FROM_CLIENT exception, and the Pong.
 TEST(FakeServerTest, EarlyExceptionResynchronizesThroughPing) {
-  FakeServer server({.revision = 54412});
+  FakeServer server({.revision = kRevision1816});
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery);
   server.ExpectPacket(ClientPacket::kData);
@@ -532,7 +539,7 @@ TEST(FakeServerTest, EarlyExceptionResynchronizesThroughPing) {
 }
 
 TEST(FakeServerTest, EarlyExceptionWithoutPongBreaksTheConnection) {
-  FakeServer server({.revision = 54412});
+  FakeServer server({.revision = kRevision1816});
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery);
   server.ExpectPacket(ClientPacket::kData);
@@ -554,7 +561,7 @@ class FakeServerAuthTest : public ::testing::TestWithParam<int32_t> {};
 
 TEST_P(FakeServerAuthTest, ExceptionInsteadOfHelloFailsConnect) {
   const int32_t code = GetParam();
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   server.ExpectPacket(ClientPacket::kHello, BytesAre(ExpectedHello()));
   server.Send(ExceptionPacket(
       {{.code = code, .message = "writer: Authentication failed: password is incorrect"}}));
@@ -570,11 +577,11 @@ TEST_P(FakeServerAuthTest, ExceptionInsteadOfHelloFailsConnect) {
 INSTANTIATE_TEST_SUITE_P(FakeServerCodes, FakeServerAuthTest, ::testing::Values(516, 193));
 
 TEST(FakeServerTest, SparseColumnsArriveAsOrdinaryColumns) {
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery);
   server.ExpectPacket(ClientPacket::kData);
-  server.Send(DataPacket(HeaderBlock({{"n", "UInt8"}}), 54460));
+  server.Send(DataPacket(HeaderBlock({{"n", "UInt8"}}), kOurRevision));
   // has_custom = 1, kind 1 (sparse); offsets: 1 default, the value, then 1 trailing default
   // (flagged with bit 62); the one non-default value.
   server.Send(Bytes()
@@ -608,9 +615,9 @@ TEST(FakeServerTest, SparseColumnsArriveAsOrdinaryColumns) {
 }
 
 TEST(FakeServerTest, ParametersBefore54459FailBeforeAnythingIsSent) {
-  FakeServer server({.revision = 54412});
+  FakeServer server({.revision = kRevision1816});
   server.ExpectPacket(ClientPacket::kHello, BytesAre(ExpectedHello()));
-  server.Send(ServerHelloPacket(54412));
+  server.Send(ServerHelloPacket(kRevision1816));
   // Nothing may arrive before the Ping: a Query would not parse as one.
   server.ExpectPacket(ClientPacket::kPing, BytesAre(Bytes().VarUInt(4)));
   server.Send(PongPacket());
@@ -666,12 +673,12 @@ TEST_P(FakeServerInsertTest, SendsRowsCheckedAgainstTheHeader) {
     settings.push_back({"network_compression_method", "zstd", false, ""});
   }
 
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery,
-                      BytesAre(ExpectedQuery(54460, "", text, compressed, settings, false)));
+                      BytesAre(ExpectedQuery(kOurRevision, "", text, compressed, settings, false)));
   server.ExpectPacket(ClientPacket::kData, [&](std::string_view packet) {
-    absl::StatusOr<Block> block = DecodeClientData(packet, 54460, compressed);
+    absl::StatusOr<Block> block = DecodeClientData(packet, kOurRevision, compressed);
     ASSERT_TRUE(block.ok()) << block.status();
     EXPECT_EQ(block->column_count(), 0u);
     if (method != CompressionMethod::kZstd) {
@@ -680,13 +687,13 @@ TEST_P(FakeServerInsertTest, SendsRowsCheckedAgainstTheHeader) {
   });
   server.Send(
       TableColumnsPacket("", "columns format version: 1\n2 columns:\n`id` UInt64\n`s` String\n"));
-  server.Send(DataPacket(HeaderBlock({{"id", "UInt64"}, {"s", "String"}}), 54460, frames));
-  server.Send(ProfileEventsPacket(54460, {{.name = "InsertQuery", .value = 1}}));
+  server.Send(DataPacket(HeaderBlock({{"id", "UInt64"}, {"s", "String"}}), kOurRevision, frames));
+  server.Send(ProfileEventsPacket(kOurRevision, {{.name = "InsertQuery", .value = 1}}));
   server.ExpectPacket(ClientPacket::kData, [&](std::string_view packet) {
     if (!compressed) {
       EXPECT_EQ(Hex(packet), Hex(ExpectedInsertData()));
     }
-    absl::StatusOr<Block> block = DecodeClientData(packet, 54460, compressed);
+    absl::StatusOr<Block> block = DecodeClientData(packet, kOurRevision, compressed);
     ASSERT_TRUE(block.ok()) << block.status();
     ASSERT_EQ(block->column_count(), 2u);
     EXPECT_EQ(block->column(0).name, "id");
@@ -696,14 +703,14 @@ TEST_P(FakeServerInsertTest, SendsRowsCheckedAgainstTheHeader) {
     EXPECT_EQ(BlockToTsv(*block), "1\ta\n2\tbb\n3\tccc\n");
   });
   server.ExpectPacket(ClientPacket::kData, [&](std::string_view packet) {
-    absl::StatusOr<Block> block = DecodeClientData(packet, 54460, compressed);
+    absl::StatusOr<Block> block = DecodeClientData(packet, kOurRevision, compressed);
     ASSERT_TRUE(block.ok()) << block.status();
     EXPECT_EQ(block->rows(), 0u);
     EXPECT_EQ(block->column_count(), 0u);
   });
-  server.Send(ProfileEventsPacket(54460, {{.name = "InsertedRows", .value = 3}}));
-  server.Send(ProgressPacket({.written_rows = 3, .written_bytes = 54}, 54460));
-  server.Send(ProfileEventsPacket(54460, {{.name = "InsertedBytes", .value = 54}}));
+  server.Send(ProfileEventsPacket(kOurRevision, {{.name = "InsertedRows", .value = 3}}));
+  server.Send(ProgressPacket({.written_rows = 3, .written_bytes = 54}, kOurRevision));
+  server.Send(ProfileEventsPacket(kOurRevision, {{.name = "InsertedBytes", .value = 54}}));
   server.Send(EndOfStreamPacket());
   server.ExpectPacket(ClientPacket::kPing);
   server.Send(PongPacket());
@@ -735,16 +742,16 @@ TEST(FakeServerInsertManyBlocksTest, ReadsWhatTheServerSendsBetweenBlocks) {
   for (int i = 0; i < 16; ++i) {
     events.push_back({.name = absl::StrCat("Event", i, "_", std::string(4000, 'e')), .value = i});
   }
-  const std::string per_block = ProfileEventsPacket(54460, events);
-  FakeServer server({.revision = 54460, .step_timeout = absl::Seconds(20)});
+  const std::string per_block = ProfileEventsPacket(kOurRevision, events);
+  FakeServer server({.revision = kOurRevision, .step_timeout = absl::Seconds(20)});
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery);
   server.ExpectPacket(ClientPacket::kData);  // the end of external tables
-  server.Send(DataPacket(HeaderBlock({{"id", "UInt64"}, {"s", "String"}}), 54460));
+  server.Send(DataPacket(HeaderBlock({{"id", "UInt64"}, {"s", "String"}}), kOurRevision));
   for (int i = 0; i < kBlocks; ++i) {
     server.ExpectPacket(ClientPacket::kData);
     server.Send(per_block);
-    if (i % 50 == 0) server.Send(ProgressPacket({.written_rows = 3}, 54460));
+    if (i % 50 == 0) server.Send(ProgressPacket({.written_rows = 3}, kOurRevision));
   }
   server.ExpectPacket(ClientPacket::kData);  // the empty block that ends the INSERT
   server.Send(EndOfStreamPacket());
@@ -775,11 +782,11 @@ TEST(FakeServerInsertManyBlocksTest, ReadsWhatTheServerSendsBetweenBlocks) {
 }
 
 TEST(FakeServerInsertManyBlocksTest, AnExceptionBetweenBlocksEndsTheInsert) {
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery);
   server.ExpectPacket(ClientPacket::kData);
-  server.Send(DataPacket(HeaderBlock({{"id", "UInt64"}, {"s", "String"}}), 54460));
+  server.Send(DataPacket(HeaderBlock({{"id", "UInt64"}, {"s", "String"}}), kOurRevision));
   server.ExpectPacket(ClientPacket::kData);
   server.Send(ExceptionPacket({{.code = 252, .message = "Too many parts"}}));
   server.Stall();
@@ -819,14 +826,14 @@ void PrintTo(const MismatchCase& c, std::ostream* os) { *os << c.name; }
 class FakeServerInsertMismatchTest : public ::testing::TestWithParam<MismatchCase> {};
 
 TEST_P(FakeServerInsertMismatchTest, SendsNoRowAndStaysUsable) {
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   server.Handshake();
   server.ExpectPacket(ClientPacket::kQuery);
   server.ExpectPacket(ClientPacket::kData, BytesAre(ExpectedEmptyData(false)));
-  server.Send(DataPacket(HeaderBlock(GetParam().header), 54460));
+  server.Send(DataPacket(HeaderBlock(GetParam().header), kOurRevision));
   // The only Data packet after the header is the empty one that ends the INSERT.
   server.ExpectPacket(ClientPacket::kData, BytesAre(ExpectedEmptyData(false)));
-  server.Send(ProfileEventsPacket(54460, {{.name = "InsertQuery", .value = 1}}));
+  server.Send(ProfileEventsPacket(kOurRevision, {{.name = "InsertQuery", .value = 1}}));
   server.Send(EndOfStreamPacket());
   server.ExpectPacket(ClientPacket::kPing);
   server.Send(PongPacket());
@@ -851,7 +858,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& p) { return p.param.name; });
 
 TEST(FakeServerTest, AcceptsSequentialConnections) {
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   server.Handshake().ExpectPacket(ClientPacket::kPing).Send(PongPacket());
   server.AcceptNext();
   server.Handshake().ExpectPacket(ClientPacket::kPing).Send(PongPacket());
@@ -865,7 +872,7 @@ TEST(FakeServerTest, AcceptsSequentialConnections) {
 }
 
 TEST(FakeServerTest, ReportsUnexpectedClientPackets) {
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   server.Handshake().ExpectPacket(ClientPacket::kQuery);
   server.Start();
   auto conn = Connection::Connect(OptionsFor(server));
@@ -894,13 +901,13 @@ TEST(PasswordFileTest, EachNewConnectionSendsTheFilesCurrentPassword) {
       EXPECT_NE(bytes.find(password), std::string_view::npos) << "Hello without " << password;
     };
   };
-  FakeServer server({.revision = 54460});
+  FakeServer server({.revision = kOurRevision});
   server.ExpectPacket(ClientPacket::kHello, hello_has("first-secret"))
-      .Send(ServerHelloPacket(54460))
+      .Send(ServerHelloPacket(kOurRevision))
       .ExpectPacket(ClientPacket::kAddendum)
       .AcceptNext()
       .ExpectPacket(ClientPacket::kHello, hello_has("second-secret"))
-      .Send(ServerHelloPacket(54460))
+      .Send(ServerHelloPacket(kOurRevision))
       .ExpectPacket(ClientPacket::kAddendum);
   server.Start();
   ConnectionOptions options = OptionsFor(server);

@@ -39,7 +39,7 @@
 namespace chgate::clickhouse::testing {
 namespace {
 
-constexpr uint64_t kRev = 54460;
+constexpr uint64_t kRev = revision::kClient;
 constexpr uint64_t kEndOfGranule = uint64_t{1} << 62;
 
 // ---- Bytes by hand ----

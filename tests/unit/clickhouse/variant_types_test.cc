@@ -37,7 +37,7 @@
 namespace chgate::clickhouse::testing {
 namespace {
 
-constexpr uint64_t kRev = 54460;
+constexpr uint64_t kRev = revision::kClient;
 
 // Block info as every writer sends it.
 std::string BlockInfoBytes() { return Bytes().VarUInt(1).U8(0).VarUInt(2).I32(-1).VarUInt(0); }
