@@ -199,6 +199,17 @@ struct Position {
   bool shares_nulls = false;
 };
 
+// The position of a node that reads the same source rows as `parent` (at `pos`) into another
+// column: a Nullable's values, a LowCardinality's or a text-carried type's scratch column.
+Position SameRows(const Position& pos, const Node* parent) {
+  Position same = pos;
+  same.parent = parent;
+  same.link = Link::kSame;
+  same.parent_offsets = nullptr;
+  same.label.clear();
+  return same;
+}
+
 absl::Status LayoutError(const Position& pos, std::string_view what) {
   std::string message = absl::StrCat("block column '", ingest::PrintableName(pos.scope->column),
                                      "' (", ingest::PrintableName(pos.scope->type), ")");
@@ -696,11 +707,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildNullable(const v1::Column& src, uint6
   auto node = std::make_unique<NullableNode>(src, dst);
   Place(pos, node.get());
   if (all_null && (PresentFields(src) & ~kNulls) == 0) return node;  // only NULLs, no values
-  Position nested = pos;
-  nested.parent = node.get();
-  nested.link = Link::kSame;
-  nested.parent_offsets = nullptr;
-  nested.label.clear();
+  Position nested = SameRows(pos, node.get());
   nested.shares_nulls = true;
   ASSIGN_OR_RETURN(node->nested_, Build(src, rows, dst->nested().get(), std::move(nested)));
   return node;
@@ -862,12 +869,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildLowCardinality(const v1::Column& src,
   ASSIGN_OR_RETURN(clickhouse::ColumnPtr scratch, clickhouse::CreateColumn(dst->type().args[0]));
   auto node = std::make_unique<LowCardinalityNode>(dst, scratch);
   Place(pos, node.get());
-  Position inner = pos;
-  inner.parent = node.get();
-  inner.link = Link::kSame;
-  inner.parent_offsets = nullptr;
-  inner.label.clear();
-  ASSIGN_OR_RETURN(node->inner_, Build(src, rows, scratch.get(), std::move(inner)));
+  ASSIGN_OR_RETURN(node->inner_, Build(src, rows, scratch.get(), SameRows(pos, node.get())));
   return node;
 }
 
@@ -912,12 +914,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildText(const v1::Column& src, uint64_t 
   ASSIGN_OR_RETURN(clickhouse::ColumnPtr scratch, clickhouse::CreateColumn("Nullable(String)"));
   auto node = std::make_unique<TextNode>(dst, scratch);
   Place(pos, node.get());
-  Position inner = pos;
-  inner.parent = node.get();
-  inner.link = Link::kSame;
-  inner.parent_offsets = nullptr;
-  inner.label.clear();
-  ASSIGN_OR_RETURN(node->inner_, Build(src, rows, scratch.get(), std::move(inner)));
+  ASSIGN_OR_RETURN(node->inner_, Build(src, rows, scratch.get(), SameRows(pos, node.get())));
   return node;
 }
 

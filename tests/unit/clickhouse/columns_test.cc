@@ -52,9 +52,7 @@ std::string ColumnBytes(const Column& c) {
 }
 
 std::string Format(const Column& c, size_t row, bool nested = false) {
-  std::string out;
-  c.FormatValue(row, nested, &out);
-  return out;
+  return testing::FormatCell(c, row, nested);
 }
 
 std::vector<std::string> FormatAll(const Column& c) {
@@ -64,9 +62,7 @@ std::vector<std::string> FormatAll(const Column& c) {
 }
 
 std::string EncodeBlock(const Block& b, uint64_t revision = kRevision) {
-  GatherWriter w;
-  WriteBlock(b, revision, w);
-  return w.ToString();
+  return testing::EncodeBlock(b, revision);
 }
 
 // Sends `column` through WriteBlock/ReadBlock and checks that the decoded column has the same

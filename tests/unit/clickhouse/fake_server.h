@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/compression/frame.h"
+#include "server/clickhouse/connection.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/protocol/revision.h"
 
@@ -214,5 +215,18 @@ class FakeServer {
   uint64_t negotiated_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
+
+// Connection options for a client of `server`: user default, 5 s timeouts.
+inline ConnectionOptions ClientOptionsFor(
+    const FakeServer& server, CompressionMethod compression = CompressionMethod::kNone) {
+  return {.host = "127.0.0.1",
+          .port = server.port(),
+          .user = "default",
+          .compression = compression,
+          .connect_timeout = absl::Seconds(5),
+          .handshake_timeout = absl::Seconds(5),
+          .read_timeout = absl::Seconds(5),
+          .write_timeout = absl::Seconds(5)};
+}
 
 }  // namespace chgate::clickhouse::testing

@@ -638,11 +638,7 @@ TEST(GoldenCaptureTest, EveryFrameVerifiesAndMatchesItsDecompressedFile) {
 // ---------------------------------------------------------------------------------------------
 // Re-encoding: blocks, frames and whole client streams.
 
-std::string EncodeBlock(const Block& block, uint64_t revision) {
-  GatherWriter w;
-  WriteBlock(block, revision, w);
-  return w.ToString();
-}
+using testing::EncodeBlock;
 
 // The uncompressed block body of a Data-like packet as captured: the concatenated
 // decompressed frames, or the raw bytes.

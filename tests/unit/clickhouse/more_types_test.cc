@@ -370,29 +370,22 @@ std::string Body(const std::vector<const GoldenCase*>& cases, size_t rows,
   b.Raw(BlockInfoBytes()).VarUInt(cases.size()).VarUInt(rows);
   for (const GoldenCase* c : cases) {
     b.Str(c->column).Str(c->type);
-    if (revision >= 54454) b.U8(0);
+    if (revision >= revision::kCustomSerialization) b.U8(0);
     b.Raw(c->data);
   }
   return b;
 }
 
 absl::Status Decode(std::string_view bytes, Block* block, uint64_t revision = kRev) {
-  MemoryReadBuffer in(bytes);
-  RETURN_IF_ERROR(ReadBlock(in, revision, block));
-  if (!in.AtEnd()) return absl::DataLossError("bytes left after the block");
-  return absl::OkStatus();
+  return testing::DecodeBlock(bytes, revision, block);
 }
 
 std::string Encode(const Block& block, uint64_t revision = kRev) {
-  GatherWriter w;
-  WriteBlock(block, revision, w);
-  return w.ToString();
+  return testing::EncodeBlock(block, revision);
 }
 
 std::string Format(const Column& c, size_t row, bool nested = false) {
-  std::string out;
-  c.FormatValue(row, nested, &out);
-  return out;
+  return testing::FormatCell(c, row, nested);
 }
 
 std::vector<std::string> FormatAll(const Column& c) {
@@ -524,7 +517,8 @@ TEST(MoreTypesTest, EnumValuesLeftOutAreAssignedAsClickHouseDoes) {
     EXPECT_EQ((*c)->type_name(), want);
   }
   ColumnPtr e = *CreateColumn("Enum('it''s', 'b')");
-  MemoryReadBuffer in(Unhex("01 02"));
+  const std::string bytes = Unhex("01 02");  // outlives the buffer that reads it
+  MemoryReadBuffer in(bytes);
   ASSERT_TRUE(e->LoadBody(in, 2).ok());
   EXPECT_EQ(Format(*e, 0), "it\\'s");
   EXPECT_EQ(Format(*e, 0, /*nested=*/true), "'it\\'s'");
@@ -850,16 +844,7 @@ TEST(SparseTupleTest, RefusesSparseElementsItCannotRead) {
 
 // ---- 2. Through the fake server ----
 
-ConnectionOptions OptionsFor(const FakeServer& server) {
-  return {.host = "127.0.0.1",
-          .port = server.port(),
-          .user = "default",
-          .compression = CompressionMethod::kNone,
-          .connect_timeout = absl::Seconds(5),
-          .handshake_timeout = absl::Seconds(5),
-          .read_timeout = absl::Seconds(5),
-          .write_timeout = absl::Seconds(5)};
-}
+ConnectionOptions OptionsFor(const FakeServer& server) { return ClientOptionsFor(server); }
 
 TEST(MoreTypesFakeServerTest, SelectPrintsEveryTwoRowColumn) {
   std::vector<const GoldenCase*> cases;

@@ -47,8 +47,8 @@
 namespace chgate::clickhouse::testing {
 namespace {
 
-constexpr uint64_t kRev = 54460;  // what we advertise; has_custom bytes from 54454
-constexpr size_t kRows = 4;       // every golden column has this many rows
+constexpr uint64_t kRev = revision::kClient;  // what we advertise
+constexpr size_t kRows = 4;                   // every golden column has this many rows
 
 // ---- Bytes by hand ----
 
@@ -316,7 +316,7 @@ std::string GoldenBody(const std::vector<const GoldenCase*>& cases, uint64_t rev
   b.Raw(BlockInfoBytes()).VarUInt(cases.size()).VarUInt(kRows);
   for (const GoldenCase* c : cases) {
     b.Str(c->column).Str(c->type);
-    if (revision >= 54454) b.U8(0);  // has_custom
+    if (revision >= revision::kCustomSerialization) b.U8(0);  // has_custom
     b.Raw(c->data);
   }
   return b;
@@ -340,22 +340,15 @@ std::string GoldenTsv(const std::vector<const GoldenCase*>& cases) {
 }
 
 absl::Status Decode(std::string_view bytes, Block* block, uint64_t revision = kRev) {
-  MemoryReadBuffer in(bytes);
-  RETURN_IF_ERROR(ReadBlock(in, revision, block));
-  if (!in.AtEnd()) return absl::DataLossError("bytes left after the block");
-  return absl::OkStatus();
+  return testing::DecodeBlock(bytes, revision, block);
 }
 
 std::string Encode(const Block& block, uint64_t revision = kRev) {
-  GatherWriter w;
-  WriteBlock(block, revision, w);
-  return w.ToString();
+  return testing::EncodeBlock(block, revision);
 }
 
 std::string Format(const Column& c, size_t row, bool nested = false) {
-  std::string out;
-  c.FormatValue(row, nested, &out);
-  return out;
+  return testing::FormatCell(c, row, nested);
 }
 
 template <typename T>
@@ -831,14 +824,7 @@ TEST(NewTypesValuesTest, ColumnsBuiltFromValuesEncodeToTheGoldenBytes) {
 // ---- 2. Through the fake server ----
 
 ConnectionOptions OptionsFor(const FakeServer& server, CompressionMethod compression) {
-  return {.host = "127.0.0.1",
-          .port = server.port(),
-          .user = "default",
-          .compression = compression,
-          .connect_timeout = absl::Seconds(5),
-          .handshake_timeout = absl::Seconds(5),
-          .read_timeout = absl::Seconds(5),
-          .write_timeout = absl::Seconds(5)};
+  return ClientOptionsFor(server, compression);
 }
 
 std::vector<std::pair<std::string, std::string>> HeaderColumns() {

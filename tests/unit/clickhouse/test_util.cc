@@ -11,6 +11,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/clickhouse/wire/buffer.h"
+#include "server/clickhouse/wire/gather.h"
+
 namespace chgate::clickhouse::testing {
 
 std::string TestDataDir() {
@@ -86,6 +89,25 @@ uint16_t DeadLoopbackPort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
+}
+
+std::string EncodeBlock(const Block& block, uint64_t revision) {
+  GatherWriter w;
+  WriteBlock(block, revision, w);
+  return w.ToString();
+}
+
+absl::Status DecodeBlock(std::string_view bytes, uint64_t revision, Block* block) {
+  MemoryReadBuffer in(bytes);
+  if (absl::Status s = ReadBlock(in, revision, block); !s.ok()) return s;
+  if (!in.AtEnd()) return absl::DataLossError("bytes left after the block");
+  return absl::OkStatus();
+}
+
+std::string FormatCell(const Column& column, size_t row, bool nested) {
+  std::string out;
+  column.FormatValue(row, nested, &out);
+  return out;
 }
 
 }  // namespace chgate::clickhouse::testing

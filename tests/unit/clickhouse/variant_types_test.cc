@@ -135,22 +135,13 @@ std::string Body(const std::vector<Golden>& cases) {
 }
 
 absl::Status Decode(std::string_view bytes, Block* block) {
-  MemoryReadBuffer in(bytes);
-  RETURN_IF_ERROR(ReadBlock(in, kRev, block));
-  if (!in.AtEnd()) return absl::DataLossError("bytes left after the block");
-  return absl::OkStatus();
+  return testing::DecodeBlock(bytes, kRev, block);
 }
 
-std::string Encode(const Block& block) {
-  GatherWriter w;
-  WriteBlock(block, kRev, w);
-  return w.ToString();
-}
+std::string Encode(const Block& block) { return testing::EncodeBlock(block, kRev); }
 
 std::string Format(const Column& c, size_t row, bool nested = false) {
-  std::string out;
-  c.FormatValue(row, nested, &out);
-  return out;
+  return testing::FormatCell(c, row, nested);
 }
 
 // Decodes the golden column alone, checks its text, and re-encodes it.
@@ -479,16 +470,7 @@ TEST(VariantCorruptTest, EveryTruncationIsAnErrorNotACrash) {
 
 // ---- Through the fake server ----
 
-ConnectionOptions OptionsFor(const FakeServer& server) {
-  return {.host = "127.0.0.1",
-          .port = server.port(),
-          .user = "default",
-          .compression = CompressionMethod::kNone,
-          .connect_timeout = absl::Seconds(5),
-          .handshake_timeout = absl::Seconds(5),
-          .read_timeout = absl::Seconds(5),
-          .write_timeout = absl::Seconds(5)};
-}
+ConnectionOptions OptionsFor(const FakeServer& server) { return ClientOptionsFor(server); }
 
 TEST(VariantFakeServerTest, SelectDecodesV1Blocks) {
   const std::vector<Golden> first = {VariantGolden(), DynamicGolden(), ArrayOfVariantGolden()};
