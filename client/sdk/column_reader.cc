@@ -669,4 +669,74 @@ void AppendWideInteger(const char* bytes, size_t width, bool is_signed, std::str
 void AppendShortestDouble(double v, std::string* out) { text::AppendFloat(v, out); }
 void AppendShortestFloat(float v, std::string* out) { text::AppendFloat(v, out); }
 
+namespace {
+
+// Whether `type` is stored as T.
+template <typename T>
+bool StoredAs(const ColumnType& type) {
+  if (type.width_bytes != sizeof(T)) return false;
+  if constexpr (std::is_floating_point_v<T>) {
+    return type.kind == TypeKind::kFloat;
+  } else {
+    switch (type.kind) {
+      case TypeKind::kUInt:
+      case TypeKind::kBool:
+      case TypeKind::kDate:
+      case TypeKind::kDateTime:
+      case TypeKind::kIpv4:
+        return std::is_unsigned_v<T>;
+      case TypeKind::kInt:
+      case TypeKind::kDate32:
+      case TypeKind::kDateTime64:
+      case TypeKind::kTime:
+      case TypeKind::kTime64:
+      case TypeKind::kEnum:
+      case TypeKind::kInterval:
+      case TypeKind::kDecimal:
+        return std::is_signed_v<T>;
+      default:
+        return false;
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+absl::StatusOr<FixedColumnView<T>> ViewFixed(const v1::Column& column, const ColumnType& type) {
+  if (!StoredAs<T>(type)) return TypeError(type, "a column of this C++ type");
+  return FixedColumnView<T>(column.data().data(), column.data().size() / sizeof(T));
+}
+
+template absl::StatusOr<FixedColumnView<uint8_t>> ViewFixed(const v1::Column&, const ColumnType&);
+template absl::StatusOr<FixedColumnView<uint16_t>> ViewFixed(const v1::Column&, const ColumnType&);
+template absl::StatusOr<FixedColumnView<uint32_t>> ViewFixed(const v1::Column&, const ColumnType&);
+template absl::StatusOr<FixedColumnView<uint64_t>> ViewFixed(const v1::Column&, const ColumnType&);
+template absl::StatusOr<FixedColumnView<int8_t>> ViewFixed(const v1::Column&, const ColumnType&);
+template absl::StatusOr<FixedColumnView<int16_t>> ViewFixed(const v1::Column&, const ColumnType&);
+template absl::StatusOr<FixedColumnView<int32_t>> ViewFixed(const v1::Column&, const ColumnType&);
+template absl::StatusOr<FixedColumnView<int64_t>> ViewFixed(const v1::Column&, const ColumnType&);
+template absl::StatusOr<FixedColumnView<float>> ViewFixed(const v1::Column&, const ColumnType&);
+template absl::StatusOr<FixedColumnView<double>> ViewFixed(const v1::Column&, const ColumnType&);
+
+size_t StringColumnView::size() const {
+  if (column_ == nullptr) return 0;
+  return width_ > 0 ? column_->data().size() / width_
+                    : static_cast<size_t>(column_->offsets_size());
+}
+
+std::string_view StringColumnView::operator[](size_t i) const {
+  const std::string& data = column_->data();
+  if (width_ > 0) return std::string_view(data).substr(i * width_, width_);
+  const uint64_t begin = i == 0 ? 0 : column_->offsets(static_cast<int>(i - 1));
+  const uint64_t end = column_->offsets(static_cast<int>(i));
+  return std::string_view(data.data() + begin, end - begin);
+}
+
+absl::StatusOr<StringColumnView> ViewStrings(const v1::Column& column, const ColumnType& type) {
+  if (type.kind == TypeKind::kString) return StringColumnView(&column, 0);
+  if (type.kind == TypeKind::kFixedString) return StringColumnView(&column, type.width_bytes);
+  return TypeError(type, "strings");
+}
+
 }  // namespace chgate::client

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -72,6 +74,50 @@ absl::StatusOr<absl::Time> ReadTime(const v1::Column& column, const ColumnType& 
 // FailedPrecondition for other types.
 absl::StatusOr<std::pair<uint64_t, uint64_t>> ReadArrayBounds(const v1::Column& column,
                                                               const ColumnType& type, uint64_t row);
+
+// ---- Columnar views: a whole column of a validated block without per-value calls ----
+
+// The fixed-width values of a column as T (its `data`, no copy): `view[i]` is row i. T must be
+// the column's stored type: uint8_t..uint64_t / int8_t..int64_t of the type's width for
+// integers, Bool, dates, DateTime, DateTime64 ticks, Enum values and IPv4, float / double for
+// Float32 / Float64. Slots under NULL hold the type's default. Valid while `column` lives.
+template <typename T>
+class FixedColumnView {
+ public:
+  FixedColumnView() = default;
+  FixedColumnView(const char* data, size_t size) : data_(data), size_(size) {}
+  size_t size() const { return size_; }
+  // A load of sizeof(T) bytes (the data need not be aligned).
+  T operator[](size_t i) const {
+    T v;
+    std::memcpy(&v, data_ + i * sizeof(T), sizeof(T));
+    return v;
+  }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The view of `column` as T; FailedPrecondition when the type is not stored as T (wrong width,
+// not a fixed-width number-like type, or a composite). Requires ValidateColumn(...) to be OK.
+template <typename T>
+absl::StatusOr<FixedColumnView<T>> ViewFixed(const v1::Column& column, const ColumnType& type);
+
+// The values of a String column (FixedString: all N bytes per row): `view[i]` is row i's bytes,
+// a view into `column`.
+class StringColumnView {
+ public:
+  StringColumnView() = default;
+  StringColumnView(const v1::Column* column, size_t width) : column_(column), width_(width) {}
+  size_t size() const;
+  std::string_view operator[](size_t i) const;
+
+ private:
+  const v1::Column* column_ = nullptr;
+  size_t width_ = 0;  // FixedString(N); 0 for String
+};
+absl::StatusOr<StringColumnView> ViewStrings(const v1::Column& column, const ColumnType& type);
 
 // Appends `bytes` escaped as in ClickHouse TabSeparated text (\\ \' \t \n \r \b \f \0).
 void AppendTsvEscaped(std::string_view bytes, std::string* out);

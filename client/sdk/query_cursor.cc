@@ -81,6 +81,16 @@ bool QueryCursor::Next() {
   return true;
 }
 
+bool QueryCursor::NextBlock() {
+  has_row_ = false;
+  if (done_ || !FetchBlock()) return false;
+  // The block is consumed whole: stand on its last row, so Next() fetches the following one.
+  row_ = block_.rows() - 1;
+  has_row_ = true;
+  rows_read_ += block_.rows();
+  return true;
+}
+
 bool QueryCursor::FetchBlock() {
   v1::QueryResponse response;
   while (!done_) {

@@ -86,6 +86,16 @@ class QueryCursor {
   const v1::Column& column(size_t col) const { return block_.columns(static_cast<int>(col)); }
   uint64_t row_in_block() const { return row_; }
 
+  // ---- whole blocks (the columnar path) ----
+  // Advances to the next block with rows, skipping what is left of the current one; false at
+  // the end or on failure, as Next(). block() is then that block, every column validated against
+  // the header: read whole columns with ViewFixed and ViewStrings (column_reader.h), without a
+  // call per value. The block counts as read (rows_read() includes it): a following Next() moves
+  // on to the next block.
+  bool NextBlock();
+  // The current block; valid until the next call to Next() or NextBlock().
+  const v1::Block& block() const { return block_; }
+
   // ---- statistics ----
   // Rows returned by Next() so far.
   uint64_t rows_read() const { return rows_read_; }

@@ -109,22 +109,26 @@ def main():
         for compression in ("none", "lz4"):
             chgate = e2e.ChgateProcess(args.chgate, ch, [f"--compression={compression}"],
                                        name=f"bench-{name}-{compression}").start()
+            results = []
             try:
-                cpu0 = proc_cpu(chgate.pid)
-                out, wall, cpu, rss = run_child([args.reader, "--addr", chgate.api_address,
-                                                 "--sql", sql])
-                chgate_cpu = proc_cpu(chgate.pid) - cpu0
+                for mode in ("rows", "columns"):
+                    cpu0 = proc_cpu(chgate.pid)
+                    out, wall, cpu, rss = run_child([args.reader, "--addr", chgate.api_address,
+                                                     "--sql", sql, "--mode", mode])
+                    results.append((mode, out, wall, cpu, rss, proc_cpu(chgate.pid) - cpu0))
                 hwm = proc_hwm_kib(chgate.pid)
             finally:
                 chgate.stop()
-            r = parse_kv(out.strip().splitlines()[-1])
-            decoded = int(r["decoded_bytes"])
-            rows_out.append({
-                "case": f"{name} {compression}", "path": "chgate Query -> SDK cursor",
-                "rows": int(r["rows"]), "wall": wall, "mib_s": decoded / wall / (1 << 20),
-                "chgate_cpu": chgate_cpu, "client_cpu": cpu, "chgate_rss": hwm / 1024,
-                "client_rss": rss / 1024, "decoded": decoded,
-            })
+            for mode, out, wall, cpu, rss, chgate_cpu in results:
+                r = parse_kv(out.strip().splitlines()[-1])
+                decoded = int(r["decoded_bytes"])
+                rows_out.append({
+                    "case": f"{name} {compression}",
+                    "path": "chgate -> SDK " + ("row cursor" if mode == "rows" else "columns"),
+                    "rows": int(r["rows"]), "wall": wall, "mib_s": decoded / wall / (1 << 20),
+                    "chgate_cpu": chgate_cpu, "client_cpu": cpu, "chgate_rss": hwm / 1024,
+                    "client_rss": rss / 1024, "decoded": decoded,
+                })
             out, wall, cpu, rss = run_child([
                 args.client, "--host", host, "--port", port, "--compression",
                 "0" if compression == "none" else "1", "--query", sql + " FORMAT Null"])
@@ -142,14 +146,16 @@ def main():
     print(header)
     print("-" * len(header))
     for i, r in enumerate(rows_out):
-        peer = rows_out[i + 1] if i % 2 == 0 else r
-        ratio = f"{r['wall'] / peer['wall']:.2f}x" if i % 2 == 0 else "1.00x"
+        peer = rows_out[i - i % 3 + 2]  # each case: row cursor, columns, clickhouse-client
+        ratio = f"{r['wall'] / peer['wall']:.2f}x"
         chgate_cpu = "" if r["chgate_cpu"] is None else f"{r['chgate_cpu']:.2f}"
         chgate_rss = "" if r["chgate_rss"] is None else f"{r['chgate_rss']:.1f}"
         print(f"{r['case']:<12} {r['path']:<30} {r['rows']:>11} {r['wall']:>8.2f} "
               f"{r['mib_s']:>13.0f} {chgate_cpu:>12} {r['client_cpu']:>12.2f} {chgate_rss:>14} "
               f"{r['client_rss']:>14.1f} {ratio:>17}")
     print("\nwall vs ch-client: chgate path's wall time / clickhouse-client's (lower is faster).")
+    print("row cursor: typed getters per value; columns: QueryCursor::NextBlock and the columnar "
+          "views (ViewFixed, ViewStrings). chgate RSS is its peak over both reads.")
     return 0
 
 

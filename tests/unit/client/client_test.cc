@@ -118,6 +118,68 @@ QueryScript ThreeBlocks() {
   return s;
 }
 
+TEST(QueryCursorTest, NextBlockReadsWholeColumnsThroughViews) {
+  FakeServer server;
+  server.service().AddQueryScript(ThreeBlocks());
+  std::unique_ptr<Client> client = Connect(server);
+  absl::StatusOr<std::unique_ptr<QueryCursor>> q = client->Query("SELECT 1");
+  ASSERT_TRUE(q.ok()) << q.status();
+  QueryCursor& cursor = **q;
+  std::vector<uint64_t> ids;
+  std::vector<std::string> names;
+  std::vector<uint32_t> times;
+  while (cursor.NextBlock()) {
+    const v1::Block& block = cursor.block();
+    absl::StatusOr<FixedColumnView<uint64_t>> id =
+        ViewFixed<uint64_t>(block.columns(0), cursor.column_type(0));
+    ASSERT_TRUE(id.ok()) << id.status();
+    ASSERT_EQ(id->size(), block.rows());
+    for (size_t i = 0; i < id->size(); ++i) ids.push_back((*id)[i]);
+    absl::StatusOr<StringColumnView> name = ViewStrings(block.columns(1), cursor.column_type(1));
+    ASSERT_TRUE(name.ok()) << name.status();
+    for (size_t i = 0; i < name->size(); ++i) {
+      // Slots under NULL are empty strings.
+      names.push_back(
+          IsNullAt(block.columns(1), cursor.column_type(1), i) ? "NULL" : std::string((*name)[i]));
+    }
+    absl::StatusOr<FixedColumnView<uint32_t>> at =
+        ViewFixed<uint32_t>(block.columns(2), cursor.column_type(2));
+    ASSERT_TRUE(at.ok()) << at.status();
+    for (size_t i = 0; i < at->size(); ++i) times.push_back((*at)[i]);
+    // A view of another width or of a composite column is refused.
+    EXPECT_EQ(ViewFixed<uint32_t>(block.columns(0), cursor.column_type(0)).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(ViewFixed<int64_t>(block.columns(0), cursor.column_type(0)).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(ViewStrings(block.columns(3), cursor.column_type(3)).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  ASSERT_TRUE(cursor.status().ok()) << cursor.status();
+  EXPECT_THAT(ids, ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_THAT(names, ElementsAre("n1", "n2", "NULL", "n4", "n5", "NULL"));
+  EXPECT_THAT(times,
+              ElementsAre(1640995201, 1640995202, 1640995203, 1640995204, 1640995205, 1640995206));
+  EXPECT_EQ(cursor.rows_read(), 6u);
+  EXPECT_FALSE(cursor.Next());
+}
+
+TEST(QueryCursorTest, NextBlockAndNextMix) {
+  FakeServer server;
+  server.service().AddQueryScript(ThreeBlocks());
+  std::unique_ptr<Client> client = Connect(server);
+  absl::StatusOr<std::unique_ptr<QueryCursor>> q = client->Query("SELECT 1");
+  ASSERT_TRUE(q.ok()) << q.status();
+  QueryCursor& cursor = **q;
+  ASSERT_TRUE(cursor.Next());  // row 1 of the first block (ids 1, 2)
+  EXPECT_EQ(cursor.GetUInt64(0).value(), 1u);
+  ASSERT_TRUE(cursor.NextBlock());  // skips id 2: the block of ids 3..5
+  EXPECT_EQ(cursor.block().rows(), 3u);
+  ASSERT_TRUE(cursor.Next());  // the block counts as read: on to id 6
+  EXPECT_EQ(cursor.GetUInt64(0).value(), 6u);
+  EXPECT_FALSE(cursor.NextBlock());
+  EXPECT_TRUE(cursor.status().ok()) << cursor.status();
+}
+
 TEST(QueryCursorTest, IteratesRowsAcrossBlocksWithTypedAccessors) {
   FakeServer server;
   server.service().AddQueryScript(ThreeBlocks());
