@@ -5,8 +5,9 @@
 //
 // --mode rows (the default) reads the way a row-at-a-time application does: the cursor's typed
 // getters for numbers, views for strings, the text form for other values. --mode columns reads
-// whole blocks (QueryCursor::NextBlock) through the columnar views: a loop over each 64-bit
-// number column and each String column, the text form only for other types.
+// whole blocks (QueryCursor::NextBlock) through the columnar views: a loop over each 32- and
+// 64-bit number column (dates and decimals as their stored integers) and each String column,
+// the text form only for other types (arrays here).
 //
 //   chgate_query_bench --addr 127.0.0.1:50051 --sql 'SELECT number FROM system.numbers LIMIT 1e8'
 #include <sys/resource.h>
@@ -95,6 +96,14 @@ int main(int argc, char** argv) {
         } else if (auto i64 = sdk::ViewFixed<int64_t>(column, type); i64.ok()) {
           uint64_t sum = 0;
           for (size_t i = 0; i < i64->size(); ++i) sum += static_cast<uint64_t>((*i64)[i]);
+          checksum += sum;
+        } else if (auto u32 = sdk::ViewFixed<uint32_t>(column, type); u32.ok()) {
+          uint64_t sum = 0;
+          for (size_t i = 0; i < u32->size(); ++i) sum += (*u32)[i];
+          checksum += sum;
+        } else if (auto i32 = sdk::ViewFixed<int32_t>(column, type); i32.ok()) {
+          uint64_t sum = 0;
+          for (size_t i = 0; i < i32->size(); ++i) sum += static_cast<uint64_t>((*i32)[i]);
           checksum += sum;
         } else if (auto f64 = sdk::ViewFixed<double>(column, type); f64.ok()) {
           double sum = 0;
