@@ -298,8 +298,9 @@ const std::vector<Option>& Options() {
        "most Query calls running at once (others wait, then get RESOURCE_EXHAUSTED); each "
        "holds a pooled connection while it runs",
        Count("query-max-concurrent", &Config::query_max_concurrent, 1)},
-      {"query-response-bytes", "1MiB",
-       "target size of one Query response message (a request's max_response_bytes may lower it)",
+      {"query-response-bytes", "512KiB",
+       "target size of one Query response message (a request's max_response_bytes may lower it); "
+       "below 1MiB its buffers are reused from the heap instead of mapped afresh for each message",
        Bytes("query-response-bytes", &Config::query_response_bytes, false)},
       {"query-buffer-bytes", "4MiB",
        "response bytes per query waiting for a slow caller before chgate stops reading ClickHouse",

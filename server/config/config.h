@@ -87,7 +87,7 @@ struct Config {
   absl::Duration drain_timeout = absl::Seconds(20);
   // Query RPC.
   uint64_t query_max_concurrent = 4;
-  uint64_t query_response_bytes = 1 << 20;
+  uint64_t query_response_bytes = 512 << 10;
   uint64_t query_buffer_bytes = 4 << 20;
   bool query_allow_writes = false;
   // Table functions Query may call (lower case, from sql::RefusedTableFunctions()).
