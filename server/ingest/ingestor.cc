@@ -362,11 +362,19 @@ void Ingestor::Submit(Request request, MemoryBudget::Reservation reservation,
   pending->ack = request.ack.value_or(options_.default_ack);
   pending->on_admitted = std::move(on_admitted);
   pending->on_done = std::move(on_done);
-  {
+  // The common case, a table whose header is cached, converts on the caller's thread: no hand-off
+  // to a worker and no wake-up per request. Only work that may wait on ClickHouse (a header
+  // lookup) goes to the workers.
+  if (options_.background && HeaderIsFresh(request)) {
+    bool shutting_down;
+    {
+      absl::MutexLock lock(&mu_);
+      shutting_down = shutting_down_;
+    }
+    if (!shutting_down) return Admit(std::move(pending), std::move(request), /*on_caller=*/true);
+  } else {
     absl::MutexLock lock(&mu_);
-    if (shutting_down_) {
-      // Fall through to fail outside the lock.
-    } else {
+    if (!shutting_down_) {
       work_.push_back([this, pending, request = std::move(request)]() mutable {
         Admit(pending, std::move(request));
       });
@@ -374,6 +382,17 @@ void Ingestor::Submit(Request request, MemoryBudget::Reservation reservation,
     }
   }
   Complete(pending, {.status = absl::UnavailableError("chgate is shutting down")});
+}
+
+bool Ingestor::HeaderIsFresh(const Request& request) {
+  absl::StatusOr<TableId> table = ParseTableName(request.table, options_.default_database);
+  if (!table.ok()) return true;  // refused at once, without a lookup
+  const std::string key = SchemaKey(*table, request.columns);
+  absl::MutexLock lock(&mu_);
+  auto it = schemas_.find(key);
+  if (it == schemas_.end()) return false;
+  const absl::Time now = clock_->Now();
+  return now - it->second.fetched < options_.schema_ttl || now < it->second.retry_after;
 }
 
 absl::StatusOr<std::shared_ptr<const TableSchema>> Ingestor::Schema(
@@ -519,7 +538,7 @@ bool Ingestor::ClaimKey(const std::shared_ptr<Pending>& p, const std::string& la
   return true;
 }
 
-void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
+void Ingestor::Admit(std::shared_ptr<Pending> p, Request request, bool on_caller) {
   absl::StatusOr<TableId> table = ParseTableName(request.table, options_.default_database);
   if (!table.ok()) return Complete(p, {.status = table.status()});
   p->table = *table;
@@ -542,23 +561,40 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request) {
     return Complete(p, {.status = schema.status()});
   }
   absl::Status converted = Convert(request, **schema, p.get());
+  if (!converted.ok() && !fetched && on_caller) {
+    // The refresh below waits on ClickHouse: not on the caller's thread.
+    absl::MutexLock lock(&mu_);
+    work_.push_back([this, p, request = std::move(request), schema = *schema,
+                     converted = std::move(converted)]() mutable {
+      AdmitConverted(std::move(p), std::move(request), std::move(schema), std::move(converted),
+                     /*fetched=*/false);
+    });
+    return;
+  }
+  AdmitConverted(std::move(p), std::move(request), *std::move(schema), std::move(converted),
+                 fetched);
+}
+
+void Ingestor::AdmitConverted(std::shared_ptr<Pending> p, Request request,
+                              std::shared_ptr<const TableSchema> schema, absl::Status converted,
+                              bool fetched) {
   if (!converted.ok() && !fetched) {
     // The rows were judged by a cached header; the table may have changed since (ALTER ...
     // MODIFY COLUMN, ADD COLUMN). Ask the server once more before calling the rows bad.
     absl::StatusOr<std::shared_ptr<const TableSchema>> fresh =
         Schema(p->table, p->columns, p->deadline, /*refresh=*/true, &fetched);
     if (!fresh.ok()) return Complete(p, {.status = fresh.status()});
-    if (!SameTypes(**fresh, **schema)) {
-      schema = std::move(fresh);
-      converted = Convert(request, **schema, p.get());
+    if (!SameTypes(**fresh, *schema)) {
+      schema = *std::move(fresh);
+      converted = Convert(request, *schema, p.get());
     }
   }
   // The message the rows came from is no longer needed: from here on the request holds only
   // its converted columns.
   if (request.release_input) request.release_input();
   // Only tables that exist become metric labels.
-  p->label = label;
-  p->schema = *schema;
+  p->label = absl::StrCat(p->table.database, ".", p->table.table);
+  p->schema = schema;
   if (!converted.ok()) return Complete(p, {.status = converted});
   p->rows = p->staged->rows();
   p->bytes = p->staged->ByteSize();

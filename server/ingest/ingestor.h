@@ -196,7 +196,16 @@ class Ingestor {
   // `slot`: this thread's entry in busy_since_.
   void WorkerLoop(bool flush_queue, size_t slot);
   void SchedulerLoop();
-  void Admit(std::shared_ptr<Pending> pending, Request request);
+  // Converts the request and appends it to its table's batch. `on_caller`: running on the
+  // submitting thread (HeaderIsFresh was true), which must not wait on ClickHouse: rows the cached
+  // header refuses are then handed to a worker, which asks the server for the header again.
+  void Admit(std::shared_ptr<Pending> pending, Request request, bool on_caller = false);
+  // The rest of Admit once the request was converted (or refused) against `schema`.
+  void AdmitConverted(std::shared_ptr<Pending> p, Request request,
+                      std::shared_ptr<const TableSchema> schema, absl::Status converted,
+                      bool fetched);
+  // Whether the request's table header is cached and fresh, so Admit needs no lookup.
+  bool HeaderIsFresh(const Request& request);
   // Remembers (or looks up) the request's idempotency key; true when the request is finished
   // (an earlier one did the work, or it waits for the outcome of one in flight).
   bool ClaimKey(const std::shared_ptr<Pending>& p, const std::string& label, Request& request);

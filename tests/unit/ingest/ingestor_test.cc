@@ -221,6 +221,33 @@ TEST_F(IngestorTest, FlushesOneBlockWhenMaxRowsIsReachedAndAcksAfterCommit) {
   EXPECT_EQ(ingestor_->Stats().buffered_bytes, 0u);
 }
 
+TEST_F(IngestorTest, ACachedHeaderConvertsOnTheSubmittingThread) {
+  IngestOptions o = Options();
+  o.background = true;
+  o.limits.max_delay = absl::Hours(1);  // nothing flushes while the test looks
+  Make(o);
+  auto submit = [&](const clickhouse::Block& block) {
+    outcomes_.push_back(std::make_unique<Outcome>());
+    Outcome* out = outcomes_.back().get();
+    out->block = Own(block);
+    ingestor_->Submit(
+        Request{.table = "events", .block = &out->block, .deadline = clock_.Now() + absl::Hours(1)},
+        [out] { out->admitted = true; }, [out](Result res) { out->result = std::move(res); });
+    return out;
+  };
+  auto a = Rows(0, 2), b = Rows(2, 2);
+  // The first request needs the table's header: a worker looks it up and converts.
+  Outcome* first = submit(a);
+  for (int i = 0; i < 500 && !first->admitted; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(first->admitted);
+  // With the header cached, the next one is converted and admitted before Submit returns: no
+  // hand-off to a worker.
+  Outcome* second = submit(b);
+  EXPECT_TRUE(second->admitted);
+  EXPECT_EQ(inserter_.describes, 1);
+  EXPECT_EQ(ingestor_->Stats().buffered_rows, 4u);
+}
+
 TEST_F(IngestorTest, FlushesWhenMaxBytesIsReached) {
   IngestOptions o = Options();
   o.limits.max_bytes = 1000;
