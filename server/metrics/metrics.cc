@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "prometheus/client_metric.h"
@@ -146,14 +147,25 @@ void IngestTableMetrics::FlushError(std::string_view code) const {
   batches_failed->Increment();
 }
 
-IngestTableMetrics IngestMetrics::ForTable(const std::string& table) const {
+struct IngestMetricsCache {
+  absl::Mutex mu;
+  absl::flat_hash_map<std::string, std::unique_ptr<IngestTableMetrics>> tables ABSL_GUARDED_BY(mu);
+  // "table\0result" -> {requests, request_rows}
+  absl::flat_hash_map<std::string, std::pair<prometheus::Counter*, prometheus::Counter*>> requests
+      ABSL_GUARDED_BY(mu);
+};
+
+const IngestTableMetrics& IngestMetrics::ForTable(const std::string& table) const {
+  absl::MutexLock lock(&cache->mu);
+  std::unique_ptr<IngestTableMetrics>& slot = cache->tables[table];
+  if (slot != nullptr) return *slot;
   const prometheus::Labels labels = {{"table", table}};
   // A failure ratio needs its denominator from the first flush of each reason on.
   for (std::string_view reason :
        {kFlushRows, kFlushBytes, kFlushAge, kFlushDeadline, kFlushShutdown}) {
     batches_flushed->Add({{"table", table}, {"reason", std::string(reason)}});
   }
-  return IngestTableMetrics{
+  slot = std::make_unique<IngestTableMetrics>(IngestTableMetrics{
       .flush_duration = &flush_duration->Add(labels, kLatencyBuckets),
       .batch_rows = &batch_rows->Add(labels, kBatchRowsBuckets),
       .batch_size = &batch_size->Add(labels, kBatchSizeBuckets),
@@ -166,7 +178,8 @@ IngestTableMetrics IngestMetrics::ForTable(const std::string& table) const {
           &rows_dropped->Add({{"table", table}, {"reason", "accepted_flush_failed"}}),
       .rows_dropped_shutdown = &rows_dropped->Add({{"table", table}, {"reason", "shutdown"}}),
       .table = table,
-  };
+  });
+  return *slot;
 }
 
 void IngestMetrics::TableStarted(const std::string& table, double max_delay_seconds) const {
@@ -177,10 +190,23 @@ void IngestMetrics::TableStarted(const std::string& table, double max_delay_seco
 void IngestMetrics::RequestDone(const std::string& table, std::string_view result,
                                 uint64_t row_count) const {
   // A client can name any table; only known tables may become label values.
-  const prometheus::Labels labels = {{"table", result == kResultNotFound ? std::string() : table},
-                                     {"result", std::string(result)}};
-  requests->Add(labels).Increment();
-  request_rows->Add(labels).Increment(static_cast<double>(row_count));
+  static const std::string kNoTable;
+  const std::string& label = result == kResultNotFound ? kNoTable : table;
+  std::string key = label;
+  key.push_back('\0');
+  key.append(result);
+  std::pair<prometheus::Counter*, prometheus::Counter*> counters;
+  {
+    absl::MutexLock lock(&cache->mu);
+    auto& slot = cache->requests[key];
+    if (slot.first == nullptr) {
+      const prometheus::Labels labels = {{"table", label}, {"result", std::string(result)}};
+      slot = {&requests->Add(labels), &request_rows->Add(labels)};
+    }
+    counters = slot;
+  }
+  counters.first->Increment();
+  counters.second->Increment(static_cast<double>(row_count));
 }
 
 void AuthMetrics::Failure(std::string_view reason) const {
@@ -325,6 +351,7 @@ Metrics::Metrics()
   using prometheus::BuildGauge;
   using prometheus::BuildHistogram;
 
+  ingest_.cache = std::make_shared<IngestMetricsCache>();
   ingest_.requests = &Build(BuildCounter(), r, kIngestRequests,
                             "Insert requests finished, by table and result (accepted = "
                             "acknowledged once buffered, in accepted ack mode).");

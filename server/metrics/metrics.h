@@ -96,6 +96,10 @@ struct IngestTableMetrics {
   }
 };
 
+// Per-table handles and per-(table, result) request counters, resolved once and kept (metrics.cc):
+// prometheus-cpp's Family::Add builds a label map and takes the family's lock on every call.
+struct IngestMetricsCache;
+
 // The ingest path's metrics (batcher and gRPC handlers). A plain struct: the pointers are set by
 // Metrics and stay valid while it lives. `table` labels must name a table the gateway knows (its
 // header was resolved); names sent by clients for tables that do not exist never become label
@@ -120,12 +124,13 @@ struct IngestMetrics {
   prometheus::Gauge* memory_budget_bytes = nullptr;
   prometheus::Gauge* memory_request_bytes = nullptr;
   prometheus::Counter* memory_refusals = nullptr;
+  // Resolved handles, shared by copies of this struct.
+  std::shared_ptr<IngestMetricsCache> cache;
 
   // Returns the handles for `table`, creating its series on first use: the rows-dropped,
   // batches-failed and batches-flushed (every reason) counters at 0, so the first failure or loss
-  // is an increase alerts see. Cheap enough per batch; the batcher keeps one per table for the
-  // per-request path.
-  IngestTableMetrics ForTable(const std::string& table) const;
+  // is an increase alerts see. Later calls for the table are one lookup in a small cache.
+  const IngestTableMetrics& ForTable(const std::string& table) const;
   // The table's first batch was made: creates its series (ForTable) and exports its configured
   // --batch-max-delay (or its --table-limits delay) as chgate_batch_max_delay_seconds{table}, the
   // yardstick of the commit latency alert.
