@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -14,6 +15,9 @@
 
 namespace chgate::text {
 namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "the wire loads and stores assume a little-endian host");
 
 template <typename F>
 void AppendFloatImpl(F v, std::string* out) {

@@ -63,7 +63,8 @@ bool QuotedWhenNested(FixedKind kind);
 // single-quoted when `nested` and QuotedWhenNested (NULL for Nothing inside containers).
 void AppendTsvText(const FixedType& type, const char* wire, bool nested, std::string* out);
 
-// Loads a little-endian integer of `width` bytes (1, 2, 4 or 8).
+// Loads a little-endian integer of `width` bytes: LoadSigned takes 1, 2, 4 or 8, LoadUnsigned
+// any width up to 8.
 int64_t LoadSigned(const char* p, size_t width);
 uint64_t LoadUnsigned(const char* p, size_t width);
 

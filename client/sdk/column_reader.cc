@@ -25,49 +25,9 @@ namespace {
 
 // ---- raw access --------------------------------------------------------------------------
 
-// Unsigned little-endian load of up to 8 bytes.
-static_assert(std::endian::native == std::endian::little,
-              "the loads below assume a little-endian host");
-uint64_t LoadU(const char* p, size_t width) {
-  // The common widths as single loads (the values are little-endian, as is every host chgate
-  // builds for); the byte loop covers the rest.
-  switch (width) {
-    case 1:
-      return static_cast<unsigned char>(p[0]);
-    case 2: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return v;
-    }
-    case 4: {
-      uint32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    default:
-      if (width >= 8) {
-        uint64_t v;
-        std::memcpy(&v, p, 8);
-        return v;
-      }
-      break;
-  }
-  uint64_t v = 0;
-  for (size_t i = 0; i < width; ++i) {
-    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  }
-  return v;
-}
-
-// Signed little-endian load of 1, 2, 4 or 8 bytes.
-int64_t LoadS(const char* p, size_t width) {
-  uint64_t v = LoadU(p, width);
-  if (width < 8) {
-    const uint64_t sign = uint64_t{1} << (8 * width - 1);
-    if ((v & sign) != 0) v |= ~((sign << 1) - 1);
-  }
-  return static_cast<int64_t>(v);
-}
+// Little-endian loads of 1, 2, 4 or 8 bytes (text/value_text.h).
+using text::LoadSigned;
+using text::LoadUnsigned;
 
 const char* Slot(const v1::Column& column, const ColumnType& type, uint64_t row) {
   return column.data().data() + row * type.width_bytes;
@@ -108,15 +68,15 @@ using text::SplitTicks;
 bool WideToInt64(const char* p, size_t width, bool is_signed, int64_t* out) {
   if (width <= 8) {
     if (is_signed) {
-      *out = LoadS(p, width);
+      *out = LoadSigned(p, width);
       return true;
     }
-    uint64_t u = LoadU(p, width);
+    uint64_t u = LoadUnsigned(p, width);
     if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
     *out = static_cast<int64_t>(u);
     return true;
   }
-  const int64_t low = static_cast<int64_t>(LoadU(p, 8));
+  const int64_t low = static_cast<int64_t>(LoadUnsigned(p, 8));
   const unsigned char fill = (is_signed && low < 0) ? 0xff : 0x00;
   for (size_t i = 8; i < width; ++i) {
     if (static_cast<unsigned char>(p[i]) != fill) return false;
@@ -130,18 +90,18 @@ bool WideToUInt64(const char* p, size_t width, bool is_signed, uint64_t* out) {
   for (size_t i = 8; i < width; ++i) {
     if (p[i] != 0) return false;
   }
-  *out = LoadU(p, width);
+  *out = LoadUnsigned(p, width);
   return true;
 }
 
 double LoadDouble(const char* p, size_t width) {
   if (width == 4) {
-    const uint32_t bits = static_cast<uint32_t>(LoadU(p, 4));
+    const uint32_t bits = static_cast<uint32_t>(LoadUnsigned(p, 4));
     float f;
     std::memcpy(&f, &bits, sizeof(f));
     return f;
   }
-  const uint64_t bits = LoadU(p, 8);
+  const uint64_t bits = LoadUnsigned(p, 8);
   double d;
   std::memcpy(&d, &bits, sizeof(d));
   return d;
@@ -157,9 +117,9 @@ void AppendPlain(const v1::Column& column, const ColumnType& type, uint64_t row,
       if (type.width_bytes <= 8) {
         const char* p = Slot(column, type, row);
         if (type.kind == TypeKind::kInt) {
-          absl::StrAppend(out, LoadS(p, type.width_bytes));
+          absl::StrAppend(out, LoadSigned(p, type.width_bytes));
         } else {
-          absl::StrAppend(out, LoadU(p, type.width_bytes));
+          absl::StrAppend(out, LoadUnsigned(p, type.width_bytes));
         }
       } else {
         AppendWideInteger(Slot(column, type, row), type.width_bytes, type.kind == TypeKind::kInt,
@@ -167,7 +127,7 @@ void AppendPlain(const v1::Column& column, const ColumnType& type, uint64_t row,
       }
       return;
     case TypeKind::kInterval:
-      absl::StrAppend(out, LoadS(Slot(column, type, row), 8));
+      absl::StrAppend(out, LoadSigned(Slot(column, type, row), 8));
       return;
     case TypeKind::kFloat:
       if (type.width_bytes == 4) {
@@ -186,25 +146,26 @@ void AppendPlain(const v1::Column& column, const ColumnType& type, uint64_t row,
       text::AppendDecimal(Slot(column, type, row), type.width_bytes, type.scale, out);
       return;
     case TypeKind::kDate:
-      text::AppendDate(static_cast<int64_t>(LoadU(Slot(column, type, row), 2)), out);
+      text::AppendDate(static_cast<int64_t>(LoadUnsigned(Slot(column, type, row), 2)), out);
       return;
     case TypeKind::kDate32:
-      text::AppendDate(LoadS(Slot(column, type, row), 4), out);
+      text::AppendDate(LoadSigned(Slot(column, type, row), 4), out);
       return;
     case TypeKind::kDateTime:
-      text::AppendDateTime(static_cast<int64_t>(LoadU(Slot(column, type, row), 4)), type.zone, out);
+      text::AppendDateTime(static_cast<int64_t>(LoadUnsigned(Slot(column, type, row), 4)),
+                           type.zone, out);
       return;
     case TypeKind::kDateTime64:
-      text::AppendDateTime64(LoadS(Slot(column, type, row), 8), type.scale, type.zone, out);
+      text::AppendDateTime64(LoadSigned(Slot(column, type, row), 8), type.scale, type.zone, out);
       return;
     case TypeKind::kTime:
-      text::AppendTime(LoadS(Slot(column, type, row), 4), out);
+      text::AppendTime(LoadSigned(Slot(column, type, row), 4), out);
       return;
     case TypeKind::kTime64:
-      text::AppendTime64(LoadS(Slot(column, type, row), 8), type.scale, out);
+      text::AppendTime64(LoadSigned(Slot(column, type, row), 8), type.scale, out);
       return;
     case TypeKind::kEnum: {
-      const int64_t v = LoadS(Slot(column, type, row), type.width_bytes);
+      const int64_t v = LoadSigned(Slot(column, type, row), type.width_bytes);
       const std::string* name = type.EnumName(v);
       if (name != nullptr) {
         out->append(*name);
@@ -217,7 +178,7 @@ void AppendPlain(const v1::Column& column, const ColumnType& type, uint64_t row,
       text::AppendUuid(reinterpret_cast<const unsigned char*>(Slot(column, type, row)), out);
       return;
     case TypeKind::kIpv4:
-      text::AppendIpv4(static_cast<uint32_t>(LoadU(Slot(column, type, row), 4)), out);
+      text::AppendIpv4(static_cast<uint32_t>(LoadUnsigned(Slot(column, type, row), 4)), out);
       return;
     case TypeKind::kIpv6:
       text::AppendIpv6(reinterpret_cast<const unsigned char*>(Slot(column, type, row)), out);
@@ -532,7 +493,7 @@ absl::StatusOr<uint64_t> ReadUInt64(const v1::Column& column, const ColumnType& 
     case TypeKind::kDate:
     case TypeKind::kDateTime:
     case TypeKind::kIpv4:
-      return LoadU(Slot(column, type, row), type.width_bytes);
+      return LoadUnsigned(Slot(column, type, row), type.width_bytes);
     default:
       return TypeError(type, "UInt64");
   }
@@ -559,7 +520,7 @@ absl::StatusOr<int64_t> ReadInt64(const v1::Column& column, const ColumnType& ty
     case TypeKind::kBool:
     case TypeKind::kDate:
     case TypeKind::kDateTime:
-      return static_cast<int64_t>(LoadU(Slot(column, type, row), type.width_bytes));
+      return static_cast<int64_t>(LoadUnsigned(Slot(column, type, row), type.width_bytes));
     default:
       return TypeError(type, "Int64");
   }
@@ -579,8 +540,8 @@ absl::StatusOr<double> ReadFloat64(const v1::Column& column, const ColumnType& t
     case TypeKind::kDecimal: {
       if (type.kind != TypeKind::kDecimal && type.width_bytes <= 8) {
         const char* p = Slot(column, type, row);
-        return type.kind == TypeKind::kInt ? static_cast<double>(LoadS(p, type.width_bytes))
-                                           : static_cast<double>(LoadU(p, type.width_bytes));
+        return type.kind == TypeKind::kInt ? static_cast<double>(LoadSigned(p, type.width_bytes))
+                                           : static_cast<double>(LoadUnsigned(p, type.width_bytes));
       }
       std::string text;
       AppendPlain(column, type, row, &text);
@@ -616,7 +577,8 @@ absl::StatusOr<std::string_view> ReadString(const v1::Column& column, const Colu
     case TypeKind::kFixedString:
       return std::string_view(Slot(column, type, row), type.width_bytes);
     case TypeKind::kEnum: {
-      const std::string* name = type.EnumName(LoadS(Slot(column, type, row), type.width_bytes));
+      const std::string* name =
+          type.EnumName(LoadSigned(Slot(column, type, row), type.width_bytes));
       if (name == nullptr) return RangeError(type, "its enum names");
       return std::string_view(*name);
     }
@@ -631,15 +593,15 @@ absl::StatusOr<absl::Time> ReadTime(const v1::Column& column, const ColumnType& 
   const char* p = Slot(column, type, row);
   switch (type.kind) {
     case TypeKind::kDate:
-      return absl::FromUnixSeconds(static_cast<int64_t>(LoadU(p, 2)) * 86400);
+      return absl::FromUnixSeconds(static_cast<int64_t>(LoadUnsigned(p, 2)) * 86400);
     case TypeKind::kDate32:
-      return absl::FromUnixSeconds(LoadS(p, 4) * 86400);
+      return absl::FromUnixSeconds(LoadSigned(p, 4) * 86400);
     case TypeKind::kDateTime:
-      return absl::FromUnixSeconds(static_cast<int64_t>(LoadU(p, 4)));
+      return absl::FromUnixSeconds(static_cast<int64_t>(LoadUnsigned(p, 4)));
     case TypeKind::kDateTime64: {
       int64_t seconds = 0;
       int64_t fraction = 0;
-      SplitTicks(LoadS(p, 8), type.scale, &seconds, &fraction);
+      SplitTicks(LoadSigned(p, 8), type.scale, &seconds, &fraction);
       return absl::FromUnixSeconds(seconds) + absl::Nanoseconds(fraction * Pow10(9 - type.scale));
     }
     default:
