@@ -366,13 +366,9 @@ void Ingestor::Submit(Request request, MemoryBudget::Reservation reservation,
   // to a worker and no wake-up per request. Only work that may wait on ClickHouse (a header
   // lookup) goes to the workers.
   if (options_.background && HeaderIsFresh(request)) {
-    bool shutting_down;
-    {
-      absl::MutexLock lock(&mu_);
-      shutting_down = shutting_down_;
-    }
-    if (!shutting_down) return Admit(std::move(pending), std::move(request), /*on_caller=*/true);
-  } else {
+    return Admit(std::move(pending), std::move(request), /*on_caller=*/true);
+  }
+  {
     absl::MutexLock lock(&mu_);
     if (!shutting_down_) {
       work_.push_back([this, pending, request = std::move(request)]() mutable {
@@ -389,6 +385,7 @@ bool Ingestor::HeaderIsFresh(const Request& request) {
   if (!table.ok()) return true;  // refused at once, without a lookup
   const std::string key = SchemaKey(*table, request.columns);
   absl::MutexLock lock(&mu_);
+  if (shutting_down_) return false;  // the queue path refuses it
   auto it = schemas_.find(key);
   if (it == schemas_.end()) return false;
   const absl::Time now = clock_->Now();

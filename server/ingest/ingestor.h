@@ -204,7 +204,8 @@ class Ingestor {
   void AdmitConverted(std::shared_ptr<Pending> p, Request request,
                       std::shared_ptr<const TableSchema> schema, absl::Status converted,
                       bool fetched);
-  // Whether the request's table header is cached and fresh, so Admit needs no lookup.
+  // Whether the request's table header is cached and fresh, so Admit needs no lookup (false while
+  // shutting down: Submit's queue path refuses the request then).
   bool HeaderIsFresh(const Request& request);
   // Remembers (or looks up) the request's idempotency key; true when the request is finished
   // (an earlier one did the work, or it waits for the outcome of one in flight).
