@@ -386,6 +386,12 @@ int Main(int argc, char** argv) {
   // process keeps: measured, this lowers the peak RSS under a burst of large inserts by about a
   // tenth (tests/e2e/memory_e2e_test.py).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  // Setting the threshold also fixes the trim threshold at its 128 KiB default: every free that
+  // leaves more than that at the top of a thread's arena was handed back with madvise and faulted
+  // in again by the next half-megabyte message (Query responses, gRPC slices, column buffers).
+  // Measured on 100 M numbers through Query: chgate CPU 0.68-1.01 s -> 0.48-0.61 s, with madvise
+  // and page faults gone from the profile. Each arena keeps at most this much free memory.
+  mallopt(M_TRIM_THRESHOLD, 4 << 20);
   auto config = config::Parse(argc, argv, environ);
   if (!config.ok()) {
     std::cerr << "chgate: " << config.status().message() << "\n";
