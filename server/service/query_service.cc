@@ -24,6 +24,7 @@
 #include "server/log/log.h"
 #include "server/service/query_block.h"
 #include "server/service/raw_messages.h"
+#include "server/service/response_wire.h"
 #include "server/service/status.h"
 #include "server/sql/identifier.h"
 #include "server/sql/query_policy.h"
@@ -95,7 +96,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
   bool Send(v1::QueryResponse response, size_t* bytes) {
     const size_t size = response.ByteSizeLong();
     *bytes = size;
-    const v1::QueryResponse* start = nullptr;
+    v1::QueryResponse* start = nullptr;
     bool timed_out = false;
     {
       absl::MutexLock lock(&mu_);
@@ -137,27 +138,15 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
   }
 
   // An empty Block for the next response, reusing the buffers of one already written when there
-  // is one (fresh megabyte-sized buffers for every message would cost page faults).
-  v1::Block* TakeBlock() {
-    absl::MutexLock lock(&mu_);
-    if (spare_blocks_.empty()) return new v1::Block();
-    v1::Block* block = spare_blocks_.back().release();
-    spare_blocks_.pop_back();
-    return block;
-  }
+  // is one (fresh half-megabyte buffers for every message would cost page faults).
+  v1::Block* TakeBlock() { return recycler_->Take().release(); }
 
   void OnWriteDone(bool ok) override {
-    const v1::QueryResponse* next = nullptr;
+    v1::QueryResponse* next = nullptr;
     std::optional<grpc::Status> finish;
     {
       absl::MutexLock lock(&mu_);
-      v1::QueryResponse& written = queue_.front().message;
       queued_bytes_ -= queue_.front().bytes;
-      if (written.has_block() && spare_blocks_.size() < kSpareBlocks) {
-        std::unique_ptr<v1::Block> block(written.release_block());
-        block->Clear();  // keeps the columns' buffers
-        spare_blocks_.push_back(std::move(block));
-      }
       queue_.pop_front();
       if (!ok) {
         write_failed_ = true;
@@ -198,9 +187,10 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
 
  private:
   // Starts writing `message` (the front of the queue); one write is in flight at a time, so
-  // writing_bytes_ is free.
-  void Write(const v1::QueryResponse& message) {
-    SerializeRawMessage(message, &writing_bytes_);
+  // writing_bytes_ is free. A Block in `message` moves into the serialized bytes, which reference
+  // its buffers, and comes back to recycler_ when gRPC has released them.
+  void Write(v1::QueryResponse& message) {
+    SerializeQueryResponse(&message, recycler_, &writing_bytes_);
     StartWrite(&writing_bytes_);
   }
 
@@ -224,9 +214,10 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> finish_ ABSL_GUARDED_BY(mu_);
-  // Written blocks kept for reuse (at most kSpareBlocks, about a response's size each).
-  static constexpr size_t kSpareBlocks = 2;
-  std::vector<std::unique_ptr<v1::Block>> spare_blocks_ ABSL_GUARDED_BY(mu_);
+  // Written blocks kept for reuse (at most kSpareBlocks, about a response's size each); shared
+  // with the slices of written messages, which may outlive the call.
+  static constexpr size_t kSpareBlocks = 3;
+  const std::shared_ptr<BlockRecycler> recycler_ = std::make_shared<BlockRecycler>(kSpareBlocks);
 };
 
 namespace {
