@@ -127,8 +127,7 @@ std::unique_ptr<InsertStream> Client::OpenInsertStream(const InsertStreamOptions
   internal::SetDeadline(internal::DeadlineFor(options.timeout, options_.stream_timeout),
                         context.get());
   Authorize(context.get());
-  std::unique_ptr<InsertStream::Stream> stream = stub_->InsertStream(context.get());
-  return std::unique_ptr<InsertStream>(new InsertStream(std::move(context), std::move(stream)));
+  return std::unique_ptr<InsertStream>(new InsertStream(std::move(context), stub_.get()));
 }
 
 absl::StatusOr<std::unique_ptr<QueryCursor>> Client::Query(const std::string& sql,

@@ -1,5 +1,8 @@
 #include "client/sdk/insert_stream.h"
 
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -28,19 +31,262 @@ absl::Status Unanswered(const absl::Status& stream_status, uint64_t sequence) {
 
 }  // namespace
 
-InsertStream::InsertStream(std::unique_ptr<grpc::ClientContext> context,
-                           std::unique_ptr<Stream> stream)
-    : context_(std::move(context)), stream_(std::move(stream)) {
-  reader_ = std::thread([this] { ReadAcks(); });
-}
+// The call, on gRPC's callback API. Requests wait in `unsent_` and are written one at a time,
+// each as soon as the previous write completed; a read is always outstanding for the next ack.
+// Lifetime: created with the InsertStream, which waits for OnDone before destroying it. A hold
+// keeps OnDone from running while writes may still be started from outside a reaction; it is
+// released once no write will start again (WritesDone sent, a write failed, the call ended or
+// was cancelled) and no write is in flight.
+class InsertStream::Reactor final
+    : public grpc::ClientBidiReactor<v1::InsertRequest, v1::InsertAck> {
+ public:
+  Reactor(grpc::ClientContext* context, v1::Ingest::Stub* stub) : context_(context) {
+    stub->async()->InsertStream(context, this);
+    AddHold();
+    StartRead(&ack_);
+    StartCall();
+  }
+
+  void Send(v1::InsertRequest request, AckCallback done) {
+    absl::Status refused;
+    bool start = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return finished_ || write_failed_ || stop_writes_ || closing_ ||
+               (unsent_.size() < kMaxUnsentRequests && unsent_bytes_ < kMaxUnsentBytes);
+      };
+      mu_.Await(absl::Condition(&has_room));
+      if (finished_) {
+        refused = final_status_.ok() ? absl::FailedPreconditionError("InsertStream already ended")
+                                     : absl::Status(final_status_.code(),
+                                                    absl::StrCat("InsertStream already ended: ",
+                                                                 final_status_.message()));
+      } else if (closing_) {
+        refused = absl::FailedPreconditionError("InsertStream is closed");
+      } else {
+        const uint64_t sequence = next_sequence_++;
+        request.set_sequence(sequence);
+        // Registered before the write, so the ack can never arrive before its entry exists. A
+        // request queued after a failed write is never written: OnDone fails it with the
+        // stream's status.
+        pending_.emplace(sequence, std::move(done));
+        if (!write_failed_ && !stop_writes_) {
+          const size_t bytes = request.ByteSizeLong();
+          unsent_bytes_ += bytes;
+          unsent_.push_back({std::move(request), bytes});
+          start = TakeNextWriteLocked();
+        }
+      }
+    }
+    if (!refused.ok()) {
+      done(std::move(refused));
+      return;
+    }
+    if (start) StartNextWrite();
+  }
+
+  void Close() {
+    bool start = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closing_) return;
+      closing_ = true;
+      start = TakeNextWriteLocked();
+    }
+    if (start) StartNextWrite();
+  }
+
+  // Waits for OnDone to have returned; the stream's status.
+  absl::Status Wait() {
+    {
+      // A std::mutex, which may be destroyed as soon as OnDone's unlock released it.
+      std::unique_lock<std::mutex> lock(done_mu_);
+      done_cv_.wait(lock, [this] { return done_; });
+    }
+    absl::MutexLock lock(&mu_);
+    return final_status_;
+  }
+
+  // Cancels the call (Cancel(), or the stream's destruction).
+  void Cancel() {
+    bool release = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!finished_) cancelled_ = true;
+      stop_writes_ = true;
+      release = ReleaseHoldLocked();
+    }
+    context_->TryCancel();
+    if (release) RemoveHold();
+  }
+
+  size_t pending() const {
+    absl::MutexLock lock(&mu_);
+    return pending_.size();
+  }
+
+  void OnWriteDone(bool ok) override {
+    bool start = false;
+    bool release = false;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      unsent_bytes_ -= writing_bytes_;
+      if (!ok) {
+        // The call is over; its requests were registered and OnDone fails them.
+        write_failed_ = true;
+        unsent_.clear();
+        unsent_bytes_ = 0;
+      } else {
+        start = TakeNextWriteLocked();
+      }
+      release = ReleaseHoldLocked();
+    }
+    if (start) StartNextWrite();
+    if (release) RemoveHold();
+  }
+
+  void OnWritesDoneDone(bool /*ok*/) override {}
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The call is over: no ack will come, and OnDone (which fails what is pending) may run
+      // once no write is in flight.
+      bool release = false;
+      {
+        absl::MutexLock lock(&mu_);
+        stop_writes_ = true;
+        release = ReleaseHoldLocked();
+      }
+      if (release) RemoveHold();
+      return;
+    }
+    AckCallback done;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = pending_.find(ack_.sequence());
+      if (it != pending_.end()) {  // else not ours (a server bug); nothing waits for it
+        done = std::move(it->second);
+        pending_.erase(it);
+      }
+    }
+    if (done) {
+      absl::Status status = FromProtoStatus(ack_.status());
+      if (status.ok()) {
+        done(internal::ToInsertResult(ack_));
+      } else {
+        done(std::move(status));
+      }
+    }
+    StartRead(&ack_);
+  }
+
+  void OnDone(const grpc::Status& grpc_status) override {
+    absl::Status status = FromGrpcStatus(grpc_status, *context_);
+    std::map<uint64_t, AckCallback> unanswered;
+    {
+      absl::MutexLock lock(&mu_);
+      if (cancelled_ && status.code() == absl::StatusCode::kCancelled) {
+        status = absl::CancelledError("InsertStream cancelled by the client");
+      }
+      // In the same critical section as `finished_`, so no Send registers after the swap.
+      unanswered.swap(pending_);
+      unsent_.clear();
+      final_status_ = status;
+      finished_ = true;
+    }
+    for (auto& [sequence, done] : unanswered) done(Unanswered(status, sequence));
+    std::lock_guard<std::mutex> lock(done_mu_);
+    done_ = true;
+    done_cv_.notify_all();
+  }
+
+ private:
+  // Claims the next write when none is in flight: moves the front of `unsent_` into `writing_`
+  // (or decides on WritesDone once the queue is empty after Close). True when the caller must
+  // call StartNextWrite, outside the lock.
+  bool TakeNextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || write_failed_ || stop_writes_ || !hold_) return false;
+    if (unsent_.empty()) {
+      if (!closing_ || writes_done_) return false;
+      writes_done_ = true;
+      next_is_writes_done_ = true;
+      return true;
+    }
+    in_flight_ = std::move(unsent_.front().request);
+    writing_bytes_ = unsent_.front().bytes;
+    unsent_.pop_front();
+    writing_ = true;
+    // More requests are waiting: let gRPC buffer this one instead of flushing it alone.
+    buffer_hint_ = !unsent_.empty();
+    next_is_writes_done_ = false;
+    return true;
+  }
+
+  // Starts what TakeNextWriteLocked claimed; the fields it set are this thread's until the write
+  // completes.
+  void StartNextWrite() {
+    if (next_is_writes_done_) {
+      StartWritesDone();
+      bool release = false;
+      {
+        absl::MutexLock lock(&mu_);
+        stop_writes_ = true;
+        release = ReleaseHoldLocked();
+      }
+      if (release) RemoveHold();
+      return;
+    }
+    grpc::WriteOptions options;
+    if (buffer_hint_) options.set_buffer_hint();
+    StartWrite(&in_flight_, options);
+  }
+
+  // True once, when the hold is to be removed: no write will start again and none is in flight.
+  bool ReleaseHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!hold_ || writing_ || !(stop_writes_ || write_failed_)) return false;
+    hold_ = false;
+    return true;
+  }
+
+  grpc::ClientContext* const context_;
+  v1::InsertAck ack_;            // the read in flight
+  v1::InsertRequest in_flight_;  // the write in flight
+  bool buffer_hint_ = false;     // set with in_flight_
+  bool next_is_writes_done_ = false;
+
+  mutable absl::Mutex mu_;
+  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, AckCallback> pending_ ABSL_GUARDED_BY(mu_);
+  struct Unsent {
+    v1::InsertRequest request;
+    size_t bytes;
+  };
+  std::deque<Unsent> unsent_ ABSL_GUARDED_BY(mu_);
+  size_t unsent_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // including the write in flight
+  size_t writing_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool writes_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_writes_ ABSL_GUARDED_BY(mu_) = false;  // WritesDone sent, cancelled, or call over
+  bool hold_ ABSL_GUARDED_BY(mu_) = true;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // no more acks; pending_ taken over
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status final_status_ ABSL_GUARDED_BY(mu_);
+
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;  // OnDone ran, and so did every callback (guarded by done_mu_)
+};
+
+InsertStream::InsertStream(std::unique_ptr<grpc::ClientContext> context, v1::Ingest::Stub* stub)
+    : context_(std::move(context)), reactor_(std::make_unique<Reactor>(context_.get(), stub)) {}
 
 InsertStream::~InsertStream() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (!finished_) cancelled_ = true;
-  }
-  context_->TryCancel();
-  if (reader_.joinable()) reader_.join();
+  reactor_->Cancel();
+  (void)reactor_->Wait();  // OnDone has run: no callback touches the reactor any more
 }
 
 std::future<absl::StatusOr<InsertResult>> InsertStream::Send(v1::InsertRequest request) {
@@ -52,121 +298,16 @@ std::future<absl::StatusOr<InsertResult>> InsertStream::Send(v1::InsertRequest r
 }
 
 void InsertStream::Send(v1::InsertRequest request, AckCallback done) {
-  uint64_t sequence = 0;
-  absl::Status refused;
-  {
-    absl::MutexLock lock(&mu_);
-    if (finished_) {
-      refused =
-          final_status_.ok()
-              ? absl::FailedPreconditionError("InsertStream already ended")
-              : absl::Status(final_status_.code(),
-                             absl::StrCat("InsertStream already ended: ", final_status_.message()));
-    } else if (closing_) {
-      refused = absl::FailedPreconditionError("InsertStream is closed");
-    } else {
-      sequence = next_sequence_++;
-      // Registered before the write, so the ack can never arrive before its entry exists.
-      pending_.emplace(sequence, std::move(done));
-    }
-  }
-  if (!refused.ok()) {
-    done(std::move(refused));
-    return;
-  }
-  request.set_sequence(sequence);
-  {
-    absl::MutexLock lock(&write_mu_);
-    if (!writes_done_ && !call_over_) {
-      // A failed write means the call is over; the reader thread sees the end and fails every
-      // pending request (this one included) with the stream's status.
-      (void)stream_->Write(request);
-      return;
-    }
-  }
-  // Close() half-closed the stream, or the call ended, between the registration above and this
-  // write.
-  AckCallback unsent;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = pending_.find(sequence);
-    if (it == pending_.end()) return;  // the reader thread already failed it
-    unsent = std::move(it->second);
-    pending_.erase(it);
-  }
-  unsent(absl::FailedPreconditionError("InsertStream is closed or ended"));
+  reactor_->Send(std::move(request), std::move(done));
 }
 
 absl::Status InsertStream::Close() {
-  bool first = false;
-  {
-    absl::MutexLock lock(&mu_);
-    first = !closing_;
-    closing_ = true;
-  }
-  if (first) {
-    absl::MutexLock lock(&write_mu_);
-    writes_done_ = true;
-    if (!call_over_) (void)stream_->WritesDone();
-  }
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(&drained_));
-  return final_status_;
+  reactor_->Close();
+  return reactor_->Wait();
 }
 
-void InsertStream::Cancel() {
-  {
-    absl::MutexLock lock(&mu_);
-    cancelled_ = true;
-  }
-  context_->TryCancel();
-}
+void InsertStream::Cancel() { reactor_->Cancel(); }
 
-size_t InsertStream::pending() const {
-  absl::MutexLock lock(&mu_);
-  return pending_.size();
-}
-
-void InsertStream::ReadAcks() {
-  v1::InsertAck ack;
-  while (stream_->Read(&ack)) {
-    AckCallback done;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = pending_.find(ack.sequence());
-      if (it == pending_.end()) continue;  // not ours (a server bug); nothing waits for it
-      done = std::move(it->second);
-      pending_.erase(it);
-    }
-    absl::Status status = FromProtoStatus(ack.status());
-    if (status.ok()) {
-      done(internal::ToInsertResult(ack));
-    } else {
-      done(std::move(status));
-    }
-  }
-  absl::Status status;
-  {
-    // Not concurrently with a Write: a writer blocked by flow control returns as soon as the call
-    // is over, which it is once Read returned false.
-    absl::MutexLock lock(&write_mu_);
-    call_over_ = true;
-    status = FromGrpcStatus(stream_->Finish(), *context_);
-  }
-  std::map<uint64_t, AckCallback> unanswered;
-  {
-    absl::MutexLock lock(&mu_);
-    if (cancelled_ && status.code() == absl::StatusCode::kCancelled) {
-      status = absl::CancelledError("InsertStream cancelled by the client");
-    }
-    // In the same critical section as `finished_`, so no Send registers after the swap.
-    unanswered.swap(pending_);
-    final_status_ = status;
-    finished_ = true;
-  }
-  for (auto& [sequence, done] : unanswered) done(Unanswered(status, sequence));
-  absl::MutexLock lock(&mu_);
-  drained_ = true;
-}
+size_t InsertStream::pending() const { return reactor_->pending(); }
 
 }  // namespace chgate::client

@@ -9,16 +9,19 @@
 //   absl::StatusOr<InsertResult> r = ack.get();
 //
 // The stream assigns each request's `sequence` itself (1, 2, 3, ...); a value set by the caller
-// is overwritten. Send() blocks while gRPC flow control holds the stream back (chgate stops
-// reading while its buffer is full), which is the backpressure a producer should feel.
+// is overwritten. Send() queues the request for writing and returns; it blocks only while the
+// queue of requests not yet written is full (kMaxUnsentRequests or kMaxUnsentBytes), which
+// happens when gRPC flow control holds the stream back (chgate stops reading while its buffer is
+// full): the backpressure a producer should feel. Requests are written in sequence order, one
+// gRPC write at a time, without a flush between queued ones.
 // Per-request failures arrive in that request's result; when the stream itself ends (server
 // shutdown, deadline, cancel, connection loss), every pending request fails with the stream's
 // status code and a message naming the sequence; such requests may or may not have been
 // committed: resend them with the same idempotency_key.
 //
-// Thread-safe: Send may be called from several threads. Callbacks run on the stream's reader
-// thread, one at a time; they must not block for long and must not call Send() (it can wait for
-// flow control, which needs the reader thread), Close() or destroy the stream.
+// Thread-safe: Send may be called from several threads. Callbacks run on gRPC's callback
+// threads, one at a time per stream; they must not block for long and must not call Send() (it
+// can wait for flow control, which needs those threads), Close() or destroy the stream.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -28,7 +31,6 @@
 #include <future>
 #include <map>
 #include <memory>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -51,8 +53,8 @@ class InsertStream {
   // Sends `request`; the future resolves with its ack. After Close(), or once the stream ended,
   // it resolves at once with FailedPrecondition (or the stream's error).
   std::future<absl::StatusOr<InsertResult>> Send(v1::InsertRequest request);
-  // The same, delivering the result to `done` (on the reader thread, or on this thread when the
-  // request could not be sent).
+  // The same, delivering the result to `done` (on a gRPC callback thread, or on this thread when
+  // the request could not be sent).
   void Send(v1::InsertRequest request, AckCallback done);
 
   // Half-closes the stream, waits until every pending request got its ack and the server ended
@@ -69,28 +71,15 @@ class InsertStream {
 
  private:
   friend class Client;
-  using Stream = grpc::ClientReaderWriter<v1::InsertRequest, v1::InsertAck>;
-  InsertStream(std::unique_ptr<grpc::ClientContext> context, std::unique_ptr<Stream> stream);
+  class Reactor;
+  InsertStream(std::unique_ptr<grpc::ClientContext> context, v1::Ingest::Stub* stub);
 
-  void ReadAcks();
+  // Unwritten requests beyond which Send() waits.
+  static constexpr size_t kMaxUnsentRequests = 4096;
+  static constexpr size_t kMaxUnsentBytes = 16 << 20;
 
   std::unique_ptr<grpc::ClientContext> context_;
-  std::unique_ptr<Stream> stream_;
-  std::thread reader_;
-
-  // Serializes Write/WritesDone/Finish on the gRPC stream.
-  absl::Mutex write_mu_;
-  bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
-  bool call_over_ ABSL_GUARDED_BY(write_mu_) = false;  // Finish was called
-
-  mutable absl::Mutex mu_;
-  uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<uint64_t, AckCallback> pending_ ABSL_GUARDED_BY(mu_);
-  bool closing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // no more acks; pending_ taken over
-  bool drained_ ABSL_GUARDED_BY(mu_) = false;   // ... and their callbacks ran
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status final_status_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Reactor> reactor_;
 };
 
 }  // namespace chgate::client

@@ -7,6 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "client/sdk/health.h"
 #include "tests/unit/client/fake_ingest.h"
 #include "tests/unit/client/test_columns.h"
@@ -596,6 +599,37 @@ TEST(InsertStreamTest, StreamFailureFailsEveryPendingRequest) {
   EXPECT_EQ(closed.code(), absl::StatusCode::kUnavailable);
   // Sending after the end fails at once with the stream's code.
   EXPECT_EQ(stream->Send(TwoRows()).get().status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(InsertStreamTest, SendBlocksWhileTheServerDoesNotReadAndResumesAfter) {
+  FakeServer server;
+  server.service().set_stream_stall_reads(true);
+  std::unique_ptr<InsertStream> stream = Connect(server)->OpenInsertStream();
+  // 64 MiB in 64 KiB requests: more than the SDK's unsent queue (16 MiB) and gRPC's windows.
+  v1::InsertRequest big = TwoRows();
+  AddRow(&big, {MakeValue(std::string(64 << 10, 'x'))});
+  constexpr int kRequests = 1024;
+  std::atomic<int> sent{0};
+  std::atomic<int> acked{0};
+  std::thread producer([&] {
+    for (int i = 0; i < kRequests; ++i) {
+      stream->Send(big, [&](absl::StatusOr<InsertResult> r) {
+        if (r.ok()) acked.fetch_add(1);
+      });
+      sent.fetch_add(1);
+    }
+  });
+  // The producer stops well short of the end: Send waits for room in the queue.
+  absl::SleepFor(absl::Seconds(1));
+  const int stalled_at = sent.load();
+  EXPECT_LT(stalled_at, kRequests / 2);
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(sent.load(), stalled_at) << "Send kept returning while nothing was read";
+  server.service().set_stream_stall_reads(false);
+  producer.join();
+  EXPECT_TRUE(stream->Close().ok());
+  EXPECT_EQ(acked.load(), kRequests);
+  EXPECT_EQ(server.service().stream_requests().size(), static_cast<size_t>(kRequests));
 }
 
 TEST(InsertStreamTest, SendAfterCloseIsRefused) {

@@ -34,6 +34,11 @@ void FakeIngest::set_insert_status(grpc::Status status, std::optional<v1::Status
   insert_status_ = std::make_pair(std::move(status), std::move(detail));
 }
 
+void FakeIngest::set_stream_stall_reads(bool stall) {
+  absl::MutexLock lock(&mu_);
+  stream_stall_reads_ = stall;
+}
+
 void FakeIngest::set_stream_hold_until(int n) {
   absl::MutexLock lock(&mu_);
   stream_hold_until_ = n;
@@ -117,6 +122,11 @@ grpc::Status FakeIngest::InsertStream(
   v1::InsertRequest request;
   while (stream->Read(&request)) {
     ++received;
+    {
+      absl::MutexLock lock(&mu_);
+      auto reading = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !stream_stall_reads_; };
+      mu_.Await(absl::Condition(&reading));
+    }
     v1::InsertAck ack;
     ack.set_sequence(request.sequence());
     int hold_until = 0;

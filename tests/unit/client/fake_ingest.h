@@ -43,6 +43,9 @@ class FakeIngest final : public v1::Ingest::Service {
   // nullopt); after `stream_end_after` requests the stream ends with `stream_end_status` without
   // acking the unacked ones (only the first `streams` streams do).
   void set_stream_hold_until(int n);
+  // While true, InsertStream handlers stop reading after the first request (flow control then
+  // holds the client back).
+  void set_stream_stall_reads(bool stall);
   void set_stream_ack_status(std::function<std::optional<v1::Status>(const v1::InsertRequest&)> f);
   void set_stream_end_after(int n, grpc::Status status, int streams = 1 << 30);
 
@@ -73,6 +76,7 @@ class FakeIngest final : public v1::Ingest::Service {
   std::optional<std::pair<grpc::Status, std::optional<v1::Status>>> insert_status_
       ABSL_GUARDED_BY(mu_);
   int stream_hold_until_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stream_stall_reads_ ABSL_GUARDED_BY(mu_) = false;
   std::function<std::optional<v1::Status>(const v1::InsertRequest&)> stream_ack_status_
       ABSL_GUARDED_BY(mu_);
   int stream_end_after_ ABSL_GUARDED_BY(mu_) = -1;
