@@ -1,16 +1,29 @@
 #include "client/cli/bench.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/strings/str_join.h"
 #include "client/cli/json.h"
+#include "client/cli/metrics_scrape.h"
 #include "client/sdk/client.h"
+#include "client/sdk/internal/status_macros.h"
+#include "client/sdk/internal/strings.h"
+#include "text/value_parse.h"
 
 namespace chgate::cli {
+
+using client::internal::Sv;
+
+// The metric chgate-cli reads for chgate's CPU time (the standard Prometheus process metric).
+constexpr char kCpuMetric[] = "process_cpu_seconds_total";
 
 absl::StatusOr<BenchRow> ParseBenchRow(const std::string& json,
                                        const std::vector<std::string>& columns) {
@@ -40,119 +53,632 @@ absl::StatusOr<BenchRow> ParseBenchRow(const std::string& json,
   return row;
 }
 
+absl::StatusOr<std::vector<std::string>> ParseTypeList(std::string_view text) {
+  std::vector<std::string> types;
+  int depth = 0;
+  char quote = 0;
+  size_t begin = 0;
+  auto take = [&](size_t end) -> absl::Status {
+    std::string type(absl::StripAsciiWhitespace(Sv(text.substr(begin, end - begin))));
+    if (type.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--types: empty type in '", Sv(text), "'"));
+    }
+    types.push_back(std::move(type));
+    begin = end + 1;
+    return absl::OkStatus();
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+    } else if (c == '\'' || c == '"' || c == '`') {
+      quote = c;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      if (--depth < 0) break;
+    } else if (c == ',' && depth == 0) {
+      CLIENT_RETURN_IF_ERROR(take(i));
+    }
+  }
+  if (depth != 0 || quote != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--types: unbalanced parentheses or quotes in '", Sv(text), "'"));
+  }
+  CLIENT_RETURN_IF_ERROR(take(text.size()));
+  return types;
+}
+
+const char* BenchModeName(BenchMode mode) {
+  switch (mode) {
+    case BenchMode::kStream:
+      return "stream";
+    case BenchMode::kUnary:
+      return "unary";
+    case BenchMode::kBlock:
+      return "block";
+  }
+  return "?";
+}
+
 namespace {
 
-// Shared results of all streams.
-struct BenchStats {
-  absl::Mutex mu;
-  std::vector<absl::Duration> latencies ABSL_GUARDED_BY(mu);
-  uint64_t ok ABSL_GUARDED_BY(mu) = 0;
-  uint64_t failed ABSL_GUARDED_BY(mu) = 0;
-  absl::Status first_error ABSL_GUARDED_BY(mu);
+// ---- the columnar request ----------------------------------------------------------------
+
+// Appends `value` (a --row value, as JsonToValue made it) to `column` as one row. Scalar values
+// that do not fit are reported by BlockBuilder::Build; a JSON shape the column cannot take
+// (an array for a String column, ...) is reported here.
+absl::Status AppendBenchValue(client::ColumnBuilder& column, const v1::Value& value,
+                              const std::string& name) {
+  const client::ColumnType& type = column.type();
+  auto mismatch = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--row: column ", name, " (", type.text, ") does not take ", what));
+  };
+  switch (value.kind_case()) {
+    case v1::Value::kNullValue:
+      column.AppendNull();
+      return absl::OkStatus();
+    case v1::Value::kBoolValue:
+      column.AppendBool(value.bool_value());
+      return absl::OkStatus();
+    case v1::Value::kInt64Value:
+      column.AppendInt64(value.int64_value());
+      return absl::OkStatus();
+    case v1::Value::kUint64Value:
+      column.AppendUInt64(value.uint64_value());
+      return absl::OkStatus();
+    case v1::Value::kDoubleValue:
+      column.AppendFloat64(value.double_value());
+      return absl::OkStatus();
+    case v1::Value::kStringValue: {
+      const std::string& s = value.string_value();
+      const client::TypeKind kind = type.kind;
+      if (kind != client::TypeKind::kDate && kind != client::TypeKind::kDate32 &&
+          kind != client::TypeKind::kDateTime && kind != client::TypeKind::kDateTime64) {
+        column.AppendString(s);
+        return absl::OkStatus();
+      }
+      int64_t days = 0;
+      int64_t seconds = 0;
+      uint32_t nanos = 0;
+      if ((kind == client::TypeKind::kDate || kind == client::TypeKind::kDate32) &&
+          text::ParseDateText(s, &days) == nullptr) {
+        column.AppendTime(absl::FromUnixSeconds(days * 86400));
+      } else if (const char* why =
+                     text::ParseDateTimeText(s, type.zone, /*utc=*/false, &seconds, &nanos)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--row: column ", name, " (", type.text, "): '", s, "': ", why));
+      } else {
+        column.AppendTime(absl::FromUnixSeconds(seconds) + absl::Nanoseconds(nanos));
+      }
+      return absl::OkStatus();
+    }
+    case v1::Value::kArrayValue: {
+      const auto& items = value.array_value().values();
+      if (type.kind == client::TypeKind::kArray) {
+        for (const v1::Value& item : items) {
+          CLIENT_RETURN_IF_ERROR(AppendBenchValue(column.element(), item, name));
+        }
+      } else if (type.kind == client::TypeKind::kTuple) {
+        if (static_cast<size_t>(items.size()) != type.elements.size()) {
+          return mismatch(absl::StrCat(items.size(), " elements"));
+        }
+        for (int i = 0; i < items.size(); ++i) {
+          CLIENT_RETURN_IF_ERROR(
+              AppendBenchValue(column.element(static_cast<size_t>(i)), items[i], name));
+        }
+      } else {
+        return mismatch("a JSON array");
+      }
+      column.EndRow();
+      return absl::OkStatus();
+    }
+    case v1::Value::kMapValue: {
+      if (type.kind != client::TypeKind::kMap) return mismatch("a JSON object");
+      for (const v1::MapValue::Entry& entry : value.map_value().entries()) {
+        CLIENT_RETURN_IF_ERROR(AppendBenchValue(column.element(0), entry.key(), name));
+        CLIENT_RETURN_IF_ERROR(AppendBenchValue(column.element(1), entry.value(), name));
+      }
+      column.EndRow();
+      return absl::OkStatus();
+    }
+    case v1::Value::kBytesValue:
+    case v1::Value::kTimestampValue:
+    case v1::Value::kTupleValue:
+    case v1::Value::KIND_NOT_SET:
+      break;
+  }
+  return mismatch("this kind of value");
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Block> BuildBenchBlock(const BenchRow& row,
+                                          const std::vector<std::string>& types, uint64_t rows) {
+  if (types.size() != row.values.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("--row has ", row.values.size(), " values for ",
+                                                   types.size(), " column types"));
+  }
+  client::BlockBuilder block;
+  std::vector<client::ColumnBuilder*> columns;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < types.size(); ++i) {
+    names.push_back(i < row.columns.size() ? row.columns[i] : absl::StrCat("#", i + 1));
+    columns.push_back(&block.AddColumn(i < row.columns.size() ? row.columns[i] : "", types[i]));
+  }
+  for (uint64_t r = 0; r < rows; ++r) {
+    for (size_t i = 0; i < columns.size(); ++i) {
+      CLIENT_RETURN_IF_ERROR(AppendBenchValue(*columns[i], row.values[i], names[i]));
+    }
+  }
+  absl::StatusOr<v1::Block> built = block.Build();
+  if (!built.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--row: ", built.status().message()));
+  }
+  return built;
+}
+
+// ---- the schedule ------------------------------------------------------------------------
+
+namespace {
+
+uint64_t ScheduledRequests(absl::Duration duration, double rate) {
+  if (rate <= 0) return 0;
+  // Requests k = 0, 1, ... with k / rate < duration; the epsilon keeps 10/s x 0.3 s at 3.
+  return static_cast<uint64_t>(std::ceil(rate * absl::ToDoubleSeconds(duration) - 1e-9));
+}
+
+}  // namespace
+
+SendSchedule::SendSchedule(absl::Time start, absl::Duration duration, double rate)
+    : start_(start),
+      end_(start + duration),
+      rate_(rate),
+      scheduled_(ScheduledRequests(duration, rate)) {}
+
+std::optional<absl::Time> SendSchedule::Claim(absl::Time now) {
+  if (now >= end_) return std::nullopt;
+  absl::MutexLock lock(&mu_);
+  if (rate_ <= 0) {
+    ++claimed_;
+    return now;
+  }
+  if (claimed_ >= scheduled_) return std::nullopt;
+  return start_ + absl::Seconds(static_cast<double>(claimed_++) / rate_);
+}
+
+uint64_t SendSchedule::claimed() const {
+  absl::MutexLock lock(&mu_);
+  return claimed_;
+}
+
+// ---- the report --------------------------------------------------------------------------
+
+namespace {
+
+// A JSON number (null for NaN and infinities, which JSON lacks).
+std::string JsonNumber(double v, int decimals) {
+  if (!std::isfinite(v)) return "null";
+  return absl::StrFormat("%.*f", decimals, v);
+}
+
+std::string JsonNumber(const std::optional<double>& v, int decimals) {
+  return v.has_value() ? JsonNumber(*v, decimals) : "null";
+}
+
+}  // namespace
+
+std::string FormatBenchJson(const BenchResult& r) {
+  const bool open_loop = r.target_rate > 0;
+  auto rate_field = [&](auto value, int decimals) -> std::string {
+    if (!open_loop) return "null";
+    return JsonNumber(static_cast<double>(value), decimals);
+  };
+  std::string table;
+  client::AppendJsonString(r.table, &table);
+  return absl::StrCat(
+      "{\"mode\":\"", BenchModeName(r.mode), "\",\"table\":", table, ",\"streams\":", r.streams,
+      ",\"rows_per_request\":", r.rows_per_request, ",\"max_in_flight\":", r.max_in_flight,
+      ",\"duration_s\":", JsonNumber(r.duration_s, 3), ",\"requests_sent\":", r.requests_sent,
+      ",\"requests_ok\":", r.requests_ok, ",\"requests_failed\":", r.requests_failed,
+      ",\"requests_per_s\":", JsonNumber(r.requests_per_s, 1),
+      ",\"rows_per_s\":", JsonNumber(r.rows_per_s, 1),
+      ",\"latency_p50_ms\":", JsonNumber(r.latency_p50_ms, 3),
+      ",\"latency_p90_ms\":", JsonNumber(r.latency_p90_ms, 3),
+      ",\"latency_p99_ms\":", JsonNumber(r.latency_p99_ms, 3),
+      ",\"latency_max_ms\":", JsonNumber(r.latency_max_ms, 3),
+      ",\"client_cpu_us_per_request\":", JsonNumber(r.client_cpu_us_per_request, 2),
+      ",\"chgate_cpu_us_per_request\":", JsonNumber(r.chgate_cpu_us_per_request, 2),
+      ",\"chgate_cpu_ns_per_row\":", JsonNumber(r.chgate_cpu_ns_per_row, 1),
+      ",\"target_rate\":", rate_field(r.target_rate, 3),
+      ",\"achieved_rate\":", rate_field(r.achieved_rate, 1),
+      ",\"scheduled\":", rate_field(r.scheduled, 0),
+      ",\"behind_schedule\":", rate_field(r.behind_schedule, 0),
+      ",\"unsent\":", rate_field(r.unsent, 0), "}\n");
+}
+
+std::string FormatBenchTable(const BenchResult& r) {
+  std::string out = absl::StrFormat("table %s, mode %s, ", r.table, BenchModeName(r.mode));
+  if (r.mode == BenchMode::kUnary) {
+    absl::StrAppendFormat(&out, "%d threads, %d rows/request, 1 call outstanding/thread, %.1fs\n",
+                          r.streams, r.rows_per_request, r.duration_s);
+  } else {
+    absl::StrAppendFormat(&out, "%d streams, %d rows/request, %d in flight/stream, %.1fs\n",
+                          r.streams, r.rows_per_request, r.max_in_flight, r.duration_s);
+  }
+  absl::StrAppendFormat(&out,
+                        "requests ok       %d\n"
+                        "requests failed   %d\n"
+                        "rows/s            %.0f\n"
+                        "requests/s        %.0f\n"
+                        "ack latency ms    p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n",
+                        r.requests_ok, r.requests_failed, r.rows_per_s, r.requests_per_s,
+                        r.latency_p50_ms, r.latency_p90_ms, r.latency_p99_ms, r.latency_max_ms);
+  if (r.target_rate > 0) {
+    absl::StrAppendFormat(&out,
+                          "rate /s           target %.1f  achieved %.1f\n"
+                          "behind schedule   %d sent late, %d not sent, of %d scheduled\n",
+                          r.target_rate, r.achieved_rate, r.behind_schedule, r.unsent, r.scheduled);
+  }
+  if (r.client_cpu_us_per_request.has_value()) {
+    absl::StrAppendFormat(&out, "client CPU        %.1f us/request\n",
+                          *r.client_cpu_us_per_request);
+  }
+  if (r.chgate_cpu_us_per_request.has_value()) {
+    absl::StrAppendFormat(&out, "chgate CPU        %.1f us/request", *r.chgate_cpu_us_per_request);
+    if (r.chgate_cpu_ns_per_row.has_value()) {
+      absl::StrAppendFormat(&out, ", %.0f ns/row", *r.chgate_cpu_ns_per_row);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// ---- the run -----------------------------------------------------------------------------
+
+namespace {
+
+// Results of all senders.
+class BenchStats {
+ public:
+  void Sent(bool behind) {
+    absl::MutexLock lock(&mu_);
+    ++sent_;
+    if (behind) ++behind_;
+  }
+
+  // The answer to one request, `latency` after it was due.
+  void Answered(const absl::StatusOr<client::InsertResult>& result, absl::Duration latency) {
+    absl::MutexLock lock(&mu_);
+    if (result.ok()) {
+      ++ok_;
+      latencies_.push_back(latency);
+    } else {
+      ++failed_;
+      if (first_error_.ok()) first_error_ = result.status();
+    }
+  }
+
+  // A failure of a whole stream (its requests were answered on their own).
+  void StreamFailed(const absl::Status& status) {
+    absl::MutexLock lock(&mu_);
+    if (first_error_.ok()) first_error_ = status;
+  }
+
+  // Fills the counts and latency percentiles of `result`.
+  void Report(BenchResult* result) {
+    absl::MutexLock lock(&mu_);
+    std::sort(latencies_.begin(), latencies_.end());
+    result->requests_sent = sent_;
+    result->requests_ok = ok_;
+    result->requests_failed = failed_;
+    result->behind_schedule = behind_;
+    result->latency_p50_ms = Percentile(0.50);
+    result->latency_p90_ms = Percentile(0.90);
+    result->latency_p99_ms = Percentile(0.99);
+    result->latency_max_ms =
+        latencies_.empty() ? 0.0 : absl::ToDoubleMilliseconds(latencies_.back());
+  }
+
+  absl::Status first_error() const {
+    absl::MutexLock lock(&mu_);
+    return first_error_;
+  }
+
+ private:
+  double Percentile(double p) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (latencies_.empty()) return 0;
+    const size_t index = std::min(latencies_.size() - 1,
+                                  static_cast<size_t>(p * static_cast<double>(latencies_.size())));
+    return absl::ToDoubleMilliseconds(latencies_[index]);
+  }
+
+  mutable absl::Mutex mu_;
+  std::vector<absl::Duration> latencies_ ABSL_GUARDED_BY(mu_);
+  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t behind_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t ok_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t failed_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);
 };
 
-void RunStream(client::Client& client, const v1::InsertRequest& request, const BenchArgs& args,
-               absl::Duration stream_timeout, absl::Time end, BenchStats* stats) {
-  std::unique_ptr<client::InsertStream> stream =
-      client.OpenInsertStream({.timeout = stream_timeout});
-  absl::Mutex mu;
-  uint64_t in_flight = 0;
-  while (absl::Now() < end) {
-    {
-      absl::MutexLock lock(&mu);
-      auto has_room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-        return in_flight < args.max_in_flight;
-      };
-      mu.Await(absl::Condition(&has_room));
-      ++in_flight;
-    }
-    const absl::Time sent = absl::Now();
-    stream->Send(request, [&, sent](absl::StatusOr<client::InsertResult> result) {
-      const absl::Duration latency = absl::Now() - sent;
-      {
-        absl::MutexLock lock(&stats->mu);
-        if (result.ok()) {
-          ++stats->ok;
-          stats->latencies.push_back(latency);
-        } else {
-          ++stats->failed;
-          if (stats->first_error.ok()) stats->first_error = result.status();
-        }
+// Sleeps until `due` (not at all when it passed).
+void WaitUntil(absl::Time due) {
+  const absl::Duration wait = due - absl::Now();
+  if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
+}
+
+// Claims the schedule's requests and sends them over one InsertStream, with at most
+// `max_in_flight` unacknowledged. Run() returns after the stream's last ack.
+class StreamSender {
+ public:
+  StreamSender(client::Client* client, const v1::InsertRequest* request, uint64_t max_in_flight,
+               SendSchedule* schedule, BenchStats* stats)
+      : client_(client),
+        request_(request),
+        max_in_flight_(max_in_flight),
+        schedule_(schedule),
+        stats_(stats) {}
+
+  void Run(absl::Duration stream_timeout) {
+    std::unique_ptr<client::InsertStream> stream =
+        client_->OpenInsertStream({.timeout = stream_timeout});
+    while (TakeWindowSlot()) {
+      const std::optional<absl::Time> due = schedule_->Claim(absl::Now());
+      if (!due.has_value()) {
+        ReleaseWindowSlot();
+        break;
       }
-      absl::MutexLock lock(&mu);
-      --in_flight;
-    });
+      WaitUntil(*due);
+      stats_->Sent(SendSchedule::Behind(*due, absl::Now()));
+      stream->Send(*request_,
+                   [this, due = *due](const absl::StatusOr<client::InsertResult>& result) {
+                     stats_->Answered(result, absl::Now() - due);
+                     ReleaseWindowSlot();
+                   });
+    }
+    // Close waits for every ack, so no callback runs after Run returns.
+    absl::Status status = stream->Close();
+    if (!status.ok()) stats_->StreamFailed(status);
   }
-  // Close waits for every ack, so the callbacks above never outlive `mu` and `in_flight`.
-  absl::Status status = stream->Close();
-  if (!status.ok()) {
-    absl::MutexLock lock(&stats->mu);
-    if (stats->first_error.ok()) stats->first_error = status;
+
+ private:
+  // Waits until fewer than max_in_flight requests are unacknowledged (false when the run ended
+  // first) and counts one more.
+  bool TakeWindowSlot() {
+    absl::MutexLock lock(&mu_);
+    if (!mu_.AwaitWithDeadline(absl::Condition(this, &StreamSender::HasRoom), schedule_->end())) {
+      return false;
+    }
+    ++in_flight_;
+    return true;
+  }
+
+  void ReleaseWindowSlot() {
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  }
+
+  bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ < max_in_flight_; }
+
+  client::Client* const client_;
+  const v1::InsertRequest* const request_;
+  const uint64_t max_in_flight_;
+  SendSchedule* const schedule_;
+  BenchStats* const stats_;
+  absl::Mutex mu_;
+  uint64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Claims the schedule's requests and sends each with the unary Insert call, one at a time.
+void RunUnarySender(client::Client& client, const v1::InsertRequest& request,
+                    absl::Duration timeout, SendSchedule& schedule, BenchStats& stats) {
+  while (const std::optional<absl::Time> due = schedule.Claim(absl::Now())) {
+    WaitUntil(*due);
+    stats.Sent(SendSchedule::Behind(*due, absl::Now()));
+    absl::StatusOr<client::InsertResult> result = client.Insert(request, {.timeout = timeout});
+    stats.Answered(result, absl::Now() - *due);
   }
 }
 
-double Percentile(const std::vector<absl::Duration>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const size_t index =
-      std::min(sorted.size() - 1, static_cast<size_t>(p * static_cast<double>(sorted.size())));
-  return absl::ToDoubleMilliseconds(sorted[index]);
+// User plus system CPU time of this process, all threads.
+absl::Duration ProcessCpuTime() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return absl::DurationFromTimeval(usage.ru_utime) + absl::DurationFromTimeval(usage.ru_stime);
+}
+
+// chgate's CPU seconds from the metrics page at `url_text`.
+absl::StatusOr<double> ScrapeCpuSeconds(const std::string& url_text, absl::Duration timeout) {
+  CLIENT_ASSIGN_OR_RETURN(MetricsUrl url, ParseMetricsUrl(url_text));
+  CLIENT_ASSIGN_OR_RETURN(std::string page, FetchMetricsPage(url, timeout));
+  absl::StatusOr<double> seconds = FindPrometheusSample(page, kCpuMetric);
+  if (seconds.status().code() == absl::StatusCode::kNotFound) {
+    return absl::NotFoundError(
+        absl::StrCat(url_text, " has no ", kCpuMetric,
+                     " sample: point --metrics-url at an endpoint that exports chgate's process "
+                     "CPU time (chgate's own /metrics does not yet)"));
+  }
+  return seconds;
+}
+
+std::string QuoteIdentifier(const std::string& name) {
+  std::string out = "`";
+  for (char c : name) {
+    if (c == '`' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('`');
+  return out;
+}
+
+// Fills in the target columns (when `row` names none) and returns their types, from the header of
+// `SELECT <columns> FROM <table> LIMIT 0`.
+absl::StatusOr<std::vector<std::string>> ReadColumnTypes(client::Client& client,
+                                                         const std::string& table,
+                                                         absl::Duration timeout, BenchRow* row) {
+  std::vector<std::string> quoted;
+  for (const std::string& c : row->columns) quoted.push_back(QuoteIdentifier(c));
+  const std::string sql = absl::StrCat(
+      "SELECT ", quoted.empty() ? "*" : absl::StrJoin(quoted, ", "), " FROM ", table, " LIMIT 0");
+  absl::StatusOr<std::unique_ptr<client::QueryCursor>> cursor =
+      client.Query(sql, {.timeout = timeout});
+  if (!cursor.ok()) return cursor.status();
+  while ((*cursor)->Next()) {
+  }
+  if (!(*cursor)->status().ok()) return (*cursor)->status();
+  const v1::QueryHeader& header = (*cursor)->header();
+  std::vector<std::string> types;
+  std::vector<std::string> names;
+  for (const v1::ColumnSchema& column : header.columns()) {
+    names.push_back(column.name());
+    types.push_back(column.type());
+  }
+  if (row->columns.empty()) row->columns = names;
+  if (types.size() != row->values.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("--row has ", row->values.size(),
+                                                   " values, the table has ", types.size(),
+                                                   " columns (", absl::StrJoin(names, ", "), ")"));
+  }
+  return types;
+}
+
+// The request every send repeats; for kBlock, asks the server for the column types unless
+// --types gave them.
+absl::StatusOr<v1::InsertRequest> BuildRequest(const Command& command, client::Client& client,
+                                               BenchRow row, int* error_code) {
+  const BenchArgs& args = command.bench;
+  v1::InsertRequest request;
+  request.set_table(args.table);
+  request.set_ack_mode(args.ack_mode);
+  if (args.mode != BenchMode::kBlock) {
+    for (const std::string& c : row.columns) request.add_columns(c);
+    for (uint64_t i = 0; i < args.rows_per_request; ++i) {
+      v1::Row* r = request.mutable_rows()->add_rows();
+      for (const v1::Value& v : row.values) *r->add_values() = v;
+    }
+    return request;
+  }
+  std::vector<std::string> types = args.types;
+  if (types.empty()) {
+    absl::StatusOr<std::vector<std::string>> read =
+        ReadColumnTypes(client, args.table, command.timeout, &row);
+    if (!read.ok()) {
+      *error_code = read.status().code() == absl::StatusCode::kInvalidArgument
+                        ? kExitUsage
+                        : ExitCodeFor(read.status());
+      return absl::Status(read.status().code(),
+                          absl::StrCat("--mode block needs the column types; reading them from ",
+                                       args.table, " failed: ", client::FormatError(read.status()),
+                                       ". Give them with --types"));
+    }
+    types = *std::move(read);
+  }
+  absl::StatusOr<v1::Block> block = BuildBenchBlock(row, types, args.rows_per_request);
+  if (!block.ok()) {
+    *error_code = kExitUsage;
+    return block.status();
+  }
+  for (const std::string& c : row.columns) request.add_columns(c);
+  *request.mutable_block() = *std::move(block);
+  return request;
 }
 
 }  // namespace
 
 int RunBench(const Command& command, const CliIo& io) {
   const BenchArgs& args = command.bench;
+  auto fail = [&](int code, absl::string_view message) {
+    *io.err << "chgate-cli: " << message << "\n";
+    return code;
+  };
   absl::StatusOr<BenchRow> row = ParseBenchRow(args.row, args.columns);
-  if (!row.ok()) {
-    *io.err << "chgate-cli: " << row.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!row.ok()) return fail(kExitUsage, row.status().message());
   absl::StatusOr<client::ClientOptions> options = ClientOptionsFor(command);
   absl::StatusOr<std::unique_ptr<client::Client>> client =
       options.ok() ? client::Client::Create(command.addr, *std::move(options))
                    : absl::StatusOr<std::unique_ptr<client::Client>>(options.status());
-  if (!client.ok()) {
-    *io.err << "chgate-cli: " << client::FormatError(client.status()) << "\n";
-    return kExitUsage;
-  }
-  v1::InsertRequest request;
-  request.set_table(args.table);
-  request.set_ack_mode(args.ack_mode);
-  for (const std::string& c : row->columns) request.add_columns(c);
-  for (uint64_t i = 0; i < args.rows_per_request; ++i) {
-    v1::Row* r = request.mutable_rows()->add_rows();
-    for (const v1::Value& v : row->values) *r->add_values() = v;
+  if (!client.ok()) return fail(kExitUsage, client::FormatError(client.status()));
+  int error_code = kExitFailure;
+  absl::StatusOr<v1::InsertRequest> request =
+      BuildRequest(command, **client, *std::move(row), &error_code);
+  if (!request.ok()) return fail(error_code, request.status().message());
+
+  std::optional<double> chgate_cpu_before;
+  if (!args.metrics_url.empty()) {
+    absl::StatusOr<double> seconds = ScrapeCpuSeconds(args.metrics_url, command.timeout);
+    if (!seconds.ok()) {
+      return fail(ExitCodeFor(seconds.status()),
+                  absl::StrCat("--metrics-url: ", seconds.status().message()));
+    }
+    chgate_cpu_before = *seconds;
   }
 
   BenchStats stats;
+  const absl::Duration cpu_before = ProcessCpuTime();
   const absl::Time start = absl::Now();
-  const absl::Time end = start + args.duration;
+  SendSchedule schedule(start, args.duration, args.rate);
   // The stream outlives the sending phase by --timeout, the longest an ack may take.
   const absl::Duration stream_timeout = args.duration + command.timeout;
+  std::vector<std::unique_ptr<StreamSender>> senders;
   std::vector<std::thread> threads;
   for (uint64_t s = 0; s < args.streams; ++s) {
-    threads.emplace_back([&] { RunStream(**client, request, args, stream_timeout, end, &stats); });
+    if (args.mode == BenchMode::kUnary) {
+      threads.emplace_back(
+          [&] { RunUnarySender(**client, *request, command.timeout, schedule, stats); });
+    } else {
+      senders.push_back(std::make_unique<StreamSender>(client->get(), &*request, args.max_in_flight,
+                                                       &schedule, &stats));
+      threads.emplace_back(&StreamSender::Run, senders.back().get(), stream_timeout);
+    }
   }
   for (std::thread& t : threads) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const double client_cpu_us = absl::ToDoubleMicroseconds(ProcessCpuTime() - cpu_before);
 
-  absl::MutexLock lock(&stats.mu);
-  std::sort(stats.latencies.begin(), stats.latencies.end());
-  const double rows = static_cast<double>(stats.ok * args.rows_per_request);
-  *io.out << absl::StrFormat(
-      "table %s, %d streams, %d rows/request, %d in flight/stream, %.1fs\n"
-      "requests ok       %d\n"
-      "requests failed   %d\n"
-      "rows/s            %.0f\n"
-      "requests/s        %.0f\n"
-      "ack latency ms    p50 %.2f  p99 %.2f  max %.2f\n",
-      args.table, args.streams, args.rows_per_request, args.max_in_flight, seconds, stats.ok,
-      stats.failed, rows / seconds, static_cast<double>(stats.ok) / seconds,
-      Percentile(stats.latencies, 0.50), Percentile(stats.latencies, 0.99),
-      stats.latencies.empty() ? 0.0 : absl::ToDoubleMilliseconds(stats.latencies.back()));
-  if (!stats.first_error.ok()) {
-    *io.err << "chgate-cli: first failure: " << client::FormatError(stats.first_error) << "\n";
-    return ExitCodeFor(stats.first_error);
+  BenchResult result{
+      .table = args.table,
+      .mode = args.mode,
+      .streams = args.streams,
+      .rows_per_request = args.rows_per_request,
+      .max_in_flight = args.mode == BenchMode::kUnary ? 1 : args.max_in_flight,
+      .duration_s = seconds,
+  };
+  stats.Report(&result);
+  const uint64_t answered = result.requests_ok + result.requests_failed;
+  const double rows = static_cast<double>(result.requests_ok * args.rows_per_request);
+  result.requests_per_s = static_cast<double>(result.requests_ok) / seconds;
+  result.rows_per_s = rows / seconds;
+  if (answered > 0) {
+    result.client_cpu_us_per_request = client_cpu_us / static_cast<double>(answered);
+  }
+  if (schedule.open_loop()) {
+    result.target_rate = args.rate;
+    result.achieved_rate =
+        static_cast<double>(result.requests_sent) / absl::ToDoubleSeconds(args.duration);
+    result.scheduled = schedule.scheduled();
+    result.unsent = schedule.scheduled() - schedule.claimed();
+  }
+  if (chgate_cpu_before.has_value()) {
+    absl::StatusOr<double> after = ScrapeCpuSeconds(args.metrics_url, command.timeout);
+    if (!after.ok()) {
+      *io.err << "chgate-cli: --metrics-url after the run: " << after.status().message() << "\n";
+    } else if (answered > 0) {
+      const double chgate_us = (*after - *chgate_cpu_before) * 1e6;
+      result.chgate_cpu_us_per_request = chgate_us / static_cast<double>(answered);
+      if (rows > 0) result.chgate_cpu_ns_per_row = chgate_us * 1e3 / rows;
+    }
+  }
+  *io.out << (args.json ? FormatBenchJson(result) : FormatBenchTable(result));
+  const absl::Status first_error = stats.first_error();
+  if (!first_error.ok()) {
+    return fail(ExitCodeFor(first_error),
+                absl::StrCat("first failure: ", client::FormatError(first_error)));
   }
   return kExitOk;
 }

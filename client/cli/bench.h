@@ -1,10 +1,23 @@
-// `chgate-cli bench`: a load generator over the SDK's InsertStream. Internal to chgate-cli.
+// `chgate-cli bench`: a load generator over the SDK. Internal to chgate-cli.
+//
+// One request is built up front (rows, or a columnar Block) and sent again and again: over
+// --streams InsertStreams with up to --max-in-flight unacknowledged each, or through the unary
+// Insert call from --streams threads (one call outstanding each; the SDK's Insert blocks).
+// Closed loop by default; with --rate the requests are due at fixed intervals and latency counts
+// from the due time, so a stalled server shows up in the latency instead of in fewer samples.
+// The pieces below are exposed for the tests; RunBench is the command.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "chgate/v1/chgate.pb.h"
 #include "client/cli/cli.h"
 
@@ -22,8 +35,95 @@ struct BenchRow {
 absl::StatusOr<BenchRow> ParseBenchRow(const std::string& json,
                                        const std::vector<std::string>& columns);
 
-// Runs the benchmark of `command.bench`; prints the result table on io.out. Returns kExitOk
-// when every request succeeded, else the exit code of the first failure.
+// Reads --types: ClickHouse type names separated by commas outside parentheses and quotes
+// ("UInt64,Decimal(9, 2),Map(String, UInt8)"), each trimmed. InvalidArgument for an empty name
+// or unbalanced parentheses or quotes.
+absl::StatusOr<std::vector<std::string>> ParseTypeList(std::string_view text);
+
+// "stream", "unary" or "block".
+const char* BenchModeName(BenchMode mode);
+
+// A Block of `rows` copies of `row`, column i named row.columns[i] (if any) with type types[i].
+// Strings go to Date and DateTime columns as "YYYY-MM-DD" or RFC 3339 text; JSON arrays to Array
+// and Tuple columns, objects to Map columns. InvalidArgument when the counts differ, a type does
+// not parse, or a value does not fit its column (naming the column).
+absl::StatusOr<v1::Block> BuildBenchBlock(const BenchRow& row,
+                                          const std::vector<std::string>& types, uint64_t rows);
+
+// When each request of a run is due. Closed loop (rate 0): a request is due when it is claimed,
+// until the end. Open loop: request k is due at start + k / rate, for every k due before the end
+// (rate x duration of them, rounded up); claims hand them out in order whether or not they are
+// late, and stop at the end, so a generator that falls behind leaves some unclaimed. Time comes
+// in as arguments: no clock inside. Thread-safe.
+class SendSchedule {
+ public:
+  // A send this much later than its due time counts as behind schedule (sleeping is not exact).
+  static constexpr absl::Duration kSlack = absl::Milliseconds(1);
+
+  SendSchedule(absl::Time start, absl::Duration duration, double rate);
+
+  // The due time of the next request, or nullopt when the run is over: `now` is at or past the
+  // end, or (open loop) every scheduled request was claimed.
+  std::optional<absl::Time> Claim(absl::Time now);
+
+  // Whether a request due at `due` and sent at `sent` is behind schedule.
+  static bool Behind(absl::Time due, absl::Time sent) { return sent - due > kSlack; }
+
+  absl::Time end() const { return end_; }
+  bool open_loop() const { return rate_ > 0; }
+  // Open loop: the requests the run schedules; 0 for a closed loop.
+  uint64_t scheduled() const { return scheduled_; }
+  uint64_t claimed() const;
+
+ private:
+  const absl::Time start_;
+  const absl::Time end_;
+  const double rate_;
+  const uint64_t scheduled_;
+  mutable absl::Mutex mu_;
+  uint64_t claimed_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// What a run measured; the numbers of the table and of --json.
+struct BenchResult {
+  std::string table;
+  BenchMode mode = BenchMode::kStream;
+  uint64_t streams = 0;
+  uint64_t rows_per_request = 0;
+  uint64_t max_in_flight = 0;  // per stream; 1 for kUnary
+  double duration_s = 0;       // from the first send to the last answer
+  uint64_t requests_sent = 0;
+  uint64_t requests_ok = 0;
+  uint64_t requests_failed = 0;
+  double requests_per_s = 0;  // ok requests per duration_s
+  double rows_per_s = 0;
+  double latency_p50_ms = 0;  // of the ok requests; from the due time with --rate
+  double latency_p90_ms = 0;
+  double latency_p99_ms = 0;
+  double latency_max_ms = 0;
+  // CPU time over the run per answered (ok or failed) request; nullopt when none was answered
+  // or, for chgate, without --metrics-url.
+  std::optional<double> client_cpu_us_per_request;
+  std::optional<double> chgate_cpu_us_per_request;
+  std::optional<double> chgate_cpu_ns_per_row;  // per row of the ok requests
+  // --rate only (target_rate 0 otherwise).
+  double target_rate = 0;
+  double achieved_rate = 0;  // requests sent per second of --duration
+  uint64_t scheduled = 0;
+  uint64_t behind_schedule = 0;  // sent more than SendSchedule::kSlack after their due time
+  uint64_t unsent = 0;           // scheduled but not sent before the end
+};
+
+// The result as one JSON object (a single line with a newline), every field of BenchResult;
+// unmeasured values and the --rate fields of a closed-loop run are null.
+std::string FormatBenchJson(const BenchResult& result);
+
+// The result as the human-readable table.
+std::string FormatBenchTable(const BenchResult& result);
+
+// Runs the benchmark of `command.bench`; prints the result on io.out (the table, or JSON with
+// --json). Returns kExitOk when every request succeeded, else the exit code of the first
+// failure; kExitUsage for a --row that does not fit --types or the table's types.
 int RunBench(const Command& command, const CliIo& io);
 
 }  // namespace chgate::cli

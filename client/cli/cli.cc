@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -16,6 +17,7 @@
 #include "client/cli/csv.h"
 #include "client/cli/flags.h"
 #include "client/cli/json.h"
+#include "client/cli/metrics_scrape.h"
 #include "client/sdk/client.h"
 #include "client/sdk/health.h"
 #include "client/sdk/internal/call_util.h"
@@ -78,15 +80,31 @@ std::vector<FlagSpec> QueryFlags() {
 std::vector<FlagSpec> BenchFlags() {
   return {
       {"table", "TABLE", "target table (required)"},
-      {"streams", "N", "concurrent InsertStreams (default 4)"},
+      {"mode", "MODE",
+       "stream (default): row requests over InsertStreams; unary: the same through the unary "
+       "Insert call; block: columnar Blocks over InsertStreams"},
+      {"streams", "N",
+       "concurrent InsertStreams; for --mode unary, sender threads with one call outstanding "
+       "each, as the SDK's Insert blocks (default 4)"},
       {"duration", "DURATION", "how long to send (default 10s)"},
       {"rows-per-request", "N", "rows in each request (default 100)"},
-      {"max-in-flight", "N", "unacknowledged requests per stream (default 8)"},
+      {"max-in-flight", "N", "unacknowledged requests per stream (default 8; not for unary)"},
+      {"rate", "R",
+       "open loop: R requests/s over all streams, due at fixed intervals, latency counted from "
+       "the due time (default: closed loop, as fast as --max-in-flight allows)"},
       {"row", "JSON",
        "the row sent again and again: a JSON object keyed by column, or an array with --columns "
        "(default {\"id\":1,\"msg\":\"chgate-cli bench\"})"},
       {"columns", "A,B,...", "target columns for an array --row"},
+      {"types", "T1,T2,...",
+       "--mode block: the ClickHouse type of each --row value as the server prints it "
+       "(default: read from the table with SELECT ... LIMIT 0)"},
       {"ack-mode", "MODE", "committed (default) or accepted"},
+      {"metrics-url", "URL",
+       "http://HOST:PORT/PATH of a Prometheus endpoint with chgate's process_cpu_seconds_total, "
+       "scraped before and after the run for chgate's CPU per request and per row (chgate's "
+       "own /metrics does not export it yet)"},
+      {"json", "", "print the result as one JSON object instead of the table"},
   };
 }
 
@@ -140,9 +158,22 @@ std::string SubcommandHelp(Subcommand sub) {
       out =
           "Usage: chgate-cli [--addr ADDR] bench --table TABLE [options]\n\n"
           "Load generator: --streams InsertStreams send the same row, --rows-per-request times\n"
-          "per request, for --duration, then print requests and rows per second and the ack\n"
-          "latency (p50, p99, max). For the default row:\n"
-          "  CREATE TABLE t (id UInt64, msg String) ENGINE = Null\n\nOptions:\n";
+          "per request, for --duration, then print requests and rows per second, the ack\n"
+          "latency (p50, p90, p99, max) and this process's CPU time per request.\n"
+          "--mode unary sends through the unary Insert call instead: the SDK's Insert blocks,\n"
+          "so each of the --streams threads has one call outstanding. --mode block sends the\n"
+          "row as a columnar Block, which needs the column types (--types, or read from the\n"
+          "table). Without --rate each stream sends as soon as its window has room (closed\n"
+          "loop); with --rate requests are due at fixed intervals whether or not earlier ones\n"
+          "were answered, latency counts from the due time, and sends more than 1ms late are\n"
+          "reported as behind schedule. For the default row:\n"
+          "  CREATE TABLE t (id UInt64, msg String) ENGINE = Null\n\n"
+          "Examples:\n"
+          "  chgate-cli bench --table t --streams 4 --rows-per-request 1 --max-in-flight 1024\n"
+          "  chgate-cli bench --table t --mode unary --streams 8 --rows-per-request 1\n"
+          "  chgate-cli bench --table t --mode block --types UInt64,String\n"
+          "  chgate-cli bench --table t --rate 5000 --rows-per-request 1 --json\n\n"
+          "Options:\n";
       out += FormatFlagsHelp(BenchFlags());
       break;
     case Subcommand::kHealth:
@@ -653,6 +684,68 @@ int RunHealth(const Command& command, const CliIo& io) {
   return *status == client::ServingStatus::kServing ? kExitOk : kExitFailure;
 }
 
+// The highest --rate: beyond it the schedule's request count would lose precision, and no
+// generator gets near it.
+constexpr double kMaxBenchRate = 1e7;
+
+// bench's --mode, --rate, --types and --metrics-url, and the combinations that make no sense.
+// The row is validated here too, so that a bad one is a usage error.
+absl::Status ParseBenchOptions(const ParsedFlags& flags, BenchArgs* a) {
+  const std::string mode = flags.Get("mode", "stream");
+  if (mode == "stream") {
+    a->mode = BenchMode::kStream;
+  } else if (mode == "unary") {
+    a->mode = BenchMode::kUnary;
+  } else if (mode == "block") {
+    a->mode = BenchMode::kBlock;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mode: '", mode, "' is not stream, unary or block"));
+  }
+  if (a->mode == BenchMode::kUnary && flags.Has("max-in-flight")) {
+    return absl::InvalidArgumentError(
+        "--max-in-flight does not apply to --mode unary: the SDK's Insert blocks, so each of the "
+        "--streams threads has one call outstanding");
+  }
+  if (flags.Has("rate")) {
+    const std::string text = flags.Get("rate");
+    double rate = 0;
+    if (!absl::SimpleAtod(text, &rate) || !(rate > 0) || rate > kMaxBenchRate) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--rate: '", text, "' is not a number of requests per second above 0 and at most ",
+          static_cast<int64_t>(kMaxBenchRate)));
+    }
+    a->rate = rate;
+  }
+  if (flags.Has("metrics-url")) {
+    a->metrics_url = flags.Get("metrics-url");
+    absl::StatusOr<MetricsUrl> url = ParseMetricsUrl(a->metrics_url);
+    if (!url.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--metrics-url: ", url.status().message()));
+    }
+  }
+  absl::StatusOr<BenchRow> row = ParseBenchRow(a->row, a->columns);
+  if (!row.ok()) return row.status();
+  if (flags.Has("types")) {
+    if (a->mode != BenchMode::kBlock) {
+      return absl::InvalidArgumentError("--types applies to --mode block only");
+    }
+    absl::StatusOr<std::vector<std::string>> types = ParseTypeList(flags.Get("types"));
+    if (!types.ok()) return types.status();
+    if (types->size() != row->values.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("--types names ", types->size(), " types for ",
+                                                     row->values.size(), " --row values"));
+    }
+    if (row->columns.empty()) {
+      return absl::InvalidArgumentError(
+          "--mode block with --types needs the column names: give --columns or a --row object "
+          "(or leave out --types to take names and types from the table)");
+    }
+    a->types = *std::move(types);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Usage(std::string_view sub, const absl::Status& status) {
   return absl::InvalidArgumentError(
       absl::StrCat(Sv(sub), sub.empty() ? "" : ": ", status.message()));
@@ -667,7 +760,7 @@ std::string ToolHelp() {
       "Commands:\n"
       "  insert   insert JSON lines or CSV from stdin into a table, batched over InsertStream\n"
       "  query    run a SELECT and print its rows as TSV, CSV or JSON lines\n"
-      "  bench    load generator: concurrent InsertStreams, rows/s and ack latency\n"
+      "  bench    load generator: InsertStreams, unary Inserts or Blocks; rows/s, latency, CPU\n"
       "  health   grpc.health.v1 check; exit 0 only when SERVING\n\n"
       "`chgate-cli <command> --help` describes a command.\n\n"
       "Global options:\n",
@@ -890,11 +983,8 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args) {
       a.row = flags->Get("row", a.row);
       list("columns", &a.columns);
       ack_mode(&a.ack_mode);
-      if (error.ok()) {
-        // Validated here so that a bad row is a usage error.
-        absl::StatusOr<BenchRow> row = ParseBenchRow(a.row, a.columns);
-        if (!row.ok()) error = row.status();
-      }
+      a.json = flags->Get("json") == "true";
+      if (error.ok()) error = ParseBenchOptions(*flags, &a);
       no_positional();
       break;
     }

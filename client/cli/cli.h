@@ -63,15 +63,27 @@ struct QueryArgs {
   bool stats = false;
 };
 
+// How `bench` sends: row requests over InsertStreams, the same through the unary Insert call, or
+// columnar Blocks over InsertStreams.
+enum class BenchMode { kStream, kUnary, kBlock };
+
 struct BenchArgs {
   std::string table;
-  uint64_t streams = 4;
+  BenchMode mode = BenchMode::kStream;
+  uint64_t streams = 4;  // kUnary: sender threads, one call outstanding each
   absl::Duration duration = absl::Seconds(10);
   uint64_t rows_per_request = 100;
   uint64_t max_in_flight = 8;  // per stream
   std::string row = R"({"id":1,"msg":"chgate-cli bench"})";
   std::vector<std::string> columns;
+  // kBlock: the ClickHouse type of each --row value; empty: read from the table through Query.
+  std::vector<std::string> types;
   v1::AckMode ack_mode = v1::ACK_MODE_UNSPECIFIED;
+  // Requests per second over all streams, sent open-loop at fixed intervals; 0: closed loop.
+  double rate = 0;
+  // chgate's Prometheus endpoint, scraped before and after the run for its CPU time; optional.
+  std::string metrics_url;
+  bool json = false;  // the result as one JSON object instead of the table
 };
 
 struct HealthArgs {
