@@ -501,8 +501,8 @@ absl::StatusOr<double> ScrapeCpuSeconds(const std::string& url_text, absl::Durat
   if (seconds.status().code() == absl::StatusCode::kNotFound) {
     return absl::NotFoundError(
         absl::StrCat(url_text, " has no ", kCpuMetric,
-                     " sample: point --metrics-url at an endpoint that exports chgate's process "
-                     "CPU time (chgate's own /metrics does not yet)"));
+                     " sample: point --metrics-url at chgate's /metrics (its --metrics-listen "
+                     "address)"));
   }
   return seconds;
 }

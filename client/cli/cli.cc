@@ -101,9 +101,8 @@ std::vector<FlagSpec> BenchFlags() {
        "(default: read from the table with SELECT ... LIMIT 0)"},
       {"ack-mode", "MODE", "committed (default) or accepted"},
       {"metrics-url", "URL",
-       "http://HOST:PORT/PATH of a Prometheus endpoint with chgate's process_cpu_seconds_total, "
-       "scraped before and after the run for chgate's CPU per request and per row (chgate's "
-       "own /metrics does not export it yet)"},
+       "http://HOST:PORT/metrics of chgate (its --metrics-listen), scraped before and after the "
+       "run for chgate's CPU per request and per row (process_cpu_seconds_total)"},
       {"json", "", "print the result as one JSON object instead of the table"},
   };
 }

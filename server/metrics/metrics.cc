@@ -1,11 +1,20 @@
 #include "server/metrics/metrics.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_type.h"
@@ -61,6 +70,14 @@ constexpr char kClickHouseLastSuccess[] = "chgate_clickhouse_last_success_timest
 constexpr char kBuildInfo[] = "chgate_build_info";
 constexpr char kTlsInsecure[] = "chgate_clickhouse_tls_insecure_skip_verify";
 constexpr char kTlsReloads[] = "chgate_clickhouse_tls_reloads_total";
+// The process, under the names every Prometheus client library uses (so standard dashboards and
+// `chgate-cli bench --metrics-url` find them); read from /proc at scrape time.
+constexpr char kProcessCpu[] = "process_cpu_seconds_total";
+constexpr char kProcessResident[] = "process_resident_memory_bytes";
+constexpr char kProcessVirtual[] = "process_virtual_memory_bytes";
+constexpr char kProcessStart[] = "process_start_time_seconds";
+constexpr char kProcessOpenFds[] = "process_open_fds";
+constexpr char kProcessMaxFds[] = "process_max_fds";
 
 // 1-2-5 steps (about x2.2 each) from 1 ms to 60 s: readable `le` values.
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
@@ -101,6 +118,67 @@ prometheus::ClientMetric Sample(std::vector<prometheus::ClientMetric::Label> lab
     metric.gauge.value = value;
   }
   return metric;
+}
+
+// The process families from /proc/self (Linux). A field that cannot be read is left out rather
+// than exported as a wrong value.
+std::vector<prometheus::MetricFamily> CollectProcess() {
+  constexpr auto kCounter = prometheus::MetricType::Counter;
+  constexpr auto kGauge = prometheus::MetricType::Gauge;
+  std::vector<prometheus::MetricFamily> families;
+  auto add = [&](const char* name, const char* help, prometheus::MetricType type, double value) {
+    prometheus::MetricFamily family = MakeFamily(name, help, type);
+    family.metric.push_back(Sample({}, type, value));
+    families.push_back(std::move(family));
+  };
+  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // The command name is in parentheses and may hold spaces: fields count from after the last ')'.
+  const size_t paren = stat.rfind(')');
+  if (paren != std::string::npos && ticks > 0) {
+    const std::vector<absl::string_view> f =
+        absl::StrSplit(absl::string_view(stat).substr(paren + 2), ' ', absl::SkipEmpty());
+    // f[0] is field 3 (state): utime 14, stime 15, starttime 22, vsize 23, rss 24.
+    uint64_t utime = 0, stime = 0, start = 0, vsize = 0, rss = 0;
+    if (f.size() > 21 && absl::SimpleAtoi(f[11], &utime) && absl::SimpleAtoi(f[12], &stime) &&
+        absl::SimpleAtoi(f[19], &start) && absl::SimpleAtoi(f[20], &vsize) &&
+        absl::SimpleAtoi(f[21], &rss)) {
+      add(kProcessCpu, "Total user and system CPU time spent, in seconds.", kCounter,
+          static_cast<double>(utime + stime) / ticks);
+      add(kProcessResident, "Resident memory size in bytes.", kGauge,
+          static_cast<double>(rss) * static_cast<double>(::sysconf(_SC_PAGESIZE)));
+      add(kProcessVirtual, "Virtual memory size in bytes.", kGauge, static_cast<double>(vsize));
+      std::ifstream proc_stat("/proc/stat");
+      std::string line;
+      while (std::getline(proc_stat, line)) {
+        uint64_t boot = 0;
+        absl::string_view rest = line;
+        if (absl::ConsumePrefix(&rest, "btime ") && absl::SimpleAtoi(rest, &boot)) {
+          add(kProcessStart, "Start time of the process since the Unix epoch, in seconds.", kGauge,
+              static_cast<double>(boot) + static_cast<double>(start) / ticks);
+          break;
+        }
+      }
+    }
+  }
+  std::error_code error;
+  size_t fds = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", error);
+       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    ++fds;
+  }
+  if (!error) {
+    // The directory's own descriptor, open while it is listed, is not counted.
+    add(kProcessOpenFds, "Number of open file descriptors.", kGauge,
+        static_cast<double>(fds > 0 ? fds - 1 : 0));
+  }
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    add(kProcessMaxFds, "Maximum number of open file descriptors.", kGauge,
+        static_cast<double>(limit.rlim_cur));
+  }
+  return families;
 }
 
 }  // namespace
@@ -323,6 +401,7 @@ class Metrics::Collector : public prometheus::Collectable {
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::vector<prometheus::MetricFamily> families = registry_->Collect();
+    for (auto& family : CollectProcess()) families.push_back(std::move(family));
     std::vector<std::shared_ptr<prometheus::Collectable>> live;
     {
       absl::ReaderMutexLock lock(&mu_);
@@ -508,19 +587,21 @@ std::vector<prometheus::MetricFamily> ClickHouseTlsCollectable::Collect() const 
 
 std::vector<std::string> Metrics::MetricNames() {
   std::vector<std::string> names = {
-      kIngestRequests,     kIngestRows,    kBatchesFlushed,
-      kFlushDuration,      kBatchRows,     kBatchSize,
-      kCommitLatency,      kBufferedRows,  kBufferedBytes,
-      kBufferBudget,       kFlushRetries,  kFlushErrors,
-      kWaitingRequests,    kMemoryBudget,  kMemoryRequests,
-      kMemoryRefusals,     kQueries,       kQueryRows,
-      kQueryResponseBytes, kQueryDuration, kQueriesInFlight,
-      kReceivedBytes,      kDecodedBytes,  kSentBytes,
-      kPoolConnections,    kPoolConnects,  kPoolConnectFailures,
-      kPoolClosed,         kClickHouseUp,  kClickHouseLastSuccess,
-      kTlsInsecure,        kTlsReloads,    kAuthFailures,
-      kAuthReloads,        kBuildInfo,     kRowsDropped,
-      kBatchesFailed,      kBatchMaxDelay,
+      kIngestRequests,     kIngestRows,     kBatchesFlushed,
+      kFlushDuration,      kBatchRows,      kBatchSize,
+      kCommitLatency,      kBufferedRows,   kBufferedBytes,
+      kBufferBudget,       kFlushRetries,   kFlushErrors,
+      kWaitingRequests,    kMemoryBudget,   kMemoryRequests,
+      kMemoryRefusals,     kQueries,        kQueryRows,
+      kQueryResponseBytes, kQueryDuration,  kQueriesInFlight,
+      kReceivedBytes,      kDecodedBytes,   kSentBytes,
+      kPoolConnections,    kPoolConnects,   kPoolConnectFailures,
+      kPoolClosed,         kClickHouseUp,   kClickHouseLastSuccess,
+      kTlsInsecure,        kTlsReloads,     kAuthFailures,
+      kAuthReloads,        kBuildInfo,      kRowsDropped,
+      kBatchesFailed,      kBatchMaxDelay,  kProcessCpu,
+      kProcessResident,    kProcessVirtual, kProcessStart,
+      kProcessOpenFds,     kProcessMaxFds,
   };
   return names;
 }

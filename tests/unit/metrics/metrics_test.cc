@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <optional>
@@ -322,6 +323,32 @@ TEST_F(ScrapeTest, TableStartedCreatesFailureSeriesAtZeroAndExportsTheBatchDelay
             0);
 }
 
+TEST_F(ScrapeTest, ExportsTheProcessUnderTheConventionalNames) {
+  // Burns this much process CPU time (not wall time: the test may be descheduled).
+  auto burn_cpu = [](std::clock_t amount) {
+    volatile uint64_t sink = 0;
+    const std::clock_t until = std::clock() + amount;
+    while (std::clock() < until) sink = sink + 1;
+  };
+  burn_cpu(CLOCKS_PER_SEC / 20);
+  const Exposition e = Scrape();
+  EXPECT_EQ(e.types.at("process_cpu_seconds_total"), "counter");
+  EXPECT_GT(e.Value("process_cpu_seconds_total").value_or(0), 0.0);
+  EXPECT_GT(e.Value("process_resident_memory_bytes").value_or(0), 1 << 20);
+  EXPECT_GE(e.Value("process_virtual_memory_bytes").value_or(0),
+            e.Value("process_resident_memory_bytes").value_or(0));
+  const double start = e.Value("process_start_time_seconds").value_or(0);
+  const double now = static_cast<double>(std::time(nullptr));
+  EXPECT_GT(start, now - 24 * 3600.0);
+  EXPECT_LE(start, now + 1);
+  EXPECT_GE(e.Value("process_open_fds").value_or(0), 3);  // at least stdin, stdout, stderr
+  EXPECT_GE(e.Value("process_max_fds").value_or(0), e.Value("process_open_fds").value_or(0));
+  // CPU time grows by what the process spends (50 ms is several clock ticks).
+  burn_cpu(CLOCKS_PER_SEC / 20);
+  EXPECT_GT(Scrape().Value("process_cpu_seconds_total").value_or(0),
+            e.Value("process_cpu_seconds_total").value_or(0));
+}
+
 TEST_F(ScrapeTest, ReportsBufferGauges) {
   const IngestMetrics& ingest = metrics_.ingest();
   ingest.SetBuffered(5, 500);
@@ -547,7 +574,8 @@ TEST_F(ScrapeTest, MetricNamesMatchWhatIsScrapedAndFollowConventions) {
 
   for (const auto& [name, type] : e.types) {
     EXPECT_FALSE(e.helps.at(name).empty()) << name;
-    EXPECT_EQ(name.rfind("chgate_", 0), 0u) << name;
+    // chgate's own metrics, or the process metrics under their conventional names.
+    EXPECT_TRUE(name.rfind("chgate_", 0) == 0 || name.rfind("process_", 0) == 0) << name;
     const bool total = name.size() > 6 && name.substr(name.size() - 6) == "_total";
     EXPECT_EQ(total, type == "counter") << name << " is a " << type;
   }
