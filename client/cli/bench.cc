@@ -305,8 +305,8 @@ std::string FormatBenchJson(const BenchResult& r) {
 std::string FormatBenchTable(const BenchResult& r) {
   std::string out = absl::StrFormat("table %s, mode %s, ", r.table, BenchModeName(r.mode));
   if (r.mode == BenchMode::kUnary) {
-    absl::StrAppendFormat(&out, "%d threads, %d rows/request, 1 call outstanding/thread, %.1fs\n",
-                          r.streams, r.rows_per_request, r.duration_s);
+    absl::StrAppendFormat(&out, "%d senders, %d rows/request, %d calls in flight/sender, %.1fs\n",
+                          r.streams, r.rows_per_request, r.max_in_flight, r.duration_s);
   } else {
     absl::StrAppendFormat(&out, "%d streams, %d rows/request, %d in flight/stream, %.1fs\n",
                           r.streams, r.rows_per_request, r.max_in_flight, r.duration_s);
@@ -413,19 +413,24 @@ void WaitUntil(absl::Time due) {
   if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
 }
 
-// Claims the schedule's requests and sends them over one InsertStream, with at most
-// `max_in_flight` unacknowledged. Run() returns after the stream's last ack.
+// Claims the schedule's requests and sends them over one InsertStream (or as unary calls, with
+// `unary`), with at most `max_in_flight` unacknowledged. Run() returns after the last answer.
 class StreamSender {
  public:
   StreamSender(client::Client* client, const v1::InsertRequest* request, uint64_t max_in_flight,
-               SendSchedule* schedule, BenchStats* stats)
+               SendSchedule* schedule, BenchStats* stats, bool unary = false)
       : client_(client),
         request_(request),
         max_in_flight_(max_in_flight),
         schedule_(schedule),
-        stats_(stats) {}
+        stats_(stats),
+        unary_(unary) {}
 
   void Run(absl::Duration stream_timeout) {
+    if (unary_) {
+      RunUnary(stream_timeout);
+      return;
+    }
     std::unique_ptr<client::InsertStream> stream =
         client_->OpenInsertStream({.timeout = stream_timeout});
     while (TakeWindowSlot()) {
@@ -448,6 +453,29 @@ class StreamSender {
   }
 
  private:
+  // Unary calls through the SDK's InsertAsync, each with `call_timeout`; returns once every call
+  // was answered.
+  void RunUnary(absl::Duration call_timeout) {
+    while (TakeWindowSlot()) {
+      const std::optional<absl::Time> due = schedule_->Claim(absl::Now());
+      if (!due.has_value()) {
+        ReleaseWindowSlot();
+        break;
+      }
+      WaitUntil(*due);
+      stats_->Sent(SendSchedule::Behind(*due, absl::Now()));
+      client_->InsertAsync(*request_,
+                           [this, due = *due](const absl::StatusOr<client::InsertResult>& result) {
+                             stats_->Answered(result, absl::Now() - due);
+                             ReleaseWindowSlot();
+                           },
+                           {.timeout = call_timeout});
+    }
+    absl::MutexLock lock(&mu_);
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+    mu_.Await(absl::Condition(&drained));
+  }
+
   // Waits until fewer than max_in_flight requests are unacknowledged (false when the run ended
   // first) and counts one more.
   bool TakeWindowSlot() {
@@ -471,20 +499,10 @@ class StreamSender {
   const uint64_t max_in_flight_;
   SendSchedule* const schedule_;
   BenchStats* const stats_;
+  const bool unary_;
   absl::Mutex mu_;
   uint64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
-
-// Claims the schedule's requests and sends each with the unary Insert call, one at a time.
-void RunUnarySender(client::Client& client, const v1::InsertRequest& request,
-                    absl::Duration timeout, SendSchedule& schedule, BenchStats& stats) {
-  while (const std::optional<absl::Time> due = schedule.Claim(absl::Now())) {
-    WaitUntil(*due);
-    stats.Sent(SendSchedule::Behind(*due, absl::Now()));
-    absl::StatusOr<client::InsertResult> result = client.Insert(request, {.timeout = timeout});
-    stats.Answered(result, absl::Now() - *due);
-  }
-}
 
 // User plus system CPU time of this process, all threads.
 absl::Duration ProcessCpuTime() {
@@ -628,14 +646,11 @@ int RunBench(const Command& command, const CliIo& io) {
   std::vector<std::unique_ptr<StreamSender>> senders;
   std::vector<std::thread> threads;
   for (uint64_t s = 0; s < args.streams; ++s) {
-    if (args.mode == BenchMode::kUnary) {
-      threads.emplace_back(
-          [&] { RunUnarySender(**client, *request, command.timeout, schedule, stats); });
-    } else {
-      senders.push_back(std::make_unique<StreamSender>(client->get(), &*request, args.max_in_flight,
-                                                       &schedule, &stats));
-      threads.emplace_back(&StreamSender::Run, senders.back().get(), stream_timeout);
-    }
+    const bool unary = args.mode == BenchMode::kUnary;
+    senders.push_back(std::make_unique<StreamSender>(client->get(), &*request, args.max_in_flight,
+                                                     &schedule, &stats, unary));
+    threads.emplace_back(&StreamSender::Run, senders.back().get(),
+                         unary ? command.timeout : stream_timeout);
   }
   for (std::thread& t : threads) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
@@ -646,7 +661,7 @@ int RunBench(const Command& command, const CliIo& io) {
       .mode = args.mode,
       .streams = args.streams,
       .rows_per_request = args.rows_per_request,
-      .max_in_flight = args.mode == BenchMode::kUnary ? 1 : args.max_in_flight,
+      .max_in_flight = args.max_in_flight,
       .duration_s = seconds,
   };
   stats.Report(&result);

@@ -81,14 +81,14 @@ std::vector<FlagSpec> BenchFlags() {
   return {
       {"table", "TABLE", "target table (required)"},
       {"mode", "MODE",
-       "stream (default): row requests over InsertStreams; unary: the same through the unary "
-       "Insert call; block: columnar Blocks over InsertStreams"},
+       "stream (default): row requests over InsertStreams; unary: the same as unary Insert calls "
+       "(the SDK's InsertAsync); block: columnar Blocks over InsertStreams"},
       {"streams", "N",
-       "concurrent InsertStreams; for --mode unary, sender threads with one call outstanding "
-       "each, as the SDK's Insert blocks (default 4)"},
+       "concurrent InsertStreams; for --mode unary, sender threads, each with up to "
+       "--max-in-flight calls outstanding (default 4)"},
       {"duration", "DURATION", "how long to send (default 10s)"},
       {"rows-per-request", "N", "rows in each request (default 100)"},
-      {"max-in-flight", "N", "unacknowledged requests per stream (default 8; not for unary)"},
+      {"max-in-flight", "N", "unacknowledged requests per stream or unary sender (default 8)"},
       {"rate", "R",
        "open loop: R requests/s over all streams, due at fixed intervals, latency counted from "
        "the due time (default: closed loop, as fast as --max-in-flight allows)"},
@@ -159,8 +159,8 @@ std::string SubcommandHelp(Subcommand sub) {
           "Load generator: --streams InsertStreams send the same row, --rows-per-request times\n"
           "per request, for --duration, then print requests and rows per second, the ack\n"
           "latency (p50, p90, p99, max) and this process's CPU time per request.\n"
-          "--mode unary sends through the unary Insert call instead: the SDK's Insert blocks,\n"
-          "so each of the --streams threads has one call outstanding. --mode block sends the\n"
+          "--mode unary sends unary Insert calls instead (each of the --streams senders keeps\n"
+          "up to --max-in-flight outstanding). --mode block sends the\n"
           "row as a columnar Block, which needs the column types (--types, or read from the\n"
           "table). Without --rate each stream sends as soon as its window has room (closed\n"
           "loop); with --rate requests are due at fixed intervals whether or not earlier ones\n"
@@ -169,7 +169,7 @@ std::string SubcommandHelp(Subcommand sub) {
           "  CREATE TABLE t (id UInt64, msg String) ENGINE = Null\n\n"
           "Examples:\n"
           "  chgate-cli bench --table t --streams 4 --rows-per-request 1 --max-in-flight 1024\n"
-          "  chgate-cli bench --table t --mode unary --streams 8 --rows-per-request 1\n"
+          "  chgate-cli bench --table t --mode unary --rows-per-request 1 --max-in-flight 4096\n"
           "  chgate-cli bench --table t --mode block --types UInt64,String\n"
           "  chgate-cli bench --table t --rate 5000 --rows-per-request 1 --json\n\n"
           "Options:\n";
@@ -700,11 +700,6 @@ absl::Status ParseBenchOptions(const ParsedFlags& flags, BenchArgs* a) {
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--mode: '", mode, "' is not stream, unary or block"));
-  }
-  if (a->mode == BenchMode::kUnary && flags.Has("max-in-flight")) {
-    return absl::InvalidArgumentError(
-        "--max-in-flight does not apply to --mode unary: the SDK's Insert blocks, so each of the "
-        "--streams threads has one call outstanding");
   }
   if (flags.Has("rate")) {
     const std::string text = flags.Get("rate");

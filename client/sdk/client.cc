@@ -122,6 +122,31 @@ absl::StatusOr<InsertResult> Client::Insert(const v1::InsertRequest& request,
   }
 }
 
+void Client::InsertAsync(v1::InsertRequest request,
+                         std::function<void(absl::StatusOr<InsertResult>)> done,
+                         const CallOptions& options) {
+  // Owns what the call reads and writes until its callback ran.
+  struct Call {
+    grpc::ClientContext context;
+    v1::InsertRequest request;
+    v1::InsertResponse response;
+    std::function<void(absl::StatusOr<InsertResult>)> done;
+  };
+  auto* call = new Call{.request = std::move(request), .done = std::move(done)};
+  internal::SetDeadline(internal::DeadlineFor(options.timeout, options_.default_timeout),
+                        &call->context);
+  Authorize(&call->context);
+  stub_->async()->Insert(&call->context, &call->request, &call->response,
+                         [call](grpc::Status grpc_status) {
+                           std::unique_ptr<Call> owned(call);
+                           if (grpc_status.ok()) {
+                             owned->done(internal::ToInsertResult(owned->response));
+                           } else {
+                             owned->done(FromGrpcStatus(grpc_status, owned->context));
+                           }
+                         });
+}
+
 std::unique_ptr<InsertStream> Client::OpenInsertStream(const InsertStreamOptions& options) {
   auto context = std::make_unique<grpc::ClientContext>();
   internal::SetDeadline(internal::DeadlineFor(options.timeout, options_.stream_timeout),

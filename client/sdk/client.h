@@ -18,6 +18,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -60,6 +61,14 @@ class Client {
   // RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED, ...).
   absl::StatusOr<InsertResult> Insert(const v1::InsertRequest& request,
                                       const CallOptions& options = {});
+
+  // Ingest.Insert without blocking: `done` receives the result on a gRPC callback thread (or on
+  // this thread if the call cannot start). One attempt: an UNAVAILABLE is returned, not retried
+  // (resend with the same idempotency_key to retry safely). For callers that keep many unary
+  // calls in flight from few threads; `done` must not block.
+  void InsertAsync(v1::InsertRequest request,
+                   std::function<void(absl::StatusOr<InsertResult>)> done,
+                   const CallOptions& options = {});
 
   // Opens an Ingest.InsertStream (see client/sdk/insert_stream.h). Never retried: a broken
   // stream fails its pending requests, which the caller resends with their idempotency keys.

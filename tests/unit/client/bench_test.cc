@@ -227,7 +227,7 @@ TEST(BenchRunTest, UnaryModeCallsInsert) {
   CliRun run = Cli({"--addr", server.address(), "bench", "--table", "t", "--mode", "unary",
                     "--streams", "2", "--duration", "100ms", "--rows-per-request", "3"});
   EXPECT_EQ(run.code, kExitOk) << run.err;
-  EXPECT_THAT(run.out, HasSubstr("mode unary, 2 threads, 3 rows/request"));
+  EXPECT_THAT(run.out, HasSubstr("mode unary, 2 senders, 3 rows/request, 8 calls in flight"));
   std::vector<v1::InsertRequest> inserts = server.service().inserts();
   ASSERT_FALSE(inserts.empty());
   EXPECT_EQ(inserts[0].table(), "t");
@@ -236,10 +236,10 @@ TEST(BenchRunTest, UnaryModeCallsInsert) {
   EXPECT_TRUE(server.service().stream_requests().empty());
   std::map<std::string, Json> json =
       Members(Cli({"--addr", server.address(), "bench", "--table", "t", "--mode", "unary",
-                   "--streams", "1", "--duration", "50ms", "--json"})
+                   "--streams", "1", "--max-in-flight", "3", "--duration", "50ms", "--json"})
                   .out);
   EXPECT_EQ(json["mode"].text, "unary");
-  EXPECT_EQ(Number(json["max_in_flight"]), 1);
+  EXPECT_EQ(Number(json["max_in_flight"]), 3);
   EXPECT_GT(Number(json["requests_ok"]), 0);
 }
 
@@ -443,7 +443,6 @@ TEST(BenchUsageTest, RejectsBadCombinations) {
     const char* error;
   } cases[] = {
       {{"--mode", "batch"}, "--mode: 'batch' is not stream, unary or block"},
-      {{"--mode", "unary", "--max-in-flight", "4"}, "--max-in-flight does not apply to --mode"},
       {{"--types", "UInt64,String"}, "--types applies to --mode block only"},
       {{"--mode", "unary", "--types", "UInt64,String"}, "--types applies to --mode block only"},
       {{"--mode", "block", "--types", "UInt64"}, "--types names 1 types for 2 --row values"},
@@ -497,7 +496,7 @@ TEST(BenchUsageTest, HelpNamesEveryModeAndOption) {
   CliRun run = Cli({"bench", "--help"});
   EXPECT_EQ(run.code, kExitOk);
   for (const char* text : {"--mode", "unary", "block", "--rate", "--types", "--metrics-url",
-                           "--json", "one call outstanding", "behind schedule"}) {
+                           "--json", "up to --max-in-flight outstanding", "behind schedule"}) {
     EXPECT_THAT(run.out, HasSubstr(text));
   }
 }

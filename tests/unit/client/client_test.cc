@@ -7,7 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <future>
 #include <thread>
 
 #include "client/sdk/health.h"
@@ -482,6 +484,42 @@ TEST(InsertTest, RetriesUnavailableOnlyWithAnIdempotencyKey) {
   r = Connect(other)->Insert(TwoRows());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(other.service().insert_calls(), 1);
+}
+
+TEST(InsertTest, InsertAsyncDeliversEachResultToItsCallbackWithoutRetrying) {
+  FakeServer server;
+  std::unique_ptr<Client> client = Connect(server);
+  constexpr int kCalls = 64;
+  absl::Mutex mu;
+  std::vector<uint64_t> rows;
+  for (int i = 0; i < kCalls; ++i) {
+    v1::InsertRequest request = TwoRows();
+    for (int r = 0; r < i % 3; ++r) AddRow(&request, {MakeValue(r)});
+    client->InsertAsync(std::move(request), [&](absl::StatusOr<InsertResult> result) {
+      absl::MutexLock lock(&mu);
+      rows.push_back(result.ok() ? result->rows : 0);
+    });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    auto all = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return rows.size() == kCalls; };
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(20)));
+    std::sort(rows.begin(), rows.end());
+    EXPECT_EQ(rows.front(), 2u);
+    EXPECT_EQ(rows.back(), 4u);
+  }
+  EXPECT_EQ(server.service().insert_calls(), kCalls);
+
+  // One attempt: UNAVAILABLE comes back even with an idempotency key.
+  FakeServer flaky;
+  flaky.service().set_unavailable_inserts(1);
+  std::promise<absl::StatusOr<InsertResult>> answered;
+  std::unique_ptr<Client> flaky_client = Connect(flaky);
+  flaky_client->InsertAsync(TwoRows("k-1"), [&](absl::StatusOr<InsertResult> result) {
+    answered.set_value(std::move(result));
+  });
+  EXPECT_EQ(answered.get_future().get().status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(flaky.service().insert_calls(), 1);
 }
 
 TEST(InsertTest, RetriesAreBounded) {
