@@ -279,6 +279,7 @@ int Serve(const config::Config& config) {
   auto server = service::StartServer(
       {.api_address = config.listen,
        .health_address = config.health_listen,
+       .reflection = config.grpc_reflection,
        .max_message_bytes = config.max_message_bytes,
        .max_concurrent_streams =
            static_cast<uint32_t>(std::min<uint64_t>(config.max_concurrent_streams, INT32_MAX)),

@@ -1,13 +1,13 @@
 #include "server/service/server.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <dlfcn.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include <algorithm>
 #include <climits>
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "server/log/log.h"
+#include "server/service/health_service.h"
 #include "server/service/ingest_service.h"
 
 namespace chgate::service {
@@ -32,13 +33,28 @@ constexpr char kLiveness[] = "liveness";
 constexpr char kReadiness[] = "readiness";
 constexpr char kBuffer[] = "buffer";
 
-// Both are process-wide switches that apply to servers built afterwards.
+// gRPC's own (synchronous) health service is off: HealthService serves the protocol.
 void InitGrpcOnce() {
   static absl::once_flag once;
+  absl::call_once(once, [] { grpc::EnableDefaultHealthCheckService(false); });
+}
+
+// Loads gRPC's reflection library, whose static initializer adds reflection to every server built
+// afterwards (process-wide, and for good). Not linked, so without --grpc-reflection no server
+// gets it.
+absl::Status LoadReflection() {
+  static absl::once_flag once;
+  static std::string* error = nullptr;
   absl::call_once(once, [] {
-    grpc::EnableDefaultHealthCheckService(true);
-    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    if (::dlopen(CHGATE_GRPC_REFLECTION_LIBRARY, RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      const char* why = ::dlerror();
+      error = new std::string(why != nullptr ? why : "unknown error");
+    }
   });
+  if (error == nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("gRPC reflection was asked for but ", CHGATE_GRPC_REFLECTION_LIBRARY,
+                   " cannot be loaded (install the gRPC C++ runtime package): ", *error));
 }
 
 class ServerImpl final : public Server {
@@ -68,6 +84,9 @@ class ServerImpl final : public Server {
 
   absl::Status Start() {
     InitGrpcOnce();
+    if (options_.reflection) {
+      if (absl::Status loaded = LoadReflection(); !loaded.ok()) return loaded;
+    }
     absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> api_credentials =
         ApiServerCredentials(options_.tls);
     if (!api_credentials.ok()) return api_credentials.status();
@@ -76,6 +95,7 @@ class ServerImpl final : public Server {
       builder.AddListeningPort(options_.api_address, *api_credentials, &api_port_);
       ExclusivePort(builder);
       builder.RegisterService(&service_);
+      builder.RegisterService(&api_health_);
       builder.RegisterCallbackGenericService(service_.insert_handler());
       builder.SetMaxReceiveMessageSize(
           static_cast<int>(std::min<size_t>(options_.max_message_bytes, INT_MAX)));
@@ -96,16 +116,14 @@ class ServerImpl final : public Server {
       builder.AddListeningPort(options_.health_address, grpc::InsecureServerCredentials(),
                                &health_port_);
       ExclusivePort(builder);
+      builder.RegisterService(&health_listener_health_);
       health_ = builder.BuildAndStart();
       if (health_ == nullptr || health_port_ == 0) {
         return CannotListen(options_.health_address, "health");
       }
     }
     absl::MutexLock lock(&mu_);
-    for (grpc::Server* server : ServersLocked()) {
-      grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-      health->SetServingStatus(kLiveness, true);
-    }
+    SetStatusLocked({kLiveness}, true);
     SetStatusLocked({kReadiness, kOverall}, true);
     SetStatusLocked({kBuffer}, ingestor_->Ready());
     return absl::OkStatus();
@@ -164,6 +182,10 @@ class ServerImpl final : public Server {
 
   // grpc::Server::Shutdown is idempotent; it returns once every call has finished.
   void StopListeners(absl::Time deadline) {
+    // Health Watch streams never end by themselves: end them (after a last NOT_SERVING) so the
+    // servers' shutdown does not wait for the deadline.
+    api_health_.Shutdown();
+    health_listener_health_.Shutdown();
     const auto stop = absl::ToChronoTime(deadline);
     if (api_ != nullptr) api_->Shutdown(stop);
     if (health_ != nullptr) health_->Shutdown(stop);
@@ -174,25 +196,19 @@ class ServerImpl final : public Server {
                                                " address): in use, or not a local address"));
   }
 
-  std::vector<grpc::Server*> ServersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::vector<grpc::Server*> servers;
-    if (api_ != nullptr) servers.push_back(api_.get());
-    if (health_ != nullptr) servers.push_back(health_.get());
-    return servers;
-  }
-
   void SetStatusLocked(std::initializer_list<const char*> names, bool serving)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (grpc::Server* server : ServersLocked()) {
-      grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-      // Per name: SetServingStatus(bool) would flip liveness too.
-      for (const char* name : names) health->SetServingStatus(name, serving);
+    for (HealthService* health : {&api_health_, &health_listener_health_}) {
+      for (const char* name : names) health->SetServing(name, serving);
     }
   }
 
   const ServerOptions options_;
   ingest::Ingestor* const ingestor_;
   IngestService service_;  // outlives the servers below, declared after it
+  // One per listener (a service is registered on one server); both carry the same statuses.
+  HealthService api_health_;
+  HealthService health_listener_health_;
   std::unique_ptr<grpc::Server> api_;
   std::unique_ptr<grpc::Server> health_;
   int api_port_ = 0;

@@ -20,7 +20,10 @@ namespace chgate::service {
 
 struct ServerOptions {
   std::string api_address = "127.0.0.1:50051";  // Insert/InsertStream/Query
-  std::string health_address = "[::]:50052";    // health + reflection only ("" = API listener)
+  std::string health_address = "[::]:50052";    // health (+ reflection) only ("" = API listener)
+  // gRPC server reflection on both listeners. A synchronous service: gRPC then runs polling
+  // threads that take part in every connection's I/O.
+  bool reflection = false;
   // Larger requests are rejected by gRPC itself with RESOURCE_EXHAUSTED.
   size_t max_message_bytes = 16 << 20;
   // Calls open at once on one client connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; 0: no

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "chgate/v1/chgate.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
@@ -197,7 +200,7 @@ absl::StatusOr<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
 // the bytes need not be a valid message). For streaming methods this sends one message and
 // half-closes; the status is what the server ended the call with.
 grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
-                     const std::string& bytes) {
+                     const std::string& bytes, std::string* response = nullptr) {
   grpc::GenericStub stub(channel);
   grpc::Slice slice(bytes);
   grpc::ByteBuffer request_bytes(&slice, 1);
@@ -212,6 +215,14 @@ grpc::Status RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::s
                    done.Notify();
                  });
   done.WaitForNotification();
+  if (response != nullptr && status.ok()) {
+    std::vector<grpc::Slice> slices;
+    if (response_bytes.Dump(&slices).ok()) {
+      for (const grpc::Slice& s : slices) {
+        response->append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
+    }
+  }
   return status;
 }
 
@@ -861,6 +872,74 @@ TEST_F(ServiceTest, HealthOnBothListeners) {
   }
   server_->RefreshHealth();
   EXPECT_EQ(HealthCheck(health_channel_, "readiness").value_or(-1), kServing);
+}
+
+// Names of this process's threads (from /proc/self/task/*/comm).
+std::vector<std::string> ThreadNames() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.push_back(name);
+  }
+  return names;
+}
+
+bool HasSyncServerThreads() {
+  for (const std::string& name : ThreadNames()) {
+    if (name.rfind("grpcpp_sync_ser", 0) == 0) return true;
+  }
+  return false;
+}
+
+// Without reflection every service is on the callback API, so gRPC runs no synchronous-server
+// polling threads (they would take part in every connection's I/O); reflection brings them, and
+// answers.
+TEST_F(ServiceTest, OnlyReflectionBringsSynchronousServerThreads) {
+  Start();
+  EXPECT_FALSE(HasSyncServerThreads());
+  EXPECT_EQ(
+      RawCall(api_channel_, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", "")
+          .error_code(),
+      grpc::StatusCode::UNIMPLEMENTED);
+  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  server_.reset();
+  EXPECT_FALSE(HasSyncServerThreads());
+
+  Start(FastFlushes(), {.reflection = true});
+  EXPECT_TRUE(HasSyncServerThreads());
+  // list_services (field 7) with an empty string: the reply names chgate.v1.Ingest.
+  const std::string list_services("\x3a\x00", 2);
+  for (const auto& channel : {api_channel_, health_channel_}) {
+    std::string reply;
+    EXPECT_TRUE(RawCall(channel, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                        list_services, &reply)
+                    .ok());
+    EXPECT_NE(reply.find("grpc.health.v1.Health"), std::string::npos);
+  }
+}
+
+// A Watch on either listener sees the drain's NOT_SERVING and ends with the shutdown, which
+// does not wait for the deadline because of it.
+TEST_F(ServiceTest, HealthWatchesSeeTheDrainAndEndWithTheServer) {
+  Start();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto stub = grpc::health::v1::Health::NewStub(health_channel_);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service("readiness");
+  auto reader = stub->Watch(&context, request);
+  grpc::health::v1::HealthCheckResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  const absl::Time start = absl::Now();
+  server_->Shutdown(absl::Now() + absl::Seconds(20));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "the shutdown waited for the watch";
+  ASSERT_TRUE(reader->Read(&response));
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  EXPECT_FALSE(reader->Read(&response));
+  EXPECT_TRUE(reader->Finish().ok());
 }
 
 TEST_F(ServiceTest, TheWatchdogTurnsLivenessAloneNotServingAndBack) {
