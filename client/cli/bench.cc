@@ -433,20 +433,7 @@ class StreamSender {
     }
     std::unique_ptr<client::InsertStream> stream =
         client_->OpenInsertStream({.timeout = stream_timeout});
-    while (TakeWindowSlot()) {
-      const std::optional<absl::Time> due = schedule_->Claim(absl::Now());
-      if (!due.has_value()) {
-        ReleaseWindowSlot();
-        break;
-      }
-      WaitUntil(*due);
-      stats_->Sent(SendSchedule::Behind(*due, absl::Now()));
-      stream->Send(*request_,
-                   [this, due = *due](const absl::StatusOr<client::InsertResult>& result) {
-                     stats_->Answered(result, absl::Now() - due);
-                     ReleaseWindowSlot();
-                   });
-    }
+    SendAll([&](client::AckCallback done) { stream->Send(*request_, std::move(done)); });
     // Close waits for every ack, so no callback runs after Run returns.
     absl::Status status = stream->Close();
     if (!status.ok()) stats_->StreamFailed(status);
@@ -456,6 +443,18 @@ class StreamSender {
   // Unary calls through the SDK's InsertAsync, each with `call_timeout`; returns once every call
   // was answered.
   void RunUnary(absl::Duration call_timeout) {
+    SendAll([&](client::AckCallback done) {
+      client_->InsertAsync(*request_, std::move(done), {.timeout = call_timeout});
+    });
+    absl::MutexLock lock(&mu_);
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+    mu_.Await(absl::Condition(&drained));
+  }
+
+  // Claims the schedule's requests one window slot at a time and hands each to `send` with the
+  // callback that records its answer and frees its slot.
+  template <typename Send>
+  void SendAll(Send send) {
     while (TakeWindowSlot()) {
       const std::optional<absl::Time> due = schedule_->Claim(absl::Now());
       if (!due.has_value()) {
@@ -464,16 +463,11 @@ class StreamSender {
       }
       WaitUntil(*due);
       stats_->Sent(SendSchedule::Behind(*due, absl::Now()));
-      client_->InsertAsync(*request_,
-                           [this, due = *due](const absl::StatusOr<client::InsertResult>& result) {
-                             stats_->Answered(result, absl::Now() - due);
-                             ReleaseWindowSlot();
-                           },
-                           {.timeout = call_timeout});
+      send([this, due = *due](const absl::StatusOr<client::InsertResult>& result) {
+        stats_->Answered(result, absl::Now() - due);
+        ReleaseWindowSlot();
+      });
     }
-    absl::MutexLock lock(&mu_);
-    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
-    mu_.Await(absl::Condition(&drained));
   }
 
   // Waits until fewer than max_in_flight requests are unacknowledged (false when the run ended

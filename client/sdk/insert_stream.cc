@@ -110,15 +110,12 @@ class InsertStream::Reactor final
 
   // Cancels the call (Cancel(), or the stream's destruction).
   void Cancel() {
-    bool release = false;
     {
       absl::MutexLock lock(&mu_);
       if (!finished_) cancelled_ = true;
-      stop_writes_ = true;
-      release = ReleaseHoldLocked();
     }
     context_->TryCancel();
-    if (release) RemoveHold();
+    StopWrites();
   }
 
   size_t pending() const {
@@ -153,13 +150,7 @@ class InsertStream::Reactor final
     if (!ok) {
       // The call is over: no ack will come, and OnDone (which fails what is pending) may run
       // once no write is in flight.
-      bool release = false;
-      {
-        absl::MutexLock lock(&mu_);
-        stop_writes_ = true;
-        release = ReleaseHoldLocked();
-      }
-      if (release) RemoveHold();
+      StopWrites();
       return;
     }
     AckCallback done;
@@ -229,18 +220,23 @@ class InsertStream::Reactor final
   void StartNextWrite() {
     if (next_is_writes_done_) {
       StartWritesDone();
-      bool release = false;
-      {
-        absl::MutexLock lock(&mu_);
-        stop_writes_ = true;
-        release = ReleaseHoldLocked();
-      }
-      if (release) RemoveHold();
+      StopWrites();
       return;
     }
     grpc::WriteOptions options;
     if (buffer_hint_) options.set_buffer_hint();
     StartWrite(&in_flight_, options);
+  }
+
+  // No write starts from now on; the hold goes once none is in flight.
+  void StopWrites() {
+    bool release = false;
+    {
+      absl::MutexLock lock(&mu_);
+      stop_writes_ = true;
+      release = ReleaseHoldLocked();
+    }
+    if (release) RemoveHold();
   }
 
   // True once, when the hold is to be removed: no write will start again and none is in flight.

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli/json.h"
 #include "tests/unit/client/canned_http_server.h"
+#include "tests/unit/client/cli_run.h"
 #include "tests/unit/client/fake_ingest.h"
 #include "tests/unit/client/test_columns.h"
 
@@ -29,22 +30,8 @@ using client::testing::Texts;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-CliRun Cli(std::vector<std::string> args) {
-  std::istringstream in;
-  std::ostringstream out;
-  std::ostringstream err;
-  CliRun run;
-  run.code = RunCli(args, {.in = &in, .out = &out, .err = &err});
-  run.out = out.str();
-  run.err = err.str();
-  return run;
-}
+using testing::Cli;
+using testing::CliRun;
 
 // The members of a JSON object, by key.
 std::map<std::string, Json> Members(const std::string& text) {

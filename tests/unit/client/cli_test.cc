@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "client/cli/bench.h"
+#include "tests/unit/client/cli_run.h"
 #include "tests/unit/client/fake_ingest.h"
 #include "tests/unit/client/test_columns.h"
 
@@ -23,22 +24,8 @@ using client::testing::StringCol;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-CliRun Cli(std::vector<std::string> args, const std::string& input = "") {
-  std::istringstream in(input);
-  std::ostringstream out;
-  std::ostringstream err;
-  CliRun run;
-  run.code = RunCli(args, {.in = &in, .out = &out, .err = &err});
-  run.out = out.str();
-  run.err = err.str();
-  return run;
-}
+using testing::Cli;
+using testing::CliRun;
 
 TEST(ParseCommandLineTest, AppliesDefaultsAndGlobalOptionsOnEitherSide) {
   Command c = ParseCommandLine({"insert", "--table", "db.t"}).value();
