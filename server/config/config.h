@@ -31,7 +31,7 @@ struct Config {
   // Listeners.
   std::string listen = "127.0.0.1:50051";    // Insert/InsertStream/Query
   std::string health_listen = "[::]:50052";  // grpc.health.v1 for kubelet probes
-  bool grpc_reflection = false;               // gRPC server reflection on both listeners
+  bool grpc_reflection = false;              // gRPC server reflection on both listeners
   std::string metrics_listen = "[::]:9464";  // Prometheus /metrics
   bool allow_remote_api = false;             // required to put the API on a non-loopback address
   // API security: TLS of the API listener, caller identities and the policy.
