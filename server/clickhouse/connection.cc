@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/common/status_macros.h"
 
@@ -244,7 +245,7 @@ absl::Status Connection::Resync() {
       case PacketType::kPong:
         return absl::OkStatus();
       case PacketType::kException:
-        if ((*packet)->exception.code == 101) continue;  // UNEXPECTED_PACKET_FROM_CLIENT
+        if ((*packet)->exception.code == error_code::kUnexpectedPacketFromClient) continue;
         return Fail(ExceptionToStatus((*packet)->exception));
       case PacketType::kProgress:
       case PacketType::kLog:

@@ -8,25 +8,6 @@
 
 namespace chgate::service {
 
-std::string_view ClickHouseExceptionName(const absl::Status& status) {
-  if (!clickhouse::ClickHouseCode(status).has_value()) return {};
-  // ExceptionToStatus writes "ClickHouse error <code> (<SYMBOL>, <name>): <message>", with
-  // "(<name>)" alone when the code has no known symbol. Later layers may prefix context.
-  const std::string_view message(status.message().data(), status.message().size());
-  constexpr std::string_view kPrefix = "ClickHouse error ";
-  const size_t start = message.find(kPrefix);
-  if (start == std::string_view::npos) return {};
-  const size_t open = message.find('(', start + kPrefix.size());
-  if (open == std::string_view::npos) return {};
-  const size_t close = message.find("): ", open);
-  if (close == std::string_view::npos) return {};
-  std::string_view inside = message.substr(open + 1, close - open - 1);
-  if (const size_t comma = inside.rfind(", "); comma != std::string_view::npos) {
-    inside.remove_prefix(comma + 2);
-  }
-  return inside;
-}
-
 std::string StatusMessageText(const absl::Status& status) {
   const std::string_view message(status.message().data(), status.message().size());
   return ingest::TruncateText(message, kMaxStatusMessageBytes);
@@ -41,8 +22,8 @@ void ToProtoStatus(const absl::Status& status, v1::Status* out) {
   out->set_message(StatusMessageText(status));
   if (std::optional<int32_t> code = clickhouse::ClickHouseCode(status)) {
     out->set_clickhouse_code(*code);
-    out->set_clickhouse_exception_name(
-        ingest::TruncateText(ClickHouseExceptionName(status), ingest::kMaxNameTextBytes));
+    out->set_clickhouse_exception_name(ingest::TruncateText(
+        clickhouse::ClickHouseExceptionName(status), ingest::kMaxNameTextBytes));
   }
   if (std::optional<ingest::ValueError> error = ingest::GetValueError(status)) {
     v1::ValueError* v = out->mutable_value_error();

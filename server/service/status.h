@@ -27,14 +27,10 @@ inline constexpr size_t kMaxStatusMessageBytes = 1024;
 std::string StatusMessageText(const absl::Status& status);
 
 // Fills `out` from `status`: code (the absl and gRPC codes have the same numbers), message,
-// `clickhouse_code` (from clickhouse::ClickHouseCode), `clickhouse_exception_name` (read from the
-// "ClickHouse error N (SYMBOL, DB::Exception): ..." message the native layer builds) and
+// `clickhouse_code` (from clickhouse::ClickHouseCode), `clickhouse_exception_name` (from
+// clickhouse::ClickHouseExceptionName) and
 // `value_error` (from ingest::GetValueError). An OK status gives code 0 and nothing else.
 void ToProtoStatus(const absl::Status& status, v1::Status* out);
-
-// The ClickHouse exception name carried in `status`'s message ("DB::Exception"), or "" when the
-// status did not come from a ClickHouse exception.
-std::string_view ClickHouseExceptionName(const absl::Status& status);
 
 // The gRPC status for `status`, same code number and message (StatusMessageText). When `context` is
 // given and the status is not OK, the chgate.v1.Status detail is also added to the call's trailing

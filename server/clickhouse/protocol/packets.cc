@@ -16,6 +16,7 @@ namespace chgate::clickhouse {
 namespace {
 
 constexpr std::string_view kCodePayloadUrl = "chgate.clickhouse/code";
+constexpr std::string_view kNamePayloadUrl = "chgate.clickhouse/exception-name";
 constexpr int kMaxNestedExceptions = 32;
 
 void WriteClientInfo(const HelloParams& client, uint64_t revision, GatherWriter& out) {
@@ -360,6 +361,8 @@ absl::Status ExceptionToStatus(const ServerException& e) {
   absl::Status status(code, message);
   status.SetPayload(absl::string_view(kCodePayloadUrl.data(), kCodePayloadUrl.size()),
                     absl::Cord(absl::StrCat(e.code)));
+  status.SetPayload(absl::string_view(kNamePayloadUrl.data(), kNamePayloadUrl.size()),
+                    absl::Cord(e.name));
   return status;
 }
 
@@ -370,6 +373,12 @@ std::optional<int32_t> ClickHouseCode(const absl::Status& status) {
   int32_t code = 0;
   if (!absl::SimpleAtoi(std::string(*payload), &code)) return std::nullopt;
   return code;
+}
+
+std::string ClickHouseExceptionName(const absl::Status& status) {
+  auto payload =
+      status.GetPayload(absl::string_view(kNamePayloadUrl.data(), kNamePayloadUrl.size()));
+  return payload ? std::string(*payload) : std::string();
 }
 
 }  // namespace chgate::clickhouse

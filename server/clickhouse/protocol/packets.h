@@ -139,9 +139,14 @@ SettingKind KindOfSetting(std::string_view name);
 // The status for a server exception: the code maps to the nearest absl code (UNKNOWN_TABLE ->
 // NotFound, READONLY -> PermissionDenied, TOO_MANY_PARTS -> Unavailable, ...), the message
 // reads "ClickHouse error 60 (UNKNOWN_TABLE, DB::Exception): Table ... doesn't exist", and the
-// code is attached as a payload for ClickHouseCode().
+// code and the exception's name are attached as payloads for ClickHouseCode() and
+// ClickHouseExceptionName().
 absl::Status ExceptionToStatus(const ServerException& e);
 // The ClickHouse error code carried by a status, if it came from a server exception.
 std::optional<int32_t> ClickHouseCode(const absl::Status& status);
+// The server exception's name carried by a status ("DB::Exception"), or "" when the status did
+// not come from a server exception. Data, not parsed from the message: layers that prefix
+// context to the message keep the payloads.
+std::string ClickHouseExceptionName(const absl::Status& status);
 
 }  // namespace chgate::clickhouse

@@ -1005,6 +1005,15 @@ TEST(GoldenContentTest, ExceptionCarriesCode60AndItsText) {
   absl::Status status = ExceptionToStatus(ex);
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(ClickHouseCode(status).value_or(0), 60);
+  EXPECT_EQ(ClickHouseExceptionName(status), "DB::Exception");
+  // The name is data: a message rewritten by a later layer (payloads kept) still carries it, and
+  // a look-alike message without the payloads carries none.
+  absl::Status rewritten(status.code(), "flush of app.t failed: (x, y): z");
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    rewritten.SetPayload(url, payload);
+  });
+  EXPECT_EQ(ClickHouseExceptionName(rewritten), "DB::Exception");
+  EXPECT_EQ(ClickHouseExceptionName(absl::NotFoundError(status.message())), "");
   const std::string stderr_text = ReadFileOrDie(PathOf(cap.name, ".client_stderr.txt"));
   EXPECT_NE(stderr_text.find("Code: 60."), std::string::npos);
   EXPECT_NE(stderr_text.find(ex.message), std::string::npos);

@@ -898,6 +898,8 @@ bool HasSyncServerThreads() {
 // answers.
 TEST_F(ServiceTest, OnlyReflectionBringsSynchronousServerThreads) {
   Start();
+  // gRPC starts its polling threads right after the server, but not synchronously with it.
+  absl::SleepFor(absl::Milliseconds(300));
   EXPECT_FALSE(HasSyncServerThreads());
   EXPECT_EQ(
       RawCall(api_channel_, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", "")
@@ -908,7 +910,7 @@ TEST_F(ServiceTest, OnlyReflectionBringsSynchronousServerThreads) {
   EXPECT_FALSE(HasSyncServerThreads());
 
   Start(FastFlushes(), {.reflection = true});
-  EXPECT_TRUE(HasSyncServerThreads());
+  EXPECT_TRUE(WaitFor([] { return HasSyncServerThreads(); }));
   // list_services (field 7) with an empty string: the reply names chgate.v1.Ingest.
   const std::string list_services("\x3a\x00", 2);
   for (const auto& channel : {api_channel_, health_channel_}) {
