@@ -17,6 +17,7 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 import unittest
 import uuid
@@ -886,6 +887,45 @@ class ClickHouseRestartTest(ChgateTestCase):
 # 7. SIGTERM drain
 # ---------------------------------------------------------------------------------------------
 
+class HealthWatch:
+    """A grpc.health.v1.Health/Watch on chgate's health port, read on a thread: the statuses
+    received (ServingStatus numbers) and how the stream ended."""
+
+    def __init__(self, service):
+        self.service = service
+        self.statuses = []
+        self.final = None
+        self._thread = None
+
+    def start(self, chgate):
+        import grpc
+
+        channel = grpc.insecure_channel(f"127.0.0.1:{chgate.health_port}")
+        request = (b"\x0a" + bytes([len(self.service)]) + self.service.encode()) if self.service else b""
+        call = channel.unary_stream("/grpc.health.v1.Health/Watch",
+                                    request_serializer=lambda b: b,
+                                    response_deserializer=lambda b: b)(request, timeout=60)
+
+        def read():
+            try:
+                for message in call:
+                    # HealthCheckResponse: field 1 varint, absent when 0.
+                    self.statuses.append(message[1] if len(message) >= 2 else 0)
+                self.final = "OK"
+            except grpc.RpcError as e:
+                self.final = e.code().name
+
+        self._thread = threading.Thread(target=read, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self.statuses and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def join(self, timeout):
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
 class DrainTest(ChgateTestCase):
     """Case 7: SIGTERM mid-stream: chgate flushes, acks, and exits 0 within the drain timeout (1
     when the drain could not flush everything)."""
@@ -897,8 +937,10 @@ class DrainTest(ChgateTestCase):
     def tearDown(self):
         self.stop_chgate()
 
-    def run_drain(self, table_name, paused=False):
+    def run_drain(self, table_name, paused=False, watch=None):
         self.start_chgate()
+        if watch is not None:
+            watch.start(self.chgate)
         self.ch.recreate_table(table_name, "id UInt64, payload String")
         table = self.table(table_name)
         # Warm up: a cached header and an open connection.
@@ -963,6 +1005,20 @@ class DrainTest(ChgateTestCase):
         drain_took, acked_ok = self.run_drain("drain")
         self.assertGreater(acked_ok, 0)
         self.assertLess(drain_took, self.DRAIN + 3)
+
+    def test_sigterm_with_a_health_watch_open(self):
+        """A grpc.health.v1 Watch (grpc_health_probe -watch, a mesh) sees the drain's NOT_SERVING
+        and ends with the listeners; it used to hold the exit until the drain deadline."""
+        watch = HealthWatch("readiness")
+        drain_took, acked_ok = self.run_drain("drain_watch", watch=watch)
+        self.assertGreater(acked_ok, 0)
+        self.assertTrue(watch.join(10), "the Watch did not end after chgate exited")
+        report(f"health Watch during the drain: statuses {watch.statuses}, ended with "
+               f"{watch.final}; exit after {drain_took:.2f}s")
+        self.assertEqual(watch.statuses[:1], [1], "SERVING first")
+        self.assertIn(2, watch.statuses, "NOT_SERVING once the drain began")
+        self.assertEqual(watch.final, "OK")
+        self.assertLess(drain_took, self.DRAIN - 2, "the exit waited for the drain deadline")
 
     def test_sigterm_with_clickhouse_paused(self):
         """The drain deadline bounds the exit even when the flush in flight cannot finish."""
