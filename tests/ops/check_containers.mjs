@@ -189,10 +189,16 @@ r.check(apiListen.startsWith("127.0.0.1:") && !env.CHGATE_ALLOW_REMOTE_API, `doc
     "Grafana provisioning: a Prometheus datasource with a fixed uid pointing at the stack's Prometheus");
   const prov = YAML.parse(readFileSync(repoPath("deploy/grafana/provisioning/dashboards/chgate.yml"), "utf8"));
   const graf = services.grafana ?? {};
-  const dashMount = (graf.volumes ?? []).map((v) => String(v).split(":")).find((m) => m[1] === prov.providers?.[0]?.options?.path);
-  r.check(prov.apiVersion === 1 && prov.providers?.[0]?.type === "file" && dashMount &&
-    existsSync(join(composeDir, dashMount[0], "chgate.json")),
-    "Grafana provisioning: a file provider whose path is the mounted folder holding chgate.json");
+  // The provider's folder holds chgate.json: mounted as a file into it (the dashboard's one copy
+  // lives with the Kubernetes ConfigMap), or as a folder that contains it.
+  const dashPath = prov.providers?.[0]?.options?.path;
+  const mounts = (graf.volumes ?? []).map((v) => String(v).split(":"));
+  const fileMount = mounts.find((m) => m[1] === `${dashPath}/chgate.json`);
+  const dirMount = mounts.find((m) => m[1] === dashPath);
+  const mounted = (fileMount && existsSync(join(composeDir, fileMount[0]))) ||
+    (dirMount && existsSync(join(composeDir, dirMount[0], "chgate.json")));
+  r.check(prov.apiVersion === 1 && prov.providers?.[0]?.type === "file" && Boolean(mounted),
+    "Grafana provisioning: a file provider whose folder has chgate.json mounted in it");
 }
 
 r.finish();

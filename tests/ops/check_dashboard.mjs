@@ -1,4 +1,4 @@
-// Offline checks of the Grafana dashboard (deploy/grafana/dashboards/chgate.json) and of the metric
+// Offline checks of the Grafana dashboard (deploy/kubernetes/monitoring/chgate-dashboard.json) and of the metric
 // names the dashboard and the alert rules use:
 //
 //   1. the JSON type-checks against @grafana/schema (dashboard, panels, and the options of
@@ -18,7 +18,7 @@ import { join } from "node:path";
 import YAML from "yaml";
 import { Reporter, repoPath, run, have, typeCheck, declaredMetricNames, OPS_DIR } from "./lib/common.mjs";
 
-const DASH = process.env.CHGATE_OPS_DASHBOARD || repoPath("deploy/grafana/dashboards/chgate.json");
+const DASH = process.env.CHGATE_OPS_DASHBOARD || repoPath("deploy/kubernetes/monitoring/chgate-dashboard.json");
 const RULES = repoPath("deploy/prometheus/chgate-alerts.yml");
 const UID = "chgate-sidecar";
 

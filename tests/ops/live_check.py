@@ -54,7 +54,7 @@ def check(cond, text, detail=""):
 
 def dashboard_queries():
     """(title, expr) of every dashboard target, with Grafana's variables substituted."""
-    dash = json.loads((ROOT / "deploy/grafana/dashboards/chgate.json").read_text())
+    dash = json.loads((ROOT / "deploy/kubernetes/monitoring/chgate-dashboard.json").read_text())
     out = []
     for p in dash["panels"]:
         for q in [p, *p.get("panels", [])]:

@@ -1,9 +1,9 @@
-// Keeps deploy/kubernetes/monitoring/ in step with its sources: the PrometheusRule wraps the
-// groups of deploy/prometheus/chgate-alerts.yml, and chgate-dashboard.json is a byte copy of
-// deploy/grafana/dashboards/chgate.json (kustomize cannot read files outside its folder).
+// Keeps deploy/kubernetes/monitoring/chgate-alerts.yaml in step with its source: the
+// PrometheusRule wraps the groups of deploy/prometheus/chgate-alerts.yml. (The dashboard has one
+// copy, deploy/kubernetes/monitoring/chgate-dashboard.json, which compose mounts too.)
 //
-//   node tests/ops/sync_monitoring.mjs --write   regenerate both
-//   node tests/ops/sync_monitoring.mjs --check   fail if either differs (CI)
+//   node tests/ops/sync_monitoring.mjs --write   regenerate it
+//   node tests/ops/sync_monitoring.mjs --check   fail if it differs (CI)
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import YAML from "yaml";
@@ -16,9 +16,7 @@ if (mode !== "--write" && mode !== "--check") {
 }
 
 const rulesSrc = repoPath("deploy/prometheus/chgate-alerts.yml");
-const dashSrc = repoPath("deploy/grafana/dashboards/chgate.json");
 const rulesDst = repoPath("deploy/kubernetes/monitoring/chgate-alerts.yaml");
-const dashDst = repoPath("deploy/kubernetes/monitoring/chgate-dashboard.json");
 
 const groups = YAML.parse(readFileSync(rulesSrc, "utf8")).groups;
 const rule = {
@@ -36,21 +34,15 @@ const header =
   "# Prometheus selects rules by when the chart's release has that name; for another release name\n" +
   "# patch the label (README, Alerts).\n";
 const ruleText = header + YAML.stringify(rule, { lineWidth: 100, indentSeq: true });
-const dashText = readFileSync(dashSrc, "utf8");
 
 const r = new Reporter("sync-monitoring");
 if (mode === "--write") {
   writeFileSync(rulesDst, ruleText);
-  writeFileSync(dashDst, dashText);
-  r.pass("wrote deploy/kubernetes/monitoring/chgate-alerts.yaml and chgate-dashboard.json");
+  r.pass("wrote deploy/kubernetes/monitoring/chgate-alerts.yaml");
 } else {
   const have = existsSync(rulesDst) ? YAML.parse(readFileSync(rulesDst, "utf8")) : null;
   r.check(isDeepStrictEqual(have, rule),
     "deploy/kubernetes/monitoring/chgate-alerts.yaml matches deploy/prometheus/chgate-alerts.yml",
-    "run `node tests/ops/sync_monitoring.mjs --write`");
-  const dash = existsSync(dashDst) ? readFileSync(dashDst, "utf8") : null;
-  r.check(dash === dashText,
-    "deploy/kubernetes/monitoring/chgate-dashboard.json is a copy of deploy/grafana/dashboards/chgate.json",
     "run `node tests/ops/sync_monitoring.mjs --write`");
 }
 r.finish();

@@ -6,7 +6,7 @@
 #   alert rules        promtool check rules + test rules (deploy/prometheus/)
 #   alertmanager       amtool check-config and routes of deploy/alertmanager/, and every alert it
 #                      names exists in the rules
-#   monitoring copies  deploy/kubernetes/monitoring/ matches deploy/prometheus and deploy/grafana
+#   monitoring copies  deploy/kubernetes/monitoring/chgate-alerts.yaml matches deploy/prometheus
 #   kubernetes         check_k8s.mjs: render, schemas, unknown fields, the sidecar contract
 #   containers         check_containers.mjs: Dockerfile lint, compose config + schema, Prometheus
 #                      config, Grafana provisioning
@@ -134,13 +134,13 @@ run_negative_controls() {
     env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
   cp deploy/kubernetes/gateway/gateway.env "$tmp/k8s/gateway/gateway.env"
   # Dashboard: a misspelled gridPos key, a metric chgate does not export, a hard-coded datasource.
-  jq '.panels[1].gridPos.width = 3' deploy/grafana/dashboards/chgate.json >"$tmp/d1.json"
+  jq '.panels[1].gridPos.width = 3' deploy/kubernetes/monitoring/chgate-dashboard.json >"$tmp/d1.json"
   expect_fail "dashboard unknown field" '"width"' env CHGATE_OPS_DASHBOARD="$tmp/d1.json" node $OPS/check_dashboard.mjs || rc=1
-  jq '.panels[2].targets[0].expr = "sum(rate(chgate_ingest_rowz_total[5m]))"' deploy/grafana/dashboards/chgate.json >"$tmp/d2.json"
+  jq '.panels[2].targets[0].expr = "sum(rate(chgate_ingest_rowz_total[5m]))"' deploy/kubernetes/monitoring/chgate-dashboard.json >"$tmp/d2.json"
   expect_fail "dashboard unknown metric" "chgate_ingest_rowz_total" env CHGATE_OPS_DASHBOARD="$tmp/d2.json" node $OPS/check_dashboard.mjs || rc=1
-  jq '.panels[2].targets[0].expr = "sum(rate(chgate_ingest_rows_total[5m])"' deploy/grafana/dashboards/chgate.json >"$tmp/d3.json"
+  jq '.panels[2].targets[0].expr = "sum(rate(chgate_ingest_rows_total[5m])"' deploy/kubernetes/monitoring/chgate-dashboard.json >"$tmp/d3.json"
   expect_fail "dashboard PromQL syntax" "parse error" env CHGATE_OPS_DASHBOARD="$tmp/d3.json" node $OPS/check_dashboard.mjs || rc=1
-  jq '.panels[4].datasource = {"type": "prometheus", "uid": "P1809F7CD0C75ACF3"}' deploy/grafana/dashboards/chgate.json >"$tmp/d4.json"
+  jq '.panels[4].datasource = {"type": "prometheus", "uid": "P1809F7CD0C75ACF3"}' deploy/kubernetes/monitoring/chgate-dashboard.json >"$tmp/d4.json"
   expect_fail "dashboard hard-coded datasource" "P1809F7CD0C75ACF3" env CHGATE_OPS_DASHBOARD="$tmp/d4.json" node $OPS/check_dashboard.mjs || rc=1
   # Compose: an unknown key. Dockerfile: an unpinned base image.
   sed 's/    read_only: true/    read_onlly: true/' docker-compose.yml >"$ROOT/.neg-compose.yml"
