@@ -9,6 +9,9 @@ ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 
 BUILD_DIR ?= build
 ASAN_BUILD_DIR ?= build-asan
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZERS := frame_fuzz block_fuzz packet_fuzz type_name_fuzz sql_fuzz
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= 2
 CMAKE_ARGS ?=
@@ -50,7 +53,7 @@ endef
 .DEFAULT_GOAL := help
 # Steps run in the order written even under `make -j`.
 .NOTPARALLEL:
-.PHONY: help deps build run test test-asan clickhouse-start clickhouse-stop clickhouse-status \
+.PHONY: help deps build run test test-asan fuzz clickhouse-start clickhouse-stop clickhouse-status \
 	format format-check clean validate-deploy
 
 help:
@@ -58,6 +61,8 @@ help:
 	@echo "                        (QUERY='...' picks the query; default: $(QUERY))"
 	@echo "make test               install deps, build with -Werror, run every test"
 	@echo "make test-asan          the same under ASan+UBSan, in $(ASAN_BUILD_DIR)/"
+	@echo "make fuzz               build the libFuzzer targets with clang in $(FUZZ_BUILD_DIR)/ and run"
+	@echo "                        each for FUZZ_SECONDS (default $(FUZZ_SECONDS)) from its corpus"
 	@echo "make build              configure and build in $(BUILD_DIR)/"
 	@echo "make deps               install missing Debian packages"
 	@echo "make clickhouse-start   start the local ClickHouse (127.0.0.1:$(CHGATE_CH_TCP_PORT))"
@@ -67,7 +72,7 @@ help:
 	@echo "make format-check       fail if a tracked .h/.cc file is not formatted"
 	@echo "make validate-deploy    offline checks of the Dockerfile, compose, Kubernetes, dashboard and"
 	@echo "                        alerts, live against chgate and a real Prometheus (tests/ops/)"
-	@echo "make clean              remove $(BUILD_DIR)/ and $(ASAN_BUILD_DIR)/"
+	@echo "make clean              remove $(BUILD_DIR)/, $(ASAN_BUILD_DIR)/ and $(FUZZ_BUILD_DIR)/"
 
 deps:
 	$(DEPS)
@@ -92,6 +97,15 @@ test-asan:
 	$(call cmake_build,$(ASAN_BUILD_DIR),-DCHGATE_SANITIZE=ON -DCHGATE_WERROR=ON -DCHGATE_BENCH=OFF)
 	$(CTL) start
 	$(TEST_ENV) $(ASAN_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure $(CTEST_ARGS)
+
+# The libFuzzer targets (clang, ASan+UBSan), each run FUZZ_SECONDS from its corpus.
+fuzz:
+	$(DEPS)
+	$(if $(wildcard $(FUZZ_BUILD_DIR)/CMakeCache.txt),,CC=clang CXX=clang++ cmake -S $(ROOT) \
+		-B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCHGATE_FUZZ=ON \
+		-DCHGATE_BENCH=OFF $(CMAKE_ARGS))
+	cmake --build $(FUZZ_BUILD_DIR) --target $(FUZZERS) --parallel $(JOBS)
+	$(ROOT)/tests/fuzz/run.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS) $(FUZZERS)
 
 clickhouse-start:
 	$(CTL) start
@@ -121,4 +135,4 @@ validate-deploy:
 		$(ROOT)/tests/ops/validate.sh --chgate $(BUILD_DIR)/server/chgate $(VALIDATE_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(FUZZ_BUILD_DIR)
