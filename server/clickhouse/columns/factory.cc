@@ -180,6 +180,12 @@ absl::StatusOr<ColumnPtr> Build(const TypeAst& type, const std::string& name) {
     if (CannotBeWrapped(*dictionary)) {
       return Bad(type, "Variant, Dynamic and JSON cannot be LowCardinality");
     }
+    // ClickHouse keeps dictionaries of single values only (numbers, dates, strings, UUID, IP,
+    // ...): it refuses LowCardinality of an Array, Tuple, Map or of another wrapper.
+    const ColumnKind kind = dictionary->kind();
+    if (kind != ColumnKind::kFixed && kind != ColumnKind::kString) {
+      return Bad(type, "LowCardinality holds numbers, dates, strings and other single values only");
+    }
     return std::make_shared<ColumnLowCardinality>(name, type, std::move(dictionary), nullable);
   }
   if (family == "Variant") return MakeVariant(type);

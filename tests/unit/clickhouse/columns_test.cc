@@ -794,7 +794,11 @@ TEST(ColumnCorruptInputTest, UnknownAndMalformedTypesAreRejected) {
   for (const char* bad :
        {"UInt8(3)", "Decimal(0, 0)", "Decimal(9, 10)", "Decimal(77, 1)",
         "DateTime('Mars/Olympus_Mons')", "FixedString(0)", "Enum8('a' = 128)", "Enum8(1)",
-        "Nullable(Nullable(UInt8))", "Map(String)", "DateTime64(10)", "LowCardinality()"}) {
+        "Nullable(Nullable(UInt8))", "Map(String)", "DateTime64(10)", "LowCardinality()",
+        // Composite dictionaries (ClickHouse refuses them; one round-tripped wrongly before).
+        "LowCardinality(Nullable(Tuple(JSON)))", "LowCardinality(Tuple(UInt8, String))",
+        "LowCardinality(Array(String))", "LowCardinality(Map(String, UInt8))",
+        "LowCardinality(LowCardinality(String))"}) {
     SCOPED_TRACE(bad);
     absl::StatusOr<ColumnPtr> c = CreateColumn(bad);
     ASSERT_FALSE(c.ok());
