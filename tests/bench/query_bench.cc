@@ -33,6 +33,14 @@ int Usage() {
 
 }  // namespace
 
+// The values of an integer column view, summed with wrap-around (a checksum, not arithmetic).
+template <typename T>
+uint64_t SumAsUInt64(const chgate::client::FixedColumnView<T>& view) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < view.size(); ++i) sum += static_cast<uint64_t>(view[i]);
+  return sum;
+}
+
 int main(int argc, char** argv) {
   // As chgate and chgate-cli do: no lock-order bookkeeping on every absl::Mutex (Debian's abseil
   // is built without NDEBUG). An application reading results fast would do the same.
@@ -94,21 +102,13 @@ int main(int argc, char** argv) {
         const chgate::v1::Column& column = block.columns(static_cast<int>(col));
         const sdk::ColumnType& type = c.column_type(col);
         if (auto u64 = sdk::ViewFixed<uint64_t>(column, type); u64.ok()) {
-          uint64_t sum = 0;
-          for (size_t i = 0; i < u64->size(); ++i) sum += (*u64)[i];
-          checksum += sum;
+          checksum += SumAsUInt64(*u64);
         } else if (auto i64 = sdk::ViewFixed<int64_t>(column, type); i64.ok()) {
-          uint64_t sum = 0;
-          for (size_t i = 0; i < i64->size(); ++i) sum += static_cast<uint64_t>((*i64)[i]);
-          checksum += sum;
+          checksum += SumAsUInt64(*i64);
         } else if (auto u32 = sdk::ViewFixed<uint32_t>(column, type); u32.ok()) {
-          uint64_t sum = 0;
-          for (size_t i = 0; i < u32->size(); ++i) sum += (*u32)[i];
-          checksum += sum;
+          checksum += SumAsUInt64(*u32);
         } else if (auto i32 = sdk::ViewFixed<int32_t>(column, type); i32.ok()) {
-          uint64_t sum = 0;
-          for (size_t i = 0; i < i32->size(); ++i) sum += static_cast<uint64_t>((*i32)[i]);
-          checksum += sum;
+          checksum += SumAsUInt64(*i32);
         } else if (auto f64 = sdk::ViewFixed<double>(column, type); f64.ok()) {
           double sum = 0;
           for (size_t i = 0; i < f64->size(); ++i) sum += (*f64)[i];

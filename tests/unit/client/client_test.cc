@@ -123,13 +123,20 @@ QueryScript ThreeBlocks() {
   return s;
 }
 
+// The cursor of `SELECT 1` on `client` (the fake answers with its script).
+std::unique_ptr<QueryCursor> QueryOrDie(Client& client) {
+  absl::StatusOr<std::unique_ptr<QueryCursor>> q = client.Query("SELECT 1");
+  EXPECT_TRUE(q.ok()) << q.status();
+  return q.ok() ? *std::move(q) : nullptr;
+}
+
 TEST(QueryCursorTest, NextBlockReadsWholeColumnsThroughViews) {
   FakeServer server;
   server.service().AddQueryScript(ThreeBlocks());
   std::unique_ptr<Client> client = Connect(server);
-  absl::StatusOr<std::unique_ptr<QueryCursor>> q = client->Query("SELECT 1");
-  ASSERT_TRUE(q.ok()) << q.status();
-  QueryCursor& cursor = **q;
+  std::unique_ptr<QueryCursor> q = QueryOrDie(*client);
+  ASSERT_NE(q, nullptr);
+  QueryCursor& cursor = *q;
   std::vector<uint64_t> ids;
   std::vector<std::string> names;
   std::vector<uint32_t> times;
@@ -172,9 +179,9 @@ TEST(QueryCursorTest, NextBlockAndNextMix) {
   FakeServer server;
   server.service().AddQueryScript(ThreeBlocks());
   std::unique_ptr<Client> client = Connect(server);
-  absl::StatusOr<std::unique_ptr<QueryCursor>> q = client->Query("SELECT 1");
-  ASSERT_TRUE(q.ok()) << q.status();
-  QueryCursor& cursor = **q;
+  std::unique_ptr<QueryCursor> q = QueryOrDie(*client);
+  ASSERT_NE(q, nullptr);
+  QueryCursor& cursor = *q;
   ASSERT_TRUE(cursor.Next());  // row 1 of the first block (ids 1, 2)
   EXPECT_EQ(cursor.GetUInt64(0).value(), 1u);
   ASSERT_TRUE(cursor.NextBlock());  // skips id 2: the block of ids 3..5
