@@ -17,7 +17,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       prometheus-cpp-dev libabsl-dev libasio-dev liblz4-dev libzstd-dev libssl-dev \
-      libspdlog-dev libgtest-dev libgmock-dev openssl \
+      libspdlog-dev libcli11-dev libgtest-dev libgmock-dev openssl \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./

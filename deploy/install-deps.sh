@@ -15,7 +15,7 @@ PACKAGES=(
   # libraries
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   prometheus-cpp-dev libabsl-dev libasio-dev liblz4-dev libzstd-dev libssl-dev openssl
-  libspdlog-dev
+  libspdlog-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # local ClickHouse for integration tests
   clickhouse-server clickhouse-client

@@ -24,6 +24,7 @@
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/wire/tls.h"
 #include "server/config/config.h"
+#include "server/wiring.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
 #include "server/log/log.h"
@@ -65,20 +66,6 @@ absl::StatusOr<std::shared_ptr<clickhouse::TlsClientContext>> ClickHouseTls(
                         absl::StrCat("ClickHouse TLS: ", tls.status().message()));
   }
   return *std::move(tls);
-}
-
-clickhouse::ConnectionOptions ConnectionOptionsFrom(const config::Config& c) {
-  return clickhouse::ConnectionOptions{
-      .database = c.database,
-      .user = c.user,
-      .password = c.password,
-      .compression = c.compression == "none"   ? clickhouse::CompressionMethod::kNone
-                     : c.compression == "zstd" ? clickhouse::CompressionMethod::kZstd
-                                               : clickhouse::CompressionMethod::kLz4,
-      .connect_timeout = c.connect_timeout,
-      .handshake_timeout = c.connect_timeout,
-      .read_timeout = c.read_timeout,
-  };
 }
 
 int RunQuery(const config::Config& config) {
@@ -186,20 +173,7 @@ int Serve(const config::Config& config) {
     }
     connection.password_file = *std::move(password);
   }
-  clickhouse::PoolOptions pool_options{
-      .endpoint_policy = config.endpoint_policy == "ordered"
-                             ? clickhouse::EndpointPolicy::kOrdered
-                             : clickhouse::EndpointPolicy::kRoundRobin,
-      .connection = connection,
-      .max_connections = config.pool_max_connections,
-      .min_connections = config.pool_min_connections,
-      .max_lifetime = config.pool_max_lifetime,
-      .max_idle = config.pool_max_idle,
-      .probe_interval = config.endpoint_probe_interval,
-  };
-  for (const auto& ep : config.endpoints) {
-    pool_options.endpoints.push_back({.host = ep.host, .port = ep.port, .tls = ep.tls});
-  }
+  const clickhouse::PoolOptions pool_options = PoolOptionsFrom(config, connection);
   clickhouse::Pool pool(pool_options);
   pool.Start();
   auto pool_collectable = std::make_shared<metrics::PoolCollectable>([&pool] {
@@ -215,37 +189,11 @@ int Serve(const config::Config& config) {
   });
   metrics.RegisterCollectable(pool_collectable);
 
-  ingest::IngestOptions ingest_options;
-  ingest_options.default_database = config.database;
-  ingest_options.limits = {config.batch_max_rows, config.batch_max_bytes, config.batch_max_delay};
-  for (const auto& [table, l] : config.table_limits) {
-    ingest_options.table_limits[table] = {
-        l.max_rows != 0 ? l.max_rows : config.batch_max_rows,
-        l.max_bytes != 0 ? l.max_bytes : config.batch_max_bytes,
-        l.max_delay != absl::ZeroDuration() ? l.max_delay : config.batch_max_delay};
-  }
-  ingest_options.memory_budget_bytes = config.memory_budget;
-  ingest_options.table_budget_bytes = config.table_memory_budget;
-  ingest_options.ready_high_water = config.ready_high_water;
-  ingest_options.ready_low_water = config.ready_low_water;
-  ingest_options.retry = {config.retry_initial_backoff, config.retry_max_backoff,
-                          config.retry_max_elapsed};
-  ingest_options.default_ack =
-      config.ack_mode == "accepted" ? ingest::AckMode::kAccepted : ingest::AckMode::kCommitted;
-  ingest_options.convert.null_as_default = config.null_as_default;
-  ingest_options.flush_threads = config.pool_max_connections;
+  const ingest::IngestOptions ingest_options = IngestOptionsFrom(config);
   ingest::ClickHouseInserter inserter(&pool);
   ingest::Ingestor ingestor(ingest_options, &inserter, ingest::RealClock(), &metrics.ingest());
 
-  service::QueryExecutor queries(
-      &pool,
-      {.max_concurrent_queries = config.query_max_concurrent,
-       .response_bytes = static_cast<uint32_t>(config.query_response_bytes),
-       .max_buffered_bytes = config.query_buffer_bytes,
-       .allow_writes = config.query_allow_writes,
-       .allowed_table_functions = config.query_allow_table_functions,
-       .default_timeout = config.query_default_timeout,
-       .cancel_drain_timeout = config.query_cancel_drain},
+  service::QueryExecutor queries(&pool, QueryServiceOptionsFrom(config),
       &metrics.query());
   // API security: the Authorizer reloads the tokens and policy files, the TLS credentials the
   // certificate files, each when they change.

@@ -33,14 +33,15 @@ namespace {
 
 std::vector<FlagSpec> GlobalFlags() {
   return {
-      {"addr", "ADDR", "chgate API address (default 127.0.0.1:50051; for health 127.0.0.1:50052)"},
-      {"timeout", "DURATION",
-       "deadline of each call; for insert, the longest wait for one ack (default 30s)"},
+      {"addr", "ADDR", absl::StrCat("chgate API address (health: ", kDefaultHealthAddr, ")"),
+       kDefaultAddr},
+      {"timeout", "DURATION", "deadline of each call; for insert, the longest wait for one ack",
+       absl::FormatDuration(Command{}.timeout)},
       {"tls", "", "connect with TLS (implied by the --tls-* options)"},
-      {"tls-ca-file", "FILE", "PEM CA bundle that signed chgate's certificate (default: system)"},
+      {"tls-ca-file", "FILE", "PEM CA bundle that signed chgate's certificate", "the system's"},
       {"tls-cert-file", "FILE", "PEM client certificate for mutual TLS"},
       {"tls-key-file", "FILE", "PEM key of --tls-cert-file"},
-      {"tls-server-name", "NAME", "name to verify chgate's certificate against (default: host)"},
+      {"tls-server-name", "NAME", "name to verify chgate's certificate against", "the host"},
       {"token-file", "FILE", "file holding a bearer token sent with every call"},
       {"help", "", "show help"},
   };
@@ -49,27 +50,29 @@ std::vector<FlagSpec> GlobalFlags() {
 std::vector<FlagSpec> InsertFlags() {
   return {
       {"table", "TABLE", "target table, db.table or table (required)"},
-      {"format", "FORMAT", "input format: jsonl (default) or csv"},
+      {"format", "FORMAT", "input format: jsonl or csv", InsertArgs{}.format},
       {"columns", "A,B,...",
        "target columns; jsonl: the object keys to take (default: the first object's keys); csv: "
        "the input has no header line and these are its columns"},
-      {"batch-rows", "N", "rows per request (default 1000)"},
+      {"batch-rows", "N", "rows per request", absl::StrCat(InsertArgs{}.batch_rows)},
       {"idempotency-prefix", "P",
        "give batch n the idempotency key P-n: a batch that fails with UNAVAILABLE is sent again "
        "(up to 3 times, on a new stream), and a rerun after a failure does not insert committed "
        "batches twice"},
-      {"ack-mode", "MODE", "committed (default) or accepted"},
-      {"max-in-flight", "N", "requests sent but not yet acknowledged (default 16)"},
-      {"stream-timeout", "DURATION", "deadline of the whole insert stream (default 24h)"},
+      {"ack-mode", "MODE", "committed or accepted", "chgate's --ack-mode"},
+      {"max-in-flight", "N", "requests sent but not yet acknowledged",
+       absl::StrCat(InsertArgs{}.max_in_flight)},
+      {"stream-timeout", "DURATION", "deadline of the whole insert stream",
+       absl::FormatDuration(InsertArgs{}.stream_timeout)},
       {"progress", "", "show the progress line even when stderr is not a terminal"},
   };
 }
 
 std::vector<FlagSpec> QueryFlags() {
   return {
-      {"format", "FORMAT", "output format: tsv (default), csv or jsonl"},
-      {"setting", "K=V", "ClickHouse setting for this query", true},
-      {"param", "K=V", "value of the query parameter {K:Type}", true},
+      {"format", "FORMAT", "output format: tsv, csv or jsonl", QueryArgs{}.format},
+      {"setting", "K=V", "ClickHouse setting for this query", "", true},
+      {"param", "K=V", "value of the query parameter {K:Type}", "", true},
       {"database", "DB", "default database for unqualified table names"},
       {"query-id", "ID", "ClickHouse query id"},
       {"names", "", "print a first line with the column names (tsv, csv)"},
@@ -81,25 +84,29 @@ std::vector<FlagSpec> BenchFlags() {
   return {
       {"table", "TABLE", "target table (required)"},
       {"mode", "MODE",
-       "stream (default): row requests over InsertStreams; unary: the same as unary Insert calls "
-       "(the SDK's InsertAsync); block: columnar Blocks over InsertStreams"},
+       "stream: row requests over InsertStreams; unary: the same as unary Insert calls "
+       "(the SDK's InsertAsync); block: columnar Blocks over InsertStreams",
+       "stream"},
       {"streams", "N",
        "concurrent InsertStreams; for --mode unary, sender threads, each with up to "
-       "--max-in-flight calls outstanding (default 4)"},
-      {"duration", "DURATION", "how long to send (default 10s)"},
-      {"rows-per-request", "N", "rows in each request (default 100)"},
-      {"max-in-flight", "N", "unacknowledged requests per stream or unary sender (default 8)"},
+       "--max-in-flight calls outstanding",
+       absl::StrCat(BenchArgs{}.streams)},
+      {"duration", "DURATION", "how long to send", absl::FormatDuration(BenchArgs{}.duration)},
+      {"rows-per-request", "N", "rows in each request", absl::StrCat(BenchArgs{}.rows_per_request)},
+      {"max-in-flight", "N", "unacknowledged requests per stream or unary sender",
+       absl::StrCat(BenchArgs{}.max_in_flight)},
       {"rate", "R",
        "open loop: R requests/s over all streams, due at fixed intervals, latency counted from "
-       "the due time (default: closed loop, as fast as --max-in-flight allows)"},
+       "the due time",
+       "closed loop, as fast as --max-in-flight allows"},
       {"row", "JSON",
-       "the row sent again and again: a JSON object keyed by column, or an array with --columns "
-       "(default {\"id\":1,\"msg\":\"chgate-cli bench\"})"},
+       "the row sent again and again: a JSON object keyed by column, or an array with --columns",
+       BenchArgs{}.row},
       {"columns", "A,B,...", "target columns for an array --row"},
       {"types", "T1,T2,...",
-       "--mode block: the ClickHouse type of each --row value as the server prints it "
-       "(default: read from the table with SELECT ... LIMIT 0)"},
-      {"ack-mode", "MODE", "committed (default) or accepted"},
+       "--mode block: the ClickHouse type of each --row value as the server prints it",
+       "read from the table with SELECT ... LIMIT 0"},
+      {"ack-mode", "MODE", "committed or accepted", "chgate's --ack-mode"},
       {"metrics-url", "URL",
        "http://HOST:PORT/metrics of chgate (its --metrics-listen), scraped before and after the "
        "run for chgate's CPU per request and per row (process_cpu_seconds_total)"},
@@ -110,8 +117,7 @@ std::vector<FlagSpec> BenchFlags() {
 std::vector<FlagSpec> HealthFlags() {
   return {
       {"service", "NAME",
-       "health service name: \"\" (default, the whole server), liveness, readiness or "
-       "buffer"},
+       "health service name: \"\" (the whole server), liveness, readiness or buffer", "\"\""},
   };
 }
 
@@ -928,7 +934,7 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args) {
       InsertArgs& a = command.insert;
       a.table = flags->Get("table");
       if (a.table.empty()) error = absl::InvalidArgumentError("--table is required");
-      a.format = flags->Get("format", "jsonl");
+      a.format = flags->Get("format", a.format);
       if (error.ok() && a.format != "jsonl" && a.format != "csv") {
         error = absl::InvalidArgumentError(
             absl::StrCat("--format: '", a.format, "' is neither jsonl nor csv"));
@@ -953,7 +959,7 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args) {
       } else {
         a.sql = flags->positional()[0];
       }
-      a.format = flags->Get("format", "tsv");
+      a.format = flags->Get("format", a.format);
       if (error.ok() && a.format != "tsv" && a.format != "csv" && a.format != "jsonl") {
         error = absl::InvalidArgumentError(
             absl::StrCat("--format: '", a.format, "' is not tsv, csv or jsonl"));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -24,52 +25,82 @@ std::vector<std::string> ParsedFlags::All(std::string_view name) const {
 
 absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<FlagSpec>& specs,
                                        const std::vector<std::string>& args) {
+  // CLI11 parses; the checks it does not make (a value that is really the next option, a bare
+  // "-x") and the wording of its errors are ours.
+  auto is_option = [&](const std::string& text) {
+    if (text.rfind("--", 0) != 0) return false;
+    const std::string name = text.substr(2, text.find('=') - 2);
+    return std::any_of(specs.begin(), specs.end(),
+                       [&](const FlagSpec& s) { return s.name == name; });
+  };
+  CLI::App app;
+  app.set_help_flag();  // --help is one of the specs where a command has it
+  app.allow_extras();   // unknown options and positional arguments are sorted out below
+  app.positionals_at_end(false);
+  std::vector<std::pair<const FlagSpec*, CLI::Option*>> options;
+  for (const FlagSpec& spec : specs) {
+    const std::string flag = absl::StrCat("--", spec.name);
+    CLI::Option* option = spec.value_name.empty() ? app.add_flag(flag) : app.add_option(flag);
+    option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    options.emplace_back(&spec, option);
+  }
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11's order
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ArgumentMismatch& e) {
+    // An option with a value at the end of the line ("--name: 1 required ... missing").
+    const std::string what = e.what();
+    for (const FlagSpec& spec : specs) {
+      if (!spec.value_name.empty() && what.rfind(absl::StrCat("--", spec.name, ":"), 0) == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("option --", spec.name, " needs a value (", spec.value_name, ")"));
+      }
+    }
+    return absl::InvalidArgumentError(e.what());
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
   ParsedFlags parsed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
+  std::vector<std::string> extras = app.remaining();
+  for (size_t i = 0; i < extras.size(); ++i) {
+    const std::string& arg = extras[i];
     if (arg == "--") {
-      parsed.positional_.insert(parsed.positional_.end(), args.begin() + static_cast<long>(i) + 1,
-                                args.end());
+      parsed.positional_.insert(parsed.positional_.end(), extras.begin() + static_cast<long>(i) + 1,
+                                extras.end());
       break;
     }
-    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "-") {
-      if (!arg.empty() && arg[0] == '-' && arg != "-") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unknown option '", arg, "' (options are spelled --name)"));
-      }
-      parsed.positional_.push_back(arg);
-      continue;
+    if (arg.rfind("--", 0) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option --", arg.substr(2, arg.find('=') - 2)));
     }
-    std::string name = arg.substr(2);
-    std::string value;
-    bool has_value = false;
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-      has_value = true;
+    if (arg.size() > 1 && arg[0] == '-') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", arg, "' (options are spelled --name)"));
     }
-    auto spec =
-        std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.name == name; });
-    if (spec == specs.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown option --", name));
-    }
+    parsed.positional_.push_back(arg);
+  }
+  for (const auto& [spec, option] : options) {
+    if (option->count() == 0) continue;
+    std::vector<std::string> values = option->results();
     if (spec->value_name.empty()) {
-      if (has_value && value != "true" && value != "false") {
-        return absl::InvalidArgumentError(absl::StrCat("option --", name, " takes no value"));
+      for (const std::string& v : values) {
+        if (v != "true" && v != "false") {
+          return absl::InvalidArgumentError(
+              absl::StrCat("option --", spec->name, " takes no value"));
+        }
       }
-      if (!has_value) value = "true";
-    } else if (!has_value) {
-      if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("option --", name, " needs a value (", spec->value_name, ")"));
+    } else {
+      for (const std::string& v : values) {
+        if (is_option(v)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "option --", spec->name, " needs a value (", spec->value_name, "), not ", v));
+        }
       }
-      value = args[++i];
     }
-    std::vector<std::string>& values = parsed.values_[name];
-    if (!values.empty() && !spec->repeated) {
-      return absl::InvalidArgumentError(absl::StrCat("option --", name, " given twice"));
+    if (values.size() > 1 && !spec->repeated) {
+      return absl::InvalidArgumentError(absl::StrCat("option --", spec->name, " given twice"));
     }
-    values.push_back(std::move(value));
+    parsed.values_[spec->name] = std::move(values);
   }
   return parsed;
 }
@@ -86,6 +117,8 @@ std::string FormatFlagsHelp(const std::vector<FlagSpec>& specs) {
   std::string out;
   for (size_t i = 0; i < specs.size(); ++i) {
     absl::StrAppend(&out, heads[i], std::string(width + 3 - heads[i].size(), ' '), specs[i].help,
+                    specs[i].default_text.empty() ? "" : " (default: ", specs[i].default_text,
+                    specs[i].default_text.empty() ? "" : ")",
                     specs[i].repeated ? " (repeatable)" : "", "\n");
   }
   return out;

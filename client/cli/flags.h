@@ -1,6 +1,6 @@
-// A small command-line flag parser for chgate-cli: `--name value`, `--name=value`, boolean
-// `--name`, repeatable flags, `--` ending the flags, and positional arguments in between.
-// Plain values and functions, thread-safe.
+// chgate-cli's command lines, parsed by CLI11: `--name value`, `--name=value`, boolean `--name`
+// (or `--name=true|false`), repeatable flags, `--` ending the flags, and positional arguments in
+// between. Plain values and functions, thread-safe.
 #pragma once
 
 #include <map>
@@ -16,8 +16,11 @@ namespace chgate::cli {
 struct FlagSpec {
   std::string name;        // without the leading "--"
   std::string value_name;  // e.g. "ADDR"; empty for a boolean flag
-  std::string help;        // one line; the default, if any, is part of it
-  bool repeated = false;   // may be given more than once
+  std::string help;        // one line, without the default
+  // The default as shown in help ("" = none shown). Written from the argument structs' own
+  // initializers (e.g. absl::StrCat(InsertArgs{}.batch_rows)), so the default lives there only.
+  std::string default_text;
+  bool repeated = false;  // may be given more than once
 };
 
 // What ParseFlags found.
@@ -37,8 +40,9 @@ class ParsedFlags {
   std::vector<std::string> positional_;
 };
 
-// Parses `args` against `specs`. Returns InvalidArgument for an unknown flag, a missing value, a
-// value given to a boolean flag, or a non-repeatable flag given twice.
+// Parses `args` against `specs`. Returns InvalidArgument for an unknown flag, a missing value (or
+// the next option where a value belongs), a value other than true/false given to a boolean flag,
+// or a non-repeatable flag given twice.
 absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<FlagSpec>& specs,
                                        const std::vector<std::string>& args);
 

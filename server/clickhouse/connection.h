@@ -51,11 +51,11 @@ struct ConnectionOptions {
   int zstd_level = 1;
   absl::Duration connect_timeout = absl::Seconds(5);
   // Bounds the TLS handshake and the native Hello exchange, each.
-  absl::Duration handshake_timeout = absl::Seconds(10);
+  absl::Duration handshake_timeout = absl::Seconds(5);
   // TLS to the secure native port when set; plain TCP when null.
   std::shared_ptr<TlsClientContext> tls;
   // Bounds each wait for the socket, not whole queries.
-  absl::Duration read_timeout = absl::Seconds(300);
+  absl::Duration read_timeout = absl::Seconds(60);
   absl::Duration write_timeout = absl::Seconds(60);
   size_t receive_buffer_size = 1 << 20;
   // Optional process-wide byte counters this connection also adds to (must outlive it).

@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -21,11 +22,15 @@ namespace {
 
 using Setter = std::function<absl::Status(absl::string_view, Config*)>;
 
+// One setting: its name (the flag without "--"; the variable is CHGATE_<NAME>), its default as
+// text (applied through `set` like any given value, so the Config struct holds no second copy),
+// its help (the --help text and the README's table), and its parser and validation.
 struct Option {
   std::string name;
   std::string default_text;
   std::string help;
   Setter set;
+  bool flag = false;  // boolean: `--name` alone means true; `--name=false` is allowed
 };
 
 absl::Status Bad(absl::string_view name, absl::string_view value, absl::string_view what) {
@@ -34,6 +39,15 @@ absl::Status Bad(absl::string_view name, absl::string_view value, absl::string_v
 
 Setter String(std::string Config::*field) {
   return [field](absl::string_view v, Config* c) {
+    c->*field = std::string(v);
+    return absl::OkStatus();
+  };
+}
+
+// Text that may not be empty.
+Setter NonEmpty(const char* name, std::string Config::*field) {
+  return [name, field](absl::string_view v, Config* c) {
+    if (v.empty()) return Bad(name, v, "is empty (it needs a value)");
     c->*field = std::string(v);
     return absl::OkStatus();
   };
@@ -149,49 +163,51 @@ absl::Status SetTableLimits(absl::string_view v, Config* c) {
 const std::vector<Option>& Options() {
   static const auto* options = new std::vector<Option>{
       {"listen", "127.0.0.1:50051", "gRPC API address (Insert, InsertStream, Query)",
-       String(&Config::listen)},
+       NonEmpty("listen", &Config::listen)},
       {"allow-remote-api", "false",
-       "allow --listen on a non-loopback address (exposes the API to the network)",
-       Bool("allow-remote-api", &Config::allow_remote_api)},
+       "allow `--listen` on a non-loopback address (exposes the API to the network)",
+       Bool("allow-remote-api", &Config::allow_remote_api), /*flag=*/true},
       // API security.
       {"allow-insecure-remote-api", "false",
-       "allow a non-loopback --listen without API TLS (tokens and rows cross the network in "
+       "allow a non-loopback `--listen` without API TLS (tokens and rows cross the network in "
        "clear text)",
-       Bool("allow-insecure-remote-api", &Config::allow_insecure_remote_api)},
-      {"api-tls-cert-file", "", "PEM certificate (chain) of the API listener; enables TLS",
+       Bool("allow-insecure-remote-api", &Config::allow_insecure_remote_api), /*flag=*/true},
+      {"api-tls-cert-file", "",
+       "PEM certificate (chain) of the API listener; enables TLS (1.2 or newer)",
        String(&Config::api_tls_cert_file)},
-      {"api-tls-key-file", "", "PEM private key of --api-tls-cert-file",
+      {"api-tls-key-file", "", "PEM private key of `--api-tls-cert-file`",
        String(&Config::api_tls_key_file)},
-      {"api-tls-client-ca-file", "",
-       "PEM CA bundle that signs client certificates; enables mutual TLS",
+      {"api-tls-client-ca-file", "", "PEM CA bundle for client certificates; enables mutual TLS",
        String(&Config::api_tls_client_ca_file)},
       {"api-tls-client-auth", "require",
-       "with --api-tls-client-ca-file: require a client certificate, or verify it only when sent "
-       "(optional: callers may use a bearer token instead)",
+       "`require` a client certificate, or verify it only when sent (`optional`: callers may use a "
+       "token)",
        OneOf("api-tls-client-auth", &Config::api_tls_client_auth, {"require", "optional"})},
-      {"api-tokens-file", "", "file of \"<identity> <token>\" lines for bearer-token callers",
+      {"api-tokens-file", "",
+       "bearer tokens, `<identity> <token>` lines (needs `--api-policy-file`)",
        String(&Config::api_tokens_file)},
-      {"api-policy-file", "",
-       "policy of what each caller identity may do (\"\" = every caller may do everything)",
+      {"api-policy-file", "", "what each identity may do; none: every caller may do everything",
        String(&Config::api_policy_file)},
       {"api-reload-interval", "10s",
-       "how often the API certificate, key, client CA, tokens and policy files are checked for "
-       "changes",
+       "how often the certificate, key, CA, tokens and policy files are checked for changes",
        Duration("api-reload-interval", &Config::api_reload_interval)},
       {"health-listen", "[::]:50052",
-       "grpc.health.v1 address for kubelet probes (\"\" = API listener)",
+       "health address (`\"\"`: the API listener); `[::]:port` is every IPv6 and IPv4 address "
+       "(IPv4 alone where the kernel has no IPv6), so kubelet probes work on IPv4, IPv6 and "
+       "dual-stack clusters",
        String(&Config::health_listen)},
       {"grpc-reflection", "false",
-       "serve gRPC server reflection on the API and health listeners (for grpcurl); off by "
-       "default: it is a synchronous gRPC service, whose polling threads cost about a tenth of "
-       "chgate's CPU per small request",
-       Bool("grpc-reflection", &Config::grpc_reflection)},
-      {"metrics-listen", "[::]:9464",
-       "Prometheus /metrics address (\"\" = off; \"[::]:port\" = every IPv6 and IPv4 address)",
+       "serve gRPC server reflection on both listeners (for `grpcurl` without the .proto). Off by "
+       "default: gRPC's reflection is a synchronous service, and one synchronous service makes "
+       "gRPC run polling threads that take part in every connection's I/O; measured with "
+       "`chgate-cli bench` (1-row requests), turning it off took chgate from about 0.41 to 0.25 "
+       "context switches per request. Health is served on gRPC's callback API either way",
+       Bool("grpc-reflection", &Config::grpc_reflection), /*flag=*/true},
+      {"metrics-listen", "[::]:9464", "`/metrics` address (`\"\"`: off), same address forms",
        String(&Config::metrics_listen)},
       {"endpoints", "127.0.0.1:9000",
-       "ClickHouse native endpoints, [tcp://|tls://]host[:port][,...] (port 9000, or 9440 with "
-       "TLS)",
+       "ClickHouse native endpoints, `[tcp://|tls://]host[:port][,...]` (replicas; port 9000, or "
+       "9440 with TLS)",
        [](absl::string_view v, Config* c) -> absl::Status {
          auto eps = ParseEndpoints(v);
          if (!eps.ok())
@@ -200,49 +216,51 @@ const std::vector<Option>& Options() {
          return absl::OkStatus();
        }},
       {"endpoint-policy", "round-robin",
-       "which endpoint a new connection tries first: round-robin (spread over the replicas) or "
-       "ordered (the first one, later ones only as fallbacks)",
+       "which endpoint a new connection tries first: `round-robin` (each new connection one "
+       "further along the list, spreading connections and parts over the replicas) or `ordered` "
+       "(always the first; later endpoints only when it fails)",
        OneOf("endpoint-policy", &Config::endpoint_policy, {"round-robin", "ordered"})},
       {"endpoint-probe-interval", "10s",
-       "how often an endpoint chgate holds no connection to is probed (connect, handshake, "
-       "close), so chgate_clickhouse_up is current for every endpoint",
+       "how often an endpoint chgate holds no connection to (never used, a fallback, failed, or "
+       "whose connection just broke) is probed: connect, handshake, close; keeps "
+       "`chgate_clickhouse_up` current for every endpoint",
        Duration("endpoint-probe-interval", &Config::endpoint_probe_interval)},
-      {"clickhouse-tls", "false",
-       "connect to ClickHouse with TLS (its secure native port) on every endpoint without a "
-       "tcp:// scheme",
-       Bool("clickhouse-tls", &Config::clickhouse_tls)},
+      {"clickhouse-tls", "false", "TLS to ClickHouse on every endpoint without a `tcp://` scheme",
+       Bool("clickhouse-tls", &Config::clickhouse_tls), /*flag=*/true},
       {"clickhouse-tls-ca-file", "",
-       "PEM file of the CAs that may sign ClickHouse's certificate (\"\" = the system's trust "
-       "store); re-read when it changes",
+       "PEM CAs that may sign ClickHouse's certificate (none: the system's trust store)",
        String(&Config::clickhouse_tls_ca_file)},
       {"clickhouse-tls-cert-file", "",
-       "client certificate (PEM) for mutual TLS to ClickHouse; re-read when it changes",
+       "PEM client certificate for mutual TLS to ClickHouse (with `--clickhouse-tls-key-file`)",
        String(&Config::clickhouse_tls_cert_file)},
-      {"clickhouse-tls-key-file", "", "private key (PEM) of --clickhouse-tls-cert-file",
+      {"clickhouse-tls-key-file", "", "PEM private key of `--clickhouse-tls-cert-file`",
        String(&Config::clickhouse_tls_key_file)},
       {"clickhouse-tls-server-name", "",
-       "name sent in SNI and checked against ClickHouse's certificate (\"\" = each endpoint's "
-       "host)",
+       "name sent in SNI and checked against ClickHouse's certificate (none: each endpoint's host)",
        String(&Config::clickhouse_tls_server_name)},
       {"clickhouse-tls-insecure-skip-verify", "false",
-       "do not verify ClickHouse's certificate (encrypts but trusts any server; testing only)",
-       Bool("clickhouse-tls-insecure-skip-verify", &Config::clickhouse_tls_insecure_skip_verify)},
-      {"user", "default", "ClickHouse user", String(&Config::user)},
-      {"password-file", "", "file holding the ClickHouse password (trailing newline ignored)",
+       "encrypt without verifying ClickHouse's certificate (warns at start, "
+       "`chgate_clickhouse_tls_insecure_skip_verify` = 1)",
+       Bool("clickhouse-tls-insecure-skip-verify", &Config::clickhouse_tls_insecure_skip_verify),
+       /*flag=*/true},
+      {"user", "default", "ClickHouse user", NonEmpty("user", &Config::user)},
+      {"password-file", "",
+       "file holding the password (never a flag or variable); read again when it changes, so new "
+       "connections use a rotated password",
        String(&Config::password_file)},
       {"database", "default", "database of table names given without one",
-       String(&Config::database)},
-      {"compression", "lz4", "block compression on the wire: none, lz4 or zstd",
+       NonEmpty("database", &Config::database)},
+      {"compression", "lz4", "`none`, `lz4` or `zstd` on the wire",
        OneOf("compression", &Config::compression, {"none", "lz4", "zstd"})},
-      {"connect-timeout", "5s", "timeout for connecting and the handshake",
+      {"connect-timeout", "5s", "connect and handshake",
        Duration("connect-timeout", &Config::connect_timeout)},
       {"read-timeout", "60s", "longest wait for data from ClickHouse",
        Duration("read-timeout", &Config::read_timeout)},
-      {"pool-max-connections", "8", "most connections to ClickHouse (parallel flushes)",
+      {"pool-max-connections", "8", "connections to ClickHouse (and parallel flushes)",
        Count("pool-max-connections", &Config::pool_max_connections, 1)},
       {"pool-min-connections", "1", "connections kept open",
        Count("pool-min-connections", &Config::pool_min_connections, 0)},
-      {"pool-max-lifetime", "1h", "connections are closed after this long",
+      {"pool-max-lifetime", "1h", "connections are replaced after this long",
        Duration("pool-max-lifetime", &Config::pool_max_lifetime)},
       {"pool-max-idle", "5m", "idle connections are closed after this long",
        Duration("pool-max-idle", &Config::pool_max_idle)},
@@ -252,68 +270,62 @@ const std::vector<Option>& Options() {
        Bytes("batch-max-bytes", &Config::batch_max_bytes, false)},
       {"batch-max-delay", "200ms", "flush a table's batch when its oldest row is this old",
        Duration("batch-max-delay", &Config::batch_max_delay)},
-      {"table-limits", "", "per-table overrides: db.t:rows=N,bytes=S,delay=D;db.u:...",
+      {"table-limits", "", "per-table overrides, `db.t:rows=N,bytes=S,delay=D;db.u:...`",
        SetTableLimits},
       {"memory-budget", "256MiB",
-       "most bytes insert requests hold, from arrival to commit: rows are buffered up to 3/4 of "
-       "it (callers wait beyond), requests arriving or waiting use the rest, and beyond it they "
-       "are refused with RESOURCE_EXHAUSTED",
+       "most bytes insert requests hold from arrival to commit: rows are buffered up to 3/4 of it "
+       "(callers wait beyond), requests arriving or waiting use the rest, beyond it they get "
+       "`RESOURCE_EXHAUSTED` at once",
        Bytes("memory-budget", &Config::memory_budget, false)},
       {"max-message-bytes", "16MiB",
-       "largest API request message; larger ones are refused by gRPC with RESOURCE_EXHAUSTED "
-       "(at most 1/4 of --memory-budget)",
+       "largest API request message (at most 1/4 of the budget); larger ones get "
+       "`RESOURCE_EXHAUSTED` from gRPC",
        Bytes("max-message-bytes", &Config::max_message_bytes, false)},
       {"max-concurrent-streams", "0",
-       "most calls open at once on one client connection (0 = no limit); gRPC holds each unary "
-       "call's whole message before chgate sees it, so this bounds a burst's memory per "
-       "connection to this many x --max-message-bytes, at the cost of calls waiting in the client",
+       "calls open at once per client connection (`0`: no limit); bounds what gRPC receives for "
+       "InsertStream calls in one burst, at the cost of calls waiting in the client",
        Count("max-concurrent-streams", &Config::max_concurrent_streams, 0)},
-      {"table-memory-budget", "0", "most buffered bytes per table (0 = no per-table limit)",
+      {"table-memory-budget", "0", "most buffered bytes per table (`0`: none)",
        Bytes("table-memory-budget", &Config::table_memory_budget, true)},
       {"ready-high-water", "0.9",
-       "health name \"buffer\" (opt-in buffer-based readiness) turns NOT_SERVING above this "
-       "share of the budget",
+       "health name `buffer` (opt-in buffer-based readiness) turns NOT_SERVING above this share of "
+       "the budget",
        Share("ready-high-water", &Config::ready_high_water, /*zero_ok=*/false, /*one_ok=*/true)},
       {"ready-low-water", "0.7",
-       "after turning NOT_SERVING, \"buffer\" is SERVING again only below this share of the "
-       "budget (must be below --ready-high-water)",
+       "after turning NOT_SERVING, health name `buffer` is SERVING again only below this share of "
+       "the budget (hysteresis, so the pod does not flap); must be below `--ready-high-water`",
        Share("ready-low-water", &Config::ready_low_water, /*zero_ok=*/true, /*one_ok=*/false)},
       {"liveness-stall-timeout", "5m",
-       "the health name `liveness` turns NOT_SERVING (and the kubelet restarts chgate) when the "
-       "batch scheduler has not run, or a conversion or flush has not ended, for this long; "
-       "must exceed --retry-max-elapsed plus --read-timeout",
+       "health name `liveness` turns NOT_SERVING (the kubelet restarts chgate) when the batch "
+       "scheduler has not run, or a conversion or flush has not ended, for this long; must exceed "
+       "`--retry-max-elapsed` + `--read-timeout`",
        Duration("liveness-stall-timeout", &Config::liveness_stall_timeout)},
-      {"ack-mode", "committed",
-       "default ack: committed (after ClickHouse accepted the rows) or accepted (once buffered; "
-       "rows are lost if chgate dies before flushing)",
+      {"ack-mode", "committed", "default ack mode (see below)",
        OneOf("ack-mode", &Config::ack_mode, {"committed", "accepted"})},
-      {"null-as-default", "false", "a null for a non-Nullable column inserts the type's default",
-       Bool("null-as-default", &Config::null_as_default)},
-      {"retry-initial-backoff", "100ms", "first retry delay (doubles, with full jitter)",
+      {"null-as-default", "false", "a null for a non-Nullable column stores the type's default",
+       Bool("null-as-default", &Config::null_as_default), /*flag=*/true},
+      {"retry-initial-backoff", "100ms", "first retry delay (doubles, full jitter)",
        Duration("retry-initial-backoff", &Config::retry_initial_backoff)},
       {"retry-max-backoff", "5s", "longest retry delay",
        Duration("retry-max-backoff", &Config::retry_max_backoff)},
-      {"retry-max-elapsed", "60s", "a batch is retried for at most this long",
+      {"retry-max-elapsed", "60s", "a batch is retried at most this long",
        Duration("retry-max-elapsed", &Config::retry_max_elapsed)},
       {"default-deadline", "30s", "deadline of calls that set none",
        Duration("default-deadline", &Config::default_deadline)},
-      {"drain-timeout", "20s", "on SIGTERM, how long buffered rows may take to flush",
+      {"drain-timeout", "20s", "how long a SIGTERM drain may take",
        Duration("drain-timeout", &Config::drain_timeout)},
       {"query-max-concurrent", "4",
-       "most Query calls running at once (others wait, then get RESOURCE_EXHAUSTED); each "
-       "holds a pooled connection while it runs",
+       "Query calls running at once (others wait, then `RESOURCE_EXHAUSTED`)",
        Count("query-max-concurrent", &Config::query_max_concurrent, 1)},
-      {"query-response-bytes", "512KiB",
-       "target size of one Query response message (a request's max_response_bytes may lower it); "
-       "below 1MiB its buffers are reused from the heap instead of mapped afresh for each message",
+      {"query-response-bytes", "512KiB", "target size of one Query response message (1KiB to 3MiB)",
        Bytes("query-response-bytes", &Config::query_response_bytes, false)},
       {"query-buffer-bytes", "4MiB",
        "response bytes per query waiting for a slow caller before chgate stops reading ClickHouse",
        Bytes("query-buffer-bytes", &Config::query_buffer_bytes, false)},
       {"query-allow-writes", "false",
-       "run queries without ClickHouse's readonly = 2 and let them be any statement (writes, DDL, "
-       "KILL); INSERT with inline data stays refused",
-       Bool("query-allow-writes", &Config::query_allow_writes)},
+       "run queries without `readonly = 2` and accept any statement (writes, DDL, KILL) through "
+       "Query",
+       Bool("query-allow-writes", &Config::query_allow_writes), /*flag=*/true},
       {"query-allow-table-functions", "",
        absl::StrCat("comma-separated table functions queries may call; all of these are refused "
                     "by default because they make ClickHouse reach outside itself: ",
@@ -330,29 +342,22 @@ const std::vector<Option>& Options() {
       {"query-default-timeout", "5m", "deadline of Query calls that set none",
        Duration("query-default-timeout", &Config::query_default_timeout)},
       {"query-cancel-drain", "2s",
-       "after cancelling a query, how long to drain its connection before closing it",
+       "how long a cancelled query's connection is drained before it is closed",
        Duration("query-cancel-drain", &Config::query_cancel_drain)},
-      {"log-level", "info", "least severe log events written: debug, info, warn or error",
+      {"log-level", "info", "least severe log events written: `debug`, `info`, `warn` or `error`",
        OneOf("log-level", &Config::log_level, {"debug", "info", "warn", "error"})},
       {"log-format", "text",
-       "log lines on stderr: text (time level [component] message key=value ...) or json (one "
-       "object per line)",
+       "log lines on stderr: `text` (`time LEVEL [component] message key=value ...`) or `json` "
+       "(one object per line)",
        OneOf("log-format", &Config::log_format, {"text", "json"})},
       {"log-repeat-interval", "10s",
-       "a repeating event (a retried batch, a refused caller) is logged at most once per interval "
-       "per table, endpoint or reason, with the count of the repeats suppressed meanwhile",
+       "a repeating event (a retried batch, a refused caller, an endpoint flapping) is logged at "
+       "most once per interval and table, endpoint or reason, with the count of repeats suppressed "
+       "meanwhile",
        Duration("log-repeat-interval", &Config::log_repeat_interval)},
-      {"query", "", "one-shot mode: run this SQL, print the result as TSV and exit",
-       String(&Config::query)},
+      {"query", "", "one-shot mode: run the SQL, print TSV, exit", String(&Config::query)},
   };
   return *options;
-}
-
-const Option* FindOption(absl::string_view name) {
-  for (const Option& o : Options()) {
-    if (o.name == name) return &o;
-  }
-  return nullptr;
 }
 
 std::string EnvName(absl::string_view option) {
@@ -478,8 +483,14 @@ absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text, boo
 
 absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* const* envp) {
   Config config;
+  // Defaults first, through the same setters as given values: Options() is their only copy.
+  for (const Option& o : Options()) {
+    if (absl::Status s = o.set(o.default_text, &config); !s.ok()) {
+      return absl::InternalError(absl::StrCat("default of --", o.name, ": ", s.message()));
+    }
+  }
   std::map<std::string, std::string> given;  // option -> the text that set it
-  // Environment first, so flags override it.
+  // The environment next, so flags override it.
   for (const char* const* e = envp; e != nullptr && *e != nullptr; ++e) {
     absl::string_view entry(*e);
     if (!absl::StartsWith(entry, "CHGATE_")) continue;
@@ -497,33 +508,37 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
     }
     if (!known) config.unknown_environment.emplace_back(entry.substr(0, eq));
   }
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg(argv[i]);
-    if (arg == "--help" || arg == "-h") {
-      config.help = true;
-      continue;
-    }
-    if (!absl::ConsumePrefix(&arg, "--")) {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
-    }
-    absl::string_view name = arg, value;
-    bool has_value = false;
-    if (size_t eq = arg.find('='); eq != absl::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    const Option* option = FindOption(name);
-    if (option == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown option --", name, " (see --help)"));
-    }
-    if (!has_value) {
-      if (i + 1 >= argc)
-        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
-      value = argv[++i];
-    }
+  // Then the command line, parsed by CLI11: `--name=value`, `--name value`, `--flag` alone
+  // (true) or `--flag=false`; the last of repeated options wins. Values are applied in the
+  // order of Options(), whatever their order on the command line, so an option that depends on
+  // another (--table-limits on --database) sees it set.
+  CLI::App app("chgate", "chgate");
+  app.set_help_flag("-h,--help");
+  std::vector<std::pair<const Option*, CLI::Option*>> registered;
+  for (const Option& o : Options()) {
+    const std::string flag = absl::StrCat("--", o.name);
+    CLI::Option* cli = o.flag ? app.add_flag(flag) : app.add_option(flag)->expected(0, 1);
+    cli->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    registered.emplace_back(&o, cli);
+  }
+  std::vector<std::string> args;  // CLI11 takes them in reverse order
+  for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    config.help = true;
+    return config;
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    if (absl::StrContains(message, "not expected")) absl::StrAppend(&message, " (see --help)");
+    return absl::InvalidArgumentError(message);
+  }
+  for (const auto& [option, cli] : registered) {
+    if (cli->count() == 0) continue;
+    // `--name` without a value, followed by another option or nothing, reads as an empty value.
+    const std::string value = cli->results().empty() ? "" : cli->results().back();
     if (absl::Status s = option->set(value, &config); !s.ok()) return s;
-    given[option->name] = std::string(value);
+    given[option->name] = value;
   }
   for (const Option& o : Options()) {
     auto it = given.find(o.name);
@@ -619,12 +634,24 @@ std::string Usage() {
       "Usage: chgate [options]\n"
       "A gRPC sidecar that batches rows into ClickHouse over its native protocol.\n"
       "With --query, connects once, runs the query, prints the result as TSV and exits.\n\n"
-      "Options (each also read from the environment variable shown; flags win):\n";
+      "Options (each also read from the environment variable shown; flags win; a boolean option "
+      "alone means true):\n";
   for (const Option& o : Options()) {
-    absl::StrAppend(&out, "  --", o.name, "=VALUE  [", EnvName(o.name), "]\n      ", o.help,
+    absl::StrAppend(&out, "  --", o.name, o.flag ? "=true|false" : "=VALUE", "  [",
+                    EnvName(o.name), "]\n      ", absl::StrReplaceAll(o.help, {{"`", ""}}),
                     " (default: ", o.default_text.empty() ? "\"\"" : o.default_text, ")\n");
   }
   absl::StrAppend(&out, "  --help\n      print this text\n");
+  return out;
+}
+
+std::string OptionsMarkdown() {
+  std::string out = "| option | default | meaning |\n|---|---|---|\n";
+  for (const Option& o : Options()) {
+    absl::StrAppend(&out, "| `--", o.name, "` | ",
+                    o.default_text.empty() ? "none" : absl::StrCat("`", o.default_text, "`"), " | ",
+                    absl::StrReplaceAll(o.help, {{"|", "\\|"}}), " |\n");
+  }
   return out;
 }
 

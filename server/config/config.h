@@ -1,6 +1,8 @@
-// chgate's configuration: every option with its default, read from flags (`--name=value` or
-// `--name value`) and environment variables (`CHGATE_NAME`, dashes as underscores; flags win),
-// then validated. The ClickHouse password is read from a file, never from a flag.
+// chgate's configuration: every option is defined once in config.cc (name, default, help,
+// parser and validation), read from environment variables (`CHGATE_NAME`, dashes as
+// underscores) and then flags (`--name=value`, `--name value`, a boolean `--name` alone; parsed
+// by CLI11; flags win), then validated as a whole. The ClickHouse password is read from a file,
+// never from a flag.
 #pragma once
 
 #include <cstdint>
@@ -27,78 +29,81 @@ struct TableLimits {
   absl::Duration max_delay = absl::ZeroDuration();  // 0: the global default
 };
 
+// Every field an option sets starts empty here: its default is the option's default text in
+// config.cc, applied by Parse. Build a Config with Parse (Parse(1, {"chgate"}, nullptr) for the
+// defaults), not by hand.
 struct Config {
   // Listeners.
-  std::string listen = "127.0.0.1:50051";    // Insert/InsertStream/Query
-  std::string health_listen = "[::]:50052";  // grpc.health.v1 for kubelet probes
-  bool grpc_reflection = false;              // gRPC server reflection on both listeners
-  std::string metrics_listen = "[::]:9464";  // Prometheus /metrics
-  bool allow_remote_api = false;             // required to put the API on a non-loopback address
+  std::string listen{};          // Insert/InsertStream/Query
+  std::string health_listen{};   // grpc.health.v1 for kubelet probes
+  bool grpc_reflection{};        // gRPC server reflection on both listeners
+  std::string metrics_listen{};  // Prometheus /metrics
+  bool allow_remote_api{};       // required to put the API on a non-loopback address
   // API security: TLS of the API listener, caller identities and the policy.
   std::string api_tls_cert_file;
   std::string api_tls_key_file;
   std::string api_tls_client_ca_file;
-  std::string api_tls_client_auth = "require";  // require | optional
+  std::string api_tls_client_auth{};  // require | optional
   std::string api_tokens_file;
   std::string api_policy_file;
-  absl::Duration api_reload_interval = absl::Seconds(10);
-  bool allow_insecure_remote_api = false;  // a non-loopback API without TLS
+  absl::Duration api_reload_interval{};
+  bool allow_insecure_remote_api{};  // a non-loopback API without TLS
   // ClickHouse.
-  std::vector<Endpoint> endpoints = {{"127.0.0.1", 9000}};
-  std::string endpoints_text = "127.0.0.1:9000";  // as given; parsed once every option is read
-  std::string endpoint_policy = "round-robin";    // round-robin | ordered
-  absl::Duration endpoint_probe_interval = absl::Seconds(10);
-  std::string user = "default";
+  std::vector<Endpoint> endpoints;  // from endpoints_text
+  std::string endpoints_text{};     // as given; parsed once every option is read
+  std::string endpoint_policy{};    // round-robin | ordered
+  absl::Duration endpoint_probe_interval{};
+  std::string user{};
   std::string password;  // from password_file
   std::string password_file;
-  std::string database = "default";
-  std::string compression = "lz4";  // none | lz4 | zstd
+  std::string database{};
+  std::string compression{};  // none | lz4 | zstd
   // TLS to ClickHouse (the secure native port).
-  bool clickhouse_tls = false;  // every endpoint without a scheme uses TLS
+  bool clickhouse_tls{};  // every endpoint without a scheme uses TLS
   std::string clickhouse_tls_ca_file;
   std::string clickhouse_tls_cert_file;
   std::string clickhouse_tls_key_file;
   std::string clickhouse_tls_server_name;
-  bool clickhouse_tls_insecure_skip_verify = false;
-  absl::Duration connect_timeout = absl::Seconds(5);
-  absl::Duration read_timeout = absl::Seconds(60);
-  uint64_t pool_max_connections = 8;
-  uint64_t pool_min_connections = 1;
-  absl::Duration pool_max_lifetime = absl::Hours(1);
-  absl::Duration pool_max_idle = absl::Minutes(5);
+  bool clickhouse_tls_insecure_skip_verify{};
+  absl::Duration connect_timeout{};
+  absl::Duration read_timeout{};
+  uint64_t pool_max_connections{};
+  uint64_t pool_min_connections{};
+  absl::Duration pool_max_lifetime{};
+  absl::Duration pool_max_idle{};
   // Batching.
-  uint64_t batch_max_rows = 100000;
-  uint64_t batch_max_bytes = 16 << 20;
-  absl::Duration batch_max_delay = absl::Milliseconds(200);
+  uint64_t batch_max_rows{};
+  uint64_t batch_max_bytes{};
+  absl::Duration batch_max_delay{};
   std::map<std::string, TableLimits> table_limits;  // "db.table" -> overrides
-  uint64_t memory_budget = 256 << 20;
-  uint64_t table_memory_budget = 0;
-  uint64_t max_message_bytes = 16 << 20;
-  uint64_t max_concurrent_streams = 0;
-  absl::Duration liveness_stall_timeout = absl::Minutes(5);
-  double ready_high_water = 0.9;
-  double ready_low_water = 0.7;
-  std::string ack_mode = "committed";  // committed | accepted
-  bool null_as_default = false;
+  uint64_t memory_budget{};
+  uint64_t table_memory_budget{};
+  uint64_t max_message_bytes{};
+  uint64_t max_concurrent_streams{};
+  absl::Duration liveness_stall_timeout{};
+  double ready_high_water{};
+  double ready_low_water{};
+  std::string ack_mode{};  // committed | accepted
+  bool null_as_default{};
   // Retries and deadlines.
-  absl::Duration retry_initial_backoff = absl::Milliseconds(100);
-  absl::Duration retry_max_backoff = absl::Seconds(5);
-  absl::Duration retry_max_elapsed = absl::Seconds(60);
-  absl::Duration default_deadline = absl::Seconds(30);
-  absl::Duration drain_timeout = absl::Seconds(20);
+  absl::Duration retry_initial_backoff{};
+  absl::Duration retry_max_backoff{};
+  absl::Duration retry_max_elapsed{};
+  absl::Duration default_deadline{};
+  absl::Duration drain_timeout{};
   // Query RPC.
-  uint64_t query_max_concurrent = 4;
-  uint64_t query_response_bytes = 512 << 10;
-  uint64_t query_buffer_bytes = 4 << 20;
-  bool query_allow_writes = false;
+  uint64_t query_max_concurrent{};
+  uint64_t query_response_bytes{};
+  uint64_t query_buffer_bytes{};
+  bool query_allow_writes{};
   // Table functions Query may call (lower case, from sql::RefusedTableFunctions()).
   std::vector<std::string> query_allow_table_functions;
-  absl::Duration query_default_timeout = absl::Minutes(5);
-  absl::Duration query_cancel_drain = absl::Seconds(2);
+  absl::Duration query_default_timeout{};
+  absl::Duration query_cancel_drain{};
   // Logging (server/log).
-  std::string log_level = "info";   // debug | info | warn | error
-  std::string log_format = "text";  // text | json
-  absl::Duration log_repeat_interval = absl::Seconds(10);
+  std::string log_level{};   // debug | info | warn | error
+  std::string log_format{};  // text | json
+  absl::Duration log_repeat_interval{};
   // One-shot mode: run this query, print the result as TSV and exit.
   std::string query;
   bool help = false;
@@ -118,6 +123,10 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
 
 // The --help text: every option, its environment variable and its default.
 std::string Usage();
+
+// The README's option table (markdown) from the same definitions; a test keeps the README's copy
+// equal to it.
+std::string OptionsMarkdown();
 
 // "[scheme://]host[:port][,...]" -> endpoints. The scheme is tcp:// (plain) or tls://; without
 // one an endpoint uses TLS when `tls_default` is set. The port defaults to 9440 with TLS and

@@ -86,7 +86,7 @@ struct IngestOptions {
   AckMode default_ack = AckMode::kCommitted;
   ConvertOptions convert;
   size_t worker_threads = 2;  // conversion and header lookups
-  size_t flush_threads = 4;   // parallel flushes (each holds one pooled connection)
+  size_t flush_threads = 8;   // parallel flushes (each holds one pooled connection)
   // false (tests): no threads; the test drives Poll() and RunPending() itself.
   bool background = true;
 };

@@ -45,7 +45,7 @@ struct QueryServiceOptions {
   size_t max_concurrent_queries = 4;
   // Target size of one response message when the request names none (and the upper bound of a
   // request's max_response_bytes hint), in bytes.
-  uint32_t response_bytes = 1 << 20;
+  uint32_t response_bytes = 512 << 10;
   uint32_t max_response_bytes = 3 << 20;
   // Response bytes per query waiting for gRPC before the worker stops reading ClickHouse.
   size_t max_buffered_bytes = 4 << 20;

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -340,15 +342,116 @@ TEST(ConfigTest, SettingsListEveryOptionsEffectiveValueButNoSecret) {
     EXPECT_NE(usage.find("--" + name + "="), std::string::npos) << name;
   }
   size_t options_in_usage = 0;
-  for (size_t at = usage.find("=VALUE  ["); at != std::string::npos;
-       at = usage.find("=VALUE  [", at + 1)) {
-    ++options_in_usage;
+  for (const char* form : {"=VALUE  [", "=true|false  ["}) {
+    for (size_t at = usage.find(form); at != std::string::npos; at = usage.find(form, at + 1)) {
+      ++options_in_usage;
+    }
   }
   EXPECT_EQ(c->settings.size(), options_in_usage);
   for (const auto& [name, value] : c->settings) {
     EXPECT_EQ(value.find("s3cret"), std::string::npos) << name;
   }
   std::remove(password_file.c_str());
+}
+
+}  // namespace
+}  // namespace chgate::config
+
+namespace chgate::config {
+namespace {
+
+// The README's option table is OptionsMarkdown() between two markers. Run this test with
+// CHGATE_UPDATE_README=1 to rewrite the README's copy after changing an option.
+TEST(ConfigTest, ReadmeOptionTableIsGeneratedFromTheDefinitions) {
+  const char* source_dir = std::getenv("CHGATE_SOURCE_DIR");
+  ASSERT_NE(source_dir, nullptr) << "CHGATE_SOURCE_DIR names the checkout (ctest sets it)";
+  const std::string path = std::string(source_dir) + "/README.md";
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string readme = buffer.str();
+  const std::string begin = "<!-- options: generated from server/config/config.cc -->\n";
+  const std::string end = "<!-- options: end -->\n";
+  const size_t b = readme.find(begin);
+  const size_t e = readme.find(end);
+  ASSERT_NE(b, std::string::npos) << "README.md lacks the marker " << begin;
+  ASSERT_NE(e, std::string::npos) << "README.md lacks the marker " << end;
+  ASSERT_LT(b, e);
+  const std::string table = readme.substr(b + begin.size(), e - b - begin.size());
+  const std::string expected = OptionsMarkdown();
+  if (table != expected && std::getenv("CHGATE_UPDATE_README") != nullptr) {
+    readme.replace(b + begin.size(), e - b - begin.size(), expected);
+    std::ofstream(path, std::ios::trunc) << readme;
+    GTEST_SKIP() << "README.md rewritten; run again";
+  }
+  EXPECT_EQ(table, expected)
+      << "README.md's option table differs from the option definitions; run "
+         "CHGATE_UPDATE_README=1 build/tests/chgate_config_test (with CHGATE_SOURCE_DIR set) to "
+         "regenerate it";
+}
+
+TEST(ConfigTest, BooleanOptionsStandAloneOrTakeAValue) {
+  const char* bare[] = {"chgate", "--query-allow-writes", "--null-as-default=false",
+                        "--grpc-reflection=yes"};
+  auto c = Parse(4, bare, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->query_allow_writes);
+  EXPECT_FALSE(c->null_as_default);
+  EXPECT_TRUE(c->grpc_reflection);
+  const char* bad[] = {"chgate", "--null-as-default=perhaps"};
+  auto b = Parse(2, bad, nullptr);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(b.status().message().find("--null-as-default"), std::string::npos) << b.status();
+}
+
+TEST(ConfigTest, AnOptionNeverSwallowsTheNextOption) {
+  // Before, `--database --null-as-default` read "--null-as-default" as the database name.
+  const char* argv[] = {"chgate", "--user", "--null-as-default"};
+  auto c = Parse(3, argv, nullptr);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("--user"), std::string::npos) << c.status();
+  const char* flags[] = {"chgate", "--null-as-default", "--query-allow-writes"};
+  auto f = Parse(3, flags, nullptr);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(f->null_as_default);
+  EXPECT_TRUE(f->query_allow_writes);
+  const char* timeout[] = {"chgate", "--read-timeout", "--null-as-default"};
+  auto t = Parse(3, timeout, nullptr);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("--read-timeout"), std::string::npos) << t.status();
+}
+
+TEST(ConfigTest, TheLastOfARepeatedOptionWinsAndStrayArgumentsAreRefused) {
+  const char* argv[] = {"chgate", "--user=a", "--user", "b"};
+  auto c = Parse(4, argv, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->user, "b");
+  const char* stray[] = {"chgate", "--null-as-default", "true"};
+  auto s = Parse(3, stray, nullptr);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("true"), std::string::npos) << s.status();
+}
+
+TEST(ConfigTest, DefaultsComeFromTheDefinitionsAndAreListed) {
+  const char* argv[] = {"chgate"};
+  auto c = Parse(1, argv, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->listen, "127.0.0.1:50051");
+  EXPECT_EQ(c->read_timeout, absl::Seconds(60));
+  EXPECT_EQ(c->batch_max_bytes, 16u << 20);
+  EXPECT_EQ(c->ready_high_water, 0.9);
+  EXPECT_EQ(c->ack_mode, "committed");
+  EXPECT_FALSE(c->allow_remote_api);
+  // Every option appears once in the effective settings, in --help order.
+  const std::string usage = Usage();
+  size_t last = 0;
+  for (const auto& [name, value] : c->settings) {
+    const size_t at = usage.find("--" + name + "=");
+    ASSERT_NE(at, std::string::npos) << name;
+    EXPECT_GT(at, last) << name;
+    last = at;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,72 @@
+#include "server/wiring.h"
+
+namespace chgate {
+
+clickhouse::ConnectionOptions ConnectionOptionsFrom(const config::Config& c) {
+  clickhouse::ConnectionOptions options;
+  options.database = c.database;
+  options.user = c.user;
+  options.password = c.password;
+  options.compression = c.compression == "none"   ? clickhouse::CompressionMethod::kNone
+                        : c.compression == "zstd" ? clickhouse::CompressionMethod::kZstd
+                                                  : clickhouse::CompressionMethod::kLz4;
+  options.connect_timeout = c.connect_timeout;
+  options.handshake_timeout = c.connect_timeout;  // --connect-timeout covers both
+  options.read_timeout = c.read_timeout;
+  return options;
+}
+
+clickhouse::PoolOptions PoolOptionsFrom(const config::Config& c,
+                                        const clickhouse::ConnectionOptions& connection) {
+  clickhouse::PoolOptions options;
+  options.endpoint_policy = c.endpoint_policy == "ordered"
+                                ? clickhouse::EndpointPolicy::kOrdered
+                                : clickhouse::EndpointPolicy::kRoundRobin;
+  options.connection = connection;
+  options.max_connections = c.pool_max_connections;
+  options.min_connections = c.pool_min_connections;
+  options.max_lifetime = c.pool_max_lifetime;
+  options.max_idle = c.pool_max_idle;
+  options.probe_interval = c.endpoint_probe_interval;
+  for (const auto& ep : c.endpoints) {
+    options.endpoints.push_back({.host = ep.host, .port = ep.port, .tls = ep.tls});
+  }
+  return options;
+}
+
+ingest::IngestOptions IngestOptionsFrom(const config::Config& c) {
+  ingest::IngestOptions options;
+  options.default_database = c.database;
+  options.limits = {c.batch_max_rows, c.batch_max_bytes, c.batch_max_delay};
+  for (const auto& [table, l] : c.table_limits) {
+    options.table_limits[table] = {
+        l.max_rows != 0 ? l.max_rows : c.batch_max_rows,
+        l.max_bytes != 0 ? l.max_bytes : c.batch_max_bytes,
+        l.max_delay != absl::ZeroDuration() ? l.max_delay : c.batch_max_delay};
+  }
+  options.memory_budget_bytes = c.memory_budget;
+  options.table_budget_bytes = c.table_memory_budget;
+  options.ready_high_water = c.ready_high_water;
+  options.ready_low_water = c.ready_low_water;
+  options.retry = {c.retry_initial_backoff, c.retry_max_backoff, c.retry_max_elapsed};
+  options.default_ack =
+      c.ack_mode == "accepted" ? ingest::AckMode::kAccepted : ingest::AckMode::kCommitted;
+  options.convert.null_as_default = c.null_as_default;
+  // One flush thread per connection the pool may open.
+  options.flush_threads = c.pool_max_connections;
+  return options;
+}
+
+service::QueryServiceOptions QueryServiceOptionsFrom(const config::Config& c) {
+  service::QueryServiceOptions options;
+  options.max_concurrent_queries = c.query_max_concurrent;
+  options.response_bytes = static_cast<uint32_t>(c.query_response_bytes);
+  options.max_buffered_bytes = c.query_buffer_bytes;
+  options.allow_writes = c.query_allow_writes;
+  options.allowed_table_functions = c.query_allow_table_functions;
+  options.default_timeout = c.query_default_timeout;
+  options.cancel_drain_timeout = c.query_cancel_drain;
+  return options;
+}
+
+}  // namespace chgate

@@ -1,0 +1,24 @@
+// The component options chgate runs with, derived from its Config. The components' own option
+// structs keep defaults for tests and other users of the libraries; a test
+// (tests/unit/service/wiring_test.cc) checks that a default Config maps onto exactly those
+// defaults, so a default cannot drift between the Config and a component.
+#pragma once
+
+#include "server/clickhouse/connection.h"
+#include "server/clickhouse/pool.h"
+#include "server/config/config.h"
+#include "server/ingest/ingestor.h"
+#include "server/service/query_service.h"
+
+namespace chgate {
+
+// Database, user, password, compression and timeouts (not TLS, counters or the password file,
+// which main sets up).
+clickhouse::ConnectionOptions ConnectionOptionsFrom(const config::Config& c);
+// The endpoints and the pool's limits around `connection`.
+clickhouse::PoolOptions PoolOptionsFrom(const config::Config& c,
+                                        const clickhouse::ConnectionOptions& connection);
+ingest::IngestOptions IngestOptionsFrom(const config::Config& c);
+service::QueryServiceOptions QueryServiceOptionsFrom(const config::Config& c);
+
+}  // namespace chgate
