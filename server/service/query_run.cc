@@ -5,6 +5,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -43,16 +44,21 @@ void ToProto(const clickhouse::Progress& p, v1::Progress* out) {
   out->set_elapsed_ns(p.elapsed_ns);
 }
 
-// The message of a ClickHouse refusal caused by read-only mode, with what to do about it.
+// A ClickHouse refusal caused by read-only mode, its message saying what to do about it.
 absl::Status ExplainReadOnly(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kPermissionDenied ||
       clickhouse::ClickHouseCode(status) != clickhouse::error_code::kReadonly) {
     return status;
   }
-  return absl::PermissionDeniedError(
+  absl::Status explained = absl::PermissionDeniedError(
       absl::StrCat(status.message(),
                    " (chgate runs queries read-only; an operator can allow writes with "
                    "--query-allow-writes)"));
+  // Keep the payloads: the caller's status detail carries the server's code and exception name.
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    explained.SetPayload(url, payload);
+  });
+  return explained;
 }
 
 // Target size of one response message: the request's hint, else the default, at most the cap.

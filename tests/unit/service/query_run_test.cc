@@ -23,6 +23,7 @@
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/protocol/client_reader.h"
 #include "server/clickhouse/protocol/error_codes.h"
+#include "server/clickhouse/protocol/packets.h"
 #include "server/metrics/metrics.h"
 #include "tests/unit/clickhouse/fake_server.h"
 
@@ -488,6 +489,9 @@ TEST_F(QueryRunTest, ReadOnlyRefusalNamesTheOption) {
   const absl::Status status = Run(call);
   EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(status.message().find("--query-allow-writes"), std::string_view::npos) << status;
+  // The added explanation keeps what the server said as data.
+  EXPECT_EQ(ch::ClickHouseCode(status), ch::error_code::kReadonly);
+  EXPECT_EQ(ch::ClickHouseExceptionName(status), "DB::Exception");
   EXPECT_TRUE(fake.Wait().ok());
   EXPECT_EQ(Idle(), 1u);
 }
