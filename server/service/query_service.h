@@ -36,6 +36,7 @@
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/pool.h"
+#include "server/ingest/ingestor.h"
 #include "server/metrics/metrics.h"
 #include "server/sql/query_policy.h"
 
@@ -64,9 +65,10 @@ struct QueryServiceOptions {
 
 class QueryExecutor {
  public:
-  // `metrics` may be null (tests).
+  // `metrics` may be null (tests). `clock` times the queries (deadlines of calls without one,
+  // coalescing, max_execution_time, durations); it must outlive the executor.
   QueryExecutor(clickhouse::Pool* pool, QueryServiceOptions options,
-                const metrics::QueryMetrics* metrics);
+                const metrics::QueryMetrics* metrics, ingest::Clock* clock = ingest::RealClock());
   ~QueryExecutor();
   QueryExecutor(const QueryExecutor&) = delete;
   QueryExecutor& operator=(const QueryExecutor&) = delete;
@@ -90,6 +92,7 @@ class QueryExecutor {
 
   void WorkerLoop();
   void ExpiryLoop();
+  // Runs `call` with a QueryRun and finishes it.
   void Run(Call* call);
   // A waiting call was cancelled by its client: dropped from the queue (true) or already taken.
   bool Withdraw(Call* call);
@@ -98,6 +101,7 @@ class QueryExecutor {
   const QueryServiceOptions options_;
   const sql::QueryPolicy policy_;
   const metrics::QueryMetrics* const metrics_;
+  ingest::Clock* const clock_;
 
   mutable absl::Mutex mu_;
   std::deque<Call*> waiting_ ABSL_GUARDED_BY(mu_);

@@ -14,6 +14,7 @@
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/protocol/client_reader.h"
+#include "server/clickhouse/protocol/error_codes.h"
 #include "server/ingest/convert.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
@@ -158,8 +159,9 @@ TEST_F(QueryFakeServerTest, ExceptionAfterABlockEndsTheStreamWithTheMappedCode) 
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::DataPacket(cht::HeaderBlock({{"x", "UInt64"}}), kRevision));
   fake.Send(cht::DataPacket(cht::MakeBlock({{"x", cht::UInt64Column({7})}}), kRevision));
-  fake.Send(cht::ExceptionPacket(
-      {{.code = 241, .name = "DB::Exception", .message = "Memory limit (for query) exceeded"}}));
+  fake.Send(cht::ExceptionPacket({{.code = ch::error_code::kMemoryLimitExceeded,
+                                   .name = "DB::Exception",
+                                   .message = "Memory limit (for query) exceeded"}}));
   ASSERT_NO_FATAL_FAILURE(Start(fake));
 
   v1::QueryRequest request;

@@ -62,7 +62,7 @@ class FakeInserter final : public ingest::Inserter {
                                                absl::Time) override {
     if (table.table != "events") {
       return clickhouse::ExceptionToStatus(
-          {.code = 60,
+          {.code = clickhouse::error_code::kUnknownTable,
            .name = "DB::Exception",
            .message = absl::StrCat("Table ", table.database, ".", table.table, " doesn't exist")});
     }
@@ -615,22 +615,23 @@ TEST_F(ServiceTest, UnknownTableIsNotFoundWithClickHouseCode) {
   std::optional<v1::Status> detail = StatusTrailer(context);
   ASSERT_TRUE(detail.has_value());
   EXPECT_EQ(detail->code(), 5);
-  EXPECT_EQ(detail->clickhouse_code(), 60);
+  EXPECT_EQ(detail->clickhouse_code(), clickhouse::error_code::kUnknownTable);
   EXPECT_EQ(detail->clickhouse_exception_name(), "DB::Exception");
   EXPECT_FALSE(detail->has_value_error());
 }
 
 TEST_F(ServiceTest, FailedFlushReachesTheCaller) {
   Start();
-  inserter_.FailWith(clickhouse::ExceptionToStatus(
-      {.code = 164, .name = "DB::Exception", .message = "Cannot insert: readonly mode"}));
+  inserter_.FailWith(clickhouse::ExceptionToStatus({.code = clickhouse::error_code::kReadonly,
+                                                    .name = "DB::Exception",
+                                                    .message = "Cannot insert: readonly mode"}));
   grpc::ClientContext context;
   SetDeadline(&context);
   v1::InsertResponse response;
   grpc::Status status = Insert(SmallRequest(1), &response, &context);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   ASSERT_TRUE(StatusTrailer(context).has_value());
-  EXPECT_EQ(StatusTrailer(context)->clickhouse_code(), 164);
+  EXPECT_EQ(StatusTrailer(context)->clickhouse_code(), clickhouse::error_code::kReadonly);
 }
 
 TEST_F(ServiceTest, OversizedRequestIsRejectedByGrpc) {
@@ -705,7 +706,7 @@ TEST_F(ServiceTest, InsertStreamRejectsOneRequestAndGoesOn) {
   ASSERT_EQ(acks.size(), 4u);
   EXPECT_EQ(acks[1].status().code(), 0);
   EXPECT_EQ(acks[2].status().code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
-  EXPECT_EQ(acks[2].status().clickhouse_code(), 60);
+  EXPECT_EQ(acks[2].status().clickhouse_code(), clickhouse::error_code::kUnknownTable);
   EXPECT_EQ(acks[2].rows(), 0u);
   EXPECT_EQ(acks[3].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   EXPECT_EQ(acks[3].status().value_error().column(), "id");
