@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Python and Node.js example clients (client/examples/python, client/examples/node)
 # against a real chgate and the local ClickHouse, and fails if either fails. ctest runs it as
-# `client_examples` (so `make test` and CI do).
+# `e2e_client_examples` (so `make test` and CI do; the e2e name keeps it out of the container
+# build's ctest, which has no ClickHouse or Node.js).
 #
 # Usage: client/examples/run_examples.sh CHGATE_BINARY
 #
