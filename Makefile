@@ -54,7 +54,7 @@ endef
 # Steps run in the order written even under `make -j`.
 .NOTPARALLEL:
 .PHONY: help deps build run test test-asan fuzz clickhouse-start clickhouse-stop clickhouse-status \
-	format format-check clean validate-deploy
+	format format-check clean validate-deploy api-check
 
 help:
 	@echo "make run                install deps, build, start the local ClickHouse, run chgate"
@@ -72,6 +72,7 @@ help:
 	@echo "make format-check       fail if a tracked .h/.cc file is not formatted"
 	@echo "make validate-deploy    offline checks of the Dockerfile, compose, Kubernetes, dashboard and"
 	@echo "                        alerts, live against chgate and a real Prometheus (tests/ops/)"
+	@echo "make api-check          buf lint and buf breaking (against the last release) on proto/"
 	@echo "make clean              remove $(BUILD_DIR)/, $(ASAN_BUILD_DIR)/ and $(FUZZ_BUILD_DIR)/"
 
 deps:
@@ -133,6 +134,12 @@ validate-deploy:
 	$(CTL) start
 	CHGATE_CLICKHOUSE=127.0.0.1:$(CHGATE_CH_TCP_PORT) CHGATE_CLICKHOUSE_CTL=$(CTL) \
 		$(ROOT)/tests/ops/validate.sh --chgate $(BUILD_DIR)/server/chgate $(VALIDATE_ARGS)
+
+# The API: buf lint, and buf breaking against the newest image in proto/release/ (buf itself is
+# installed from npm into .local/buf/ when missing).
+api-check:
+	$(DEPS)
+	$(ROOT)/tests/api/buf_check.sh
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(FUZZ_BUILD_DIR)

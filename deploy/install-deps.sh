@@ -24,6 +24,12 @@ PACKAGES=(
   # tools the scripts use
   curl procps openssl
 )
+# Node.js and npm: buf for the API checks (tests/api/buf_check.sh) and the Node client example
+# (client/examples/node/) come from npm. The machine's own Node.js when it has one (any LTS from
+# 18 on); Debian's otherwise.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
 
 # shellcheck source=deploy/apt-lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/apt-lib.sh"
