@@ -2,7 +2,9 @@
 # again at any time: dependencies are installed only when missing, CMake rebuilds what changed,
 # and the local ClickHouse is reused when it is already running.
 #
-#   make run    install what is missing, build, start the local ClickHouse, run chgate against it
+#   make run    install what is missing, build, start the local ClickHouse, serve chgate against
+#               it in the foreground (Ctrl-C drains and exits)
+#   make query  the same build, then one query through chgate's one-shot mode
 #   make test   the same, with warnings as errors, then every test (ctest)
 
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
@@ -18,6 +20,7 @@ CMAKE_ARGS ?=
 CTEST_ARGS ?=
 CLANG_FORMAT ?= clang-format
 QUERY ?= SELECT version(), uptime()
+RUN_ARGS ?=
 
 # The local ClickHouse (deploy/clickhouse/clickhousectl.sh reads the same variables).
 CHGATE_CH_TCP_PORT ?= 29000
@@ -53,12 +56,15 @@ endef
 .DEFAULT_GOAL := help
 # Steps run in the order written even under `make -j`.
 .NOTPARALLEL:
-.PHONY: help deps build run test test-asan fuzz clickhouse-start clickhouse-stop clickhouse-status \
+.PHONY: help deps build run query test test-asan fuzz clickhouse-start clickhouse-stop clickhouse-status \
 	format format-check clean validate-deploy api-check
 
 help:
-	@echo "make run                install deps, build, start the local ClickHouse, run chgate"
-	@echo "                        (QUERY='...' picks the query; default: $(QUERY))"
+	@echo "make run                install deps, build, start the local ClickHouse, serve chgate"
+	@echo "                        against it in the foreground (Ctrl-C drains and exits);"
+	@echo "                        RUN_ARGS='--log-level=debug' passes chgate options"
+	@echo "make query              the same build, then run one query and exit"
+	@echo "                        (QUERY='...' picks it; default: $(QUERY))"
 	@echo "make test               install deps, build with -Werror, run every test"
 	@echo "make test-asan          the same under ASan+UBSan, in $(ASAN_BUILD_DIR)/"
 	@echo "make fuzz               build the libFuzzer targets with clang in $(FUZZ_BUILD_DIR)/ and run"
@@ -82,6 +88,12 @@ build:
 	$(call cmake_build,$(BUILD_DIR),)
 
 run:
+	$(DEPS)
+	$(call cmake_build,$(BUILD_DIR),)
+	$(CTL) start
+	$(ROOT)/deploy/run-local.sh $(BUILD_DIR)/server/chgate $(BUILD_DIR)/client/chgate-cli $(RUN_ARGS)
+
+query:
 	$(DEPS)
 	$(call cmake_build,$(BUILD_DIR),)
 	$(CTL) start

@@ -31,6 +31,19 @@ namespace {
 
 // ---- help ----------------------------------------------------------------------------------
 
+// The W3C traceparent form of version 00 (chgate checks the rest: non-zero ids).
+bool IsTraceparent(std::string_view text) {
+  if (text.size() != 55 || text.substr(0, 3) != "00-" || text[35] != '-' || text[52] != '-') {
+    return false;
+  }
+  for (size_t i = 3; i < text.size(); ++i) {
+    if (i == 35 || i == 52) continue;
+    const char c = text[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
 std::vector<FlagSpec> GlobalFlags() {
   return {
       {"addr", "ADDR", absl::StrCat("chgate API address (health: ", kDefaultHealthAddr, ")"),
@@ -43,6 +56,10 @@ std::vector<FlagSpec> GlobalFlags() {
       {"tls-key-file", "FILE", "PEM key of --tls-cert-file"},
       {"tls-server-name", "NAME", "name to verify chgate's certificate against", "the host"},
       {"token-file", "FILE", "file holding a bearer token sent with every call"},
+      {"traceparent", "TP",
+       "W3C trace context sent with every call (00-<32 hex trace id>-<16 hex span id>-<2 hex "
+       "flags>): ClickHouse records the query's or INSERT's spans under that trace"},
+      {"tracestate", "TS", "W3C tracestate sent with --traceparent"},
       {"help", "", "show help"},
   };
 }
@@ -778,6 +795,8 @@ absl::StatusOr<client::ClientOptions> ClientOptionsFor(const Command& command) {
     if (!token.ok()) return token.status();
     options.bearer_token = *std::move(token);
   }
+  options.traceparent = command.traceparent;
+  options.tracestate = command.tracestate;
   return options;
 }
 
@@ -866,6 +885,16 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args) {
                  absl::InvalidArgumentError("--tls-cert-file and --tls-key-file go together"));
   }
   command.token_file = either("token-file");
+  command.traceparent = either("traceparent");
+  command.tracestate = either("tracestate");
+  if (!command.traceparent.empty() && !IsTraceparent(command.traceparent)) {
+    return Usage(name, absl::InvalidArgumentError(
+                           absl::StrCat("--traceparent: '", command.traceparent,
+                                        "' is not 00-<32 hex>-<16 hex>-<2 hex> (lower case)")));
+  }
+  if (!command.tracestate.empty() && command.traceparent.empty()) {
+    return Usage(name, absl::InvalidArgumentError("--tracestate needs --traceparent"));
+  }
   const std::string timeout = flags->Get("timeout", global_flags->Get("timeout"));
   if (!timeout.empty()) {
     absl::StatusOr<absl::Duration> d = ParseDurationFlag("timeout", timeout);

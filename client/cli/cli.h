@@ -96,8 +96,10 @@ struct Command {
   std::string help;
   std::string addr;  // already defaulted per subcommand
   absl::Duration timeout = absl::Seconds(30);
-  client::TlsOptions tls;  // --tls, --tls-ca-file, --tls-cert-file, --tls-key-file, ...
-  std::string token_file;  // --token-file
+  client::TlsOptions tls;   // --tls, --tls-ca-file, --tls-cert-file, --tls-key-file, ...
+  std::string token_file;   // --token-file
+  std::string traceparent;  // --traceparent
+  std::string tracestate;   // --tracestate
   InsertArgs insert;
   QueryArgs query;
   BenchArgs bench;

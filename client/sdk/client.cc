@@ -95,6 +95,10 @@ void Client::Authorize(grpc::ClientContext* context) const {
   if (!options_.bearer_token.empty()) {
     context->AddMetadata("authorization", absl::StrCat("Bearer ", options_.bearer_token));
   }
+  if (!options_.traceparent.empty()) {
+    context->AddMetadata("traceparent", options_.traceparent);
+    if (!options_.tracestate.empty()) context->AddMetadata("tracestate", options_.tracestate);
+  }
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)

@@ -84,7 +84,7 @@ class Client {
   const ClientOptions& options() const { return options_; }
 
  private:
-  // Adds the bearer token, if any, to a call's metadata.
+  // Adds the bearer token and the trace context, if any, to a call's metadata.
   void Authorize(grpc::ClientContext* context) const;
 
   std::shared_ptr<grpc::Channel> channel_;

@@ -67,6 +67,11 @@ struct ClientOptions {
 
   // Sent as "authorization: Bearer <token>" with every call; empty: none. See ReadTokenFile.
   std::string bearer_token;
+  // W3C trace context sent with every call (`traceparent` and, if set, `tracestate` metadata):
+  // chgate passes it to ClickHouse with the query or the INSERT holding the call's rows, so the
+  // server's spans join the caller's trace. "00-<32 hex>-<16 hex>-<2 hex>"; empty: none.
+  std::string traceparent;
+  std::string tracestate;
 };
 
 // Per-call options of Insert.

@@ -90,10 +90,46 @@ struct Ingestor::Pending {
   absl::Time received;
   absl::Time deadline;
   AckMode ack = AckMode::kCommitted;
+  std::optional<clickhouse::TraceContext> trace;
   MemoryBudget::Reservation reservation;  // until the rows join a batch
   std::function<void()> on_admitted;
   std::function<void(Result)> on_done;
   bool done = false;
+};
+
+// The traces of a batch's requests: the INSERT joins the first; the others are named in the
+// batch's log lines (up to kMaxLinked distinct trace ids).
+struct Ingestor::BatchTraces {
+  static constexpr size_t kMaxLinked = 16;
+  std::optional<clickhouse::TraceContext> first;
+  std::vector<std::string> linked;  // trace ids (hex) of the other traced requests
+  uint64_t linked_dropped = 0;      // beyond kMaxLinked
+
+  void Add(const clickhouse::TraceContext& t) {
+    if (!first.has_value()) {
+      first = t;
+      return;
+    }
+    const std::string id = t.TraceIdHex();
+    if (id == first->TraceIdHex() || std::find(linked.begin(), linked.end(), id) != linked.end()) {
+      return;
+    }
+    if (linked.size() < kMaxLinked) {
+      linked.push_back(id);
+    } else {
+      ++linked_dropped;
+    }
+  }
+  // Log fields: trace_id (the INSERT's) and linked_trace_ids.
+  void AppendFields(std::vector<log::Field>* fields) const {
+    if (!first.has_value()) return;
+    fields->emplace_back("trace_id", first->TraceIdHex());
+    if (!linked.empty()) {
+      std::string ids = absl::StrJoin(linked, ",");
+      if (linked_dropped > 0) absl::StrAppend(&ids, ",+", linked_dropped, " more");
+      fields->emplace_back("linked_trace_ids", ids);
+    }
+  }
 };
 
 struct Ingestor::Batch {
@@ -103,6 +139,7 @@ struct Ingestor::Batch {
   std::shared_ptr<const TableSchema> schema;
   std::unique_ptr<clickhouse::Block> block;
   std::vector<std::shared_ptr<Pending>> pendings;  // committed-ack requests in `block`
+  BatchTraces traces;                              // of every request in `block`
   uint64_t rows = 0;
   uint64_t bytes = 0;
   uint64_t table_bytes = 0;  // buffered + in flight, for the per-table budget
@@ -360,6 +397,7 @@ void Ingestor::Submit(Request request, MemoryBudget::Reservation reservation,
   pending->received = clock_->Now();
   pending->deadline = request.deadline;
   pending->ack = request.ack.value_or(options_.default_ack);
+  pending->trace = request.trace;
   pending->on_admitted = std::move(on_admitted);
   pending->on_done = std::move(on_done);
   // The common case, a table whose header is cached, converts on the caller's thread: no hand-off
@@ -694,6 +732,7 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
     buffered_rows_ += p->rows;
     const absl::Time now = clock_->Now();
     batch.oldest = std::min(batch.oldest, now);
+    if (p->trace.has_value()) batch.traces.Add(*p->trace);
     std::function<void()> admitted = std::move(p->on_admitted);
     if (p->ack == AckMode::kCommitted) {
       batch.pendings.push_back(p);
@@ -747,14 +786,17 @@ void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
   batch.block = EmptyBlock(*batch.schema);
   std::vector<std::shared_ptr<Pending>> pendings = std::move(batch.pendings);
   batch.pendings.clear();
+  BatchTraces traces = std::move(batch.traces);
+  batch.traces = {};
   batch.rows = 0;
   batch.bytes = 0;
   batch.oldest = absl::InfiniteFuture();
   batch.earliest_deadline = absl::InfiniteFuture();
   Batch* b = &batch;
   std::shared_ptr<clickhouse::Block> shared(std::move(block));
-  flush_work_.push_back([this, b, shared, pendings = std::move(pendings), reason]() mutable {
-    Flush(b, std::move(shared), std::move(pendings), reason);
+  flush_work_.push_back([this, b, shared, pendings = std::move(pendings),
+                         traces = std::move(traces), reason]() mutable {
+    Flush(b, std::move(shared), std::move(pendings), std::move(traces), reason);
   });
 }
 
@@ -785,7 +827,8 @@ bool Ingestor::ShouldRetry(const absl::Status& status) const {
 }
 
 void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
-                     std::vector<std::shared_ptr<Pending>> pendings, FlushReason reason) {
+                     std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
+                     FlushReason reason) {
   const absl::Time start = clock_->Now();
   // Attempts go on while some caller of the batch still waits: a caller whose deadline passed
   // (it already has its DEADLINE_EXCEEDED) must not cut short the others' flush. Rows acknowledged
@@ -802,6 +845,7 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
     attempt.query_id = absl::StrCat(instance_id_, "-", next_batch_id_++);
   }
   attempt.deduplication_key = attempt.query_id;
+  attempt.trace = traces.first;
   absl::Status status;
   while (true) {
     status = inserter_->Insert(batch->table, *block, attempt, stop_at);
@@ -817,16 +861,17 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
     const absl::Time resume = clock_->Now() + cap * jitter;
     if (resume >= stop_at) break;
     if (metrics_ != nullptr) metrics_->FlushRetry(batch->label);
-    kLog.Throttled(log::Level::kWarn, "batch retry", batch->label,
-                   {{"table", batch->label},
-                    {"batch_id", attempt.query_id},
-                    {"attempt", attempt.attempt},
-                    {"rows", block->rows()},
-                    {"callers", pendings.size()},
-                    {"ack_mode", BatchAckMode(block->rows(), waiting_rows)},
-                    {"backoff", absl::Trunc(cap * jitter, absl::Milliseconds(1))},
-                    {"code", ErrorCodeLabel(status)},
-                    {"error", status.message()}});
+    std::vector<log::Field> fields{{"table", batch->label},
+                                   {"batch_id", attempt.query_id},
+                                   {"attempt", attempt.attempt},
+                                   {"rows", block->rows()},
+                                   {"callers", pendings.size()},
+                                   {"ack_mode", BatchAckMode(block->rows(), waiting_rows)},
+                                   {"backoff", absl::Trunc(cap * jitter, absl::Milliseconds(1))},
+                                   {"code", ErrorCodeLabel(status)},
+                                   {"error", status.message()}};
+    traces.AppendFields(&fields);
+    kLog.Throttled(log::Level::kWarn, "batch retry", batch->label, fields);
     clock_->SleepUntil(resume);
     ++attempt.attempt;
   }
@@ -850,25 +895,35 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   const uint64_t rows = block->rows(), bytes = block->ByteSize();
   block.reset();
   if (!status.ok()) {
-    kLog.Throttled(log::Level::kError, "batch failed", batch->label,
-                   {{"table", batch->label},
-                    {"batch_id", attempt.query_id},
-                    {"attempts", attempt.attempt},
-                    {"rows", rows},
-                    {"callers", pendings.size()},
-                    {"ack_mode", BatchAckMode(rows, waiting_rows)},
-                    {"rows_dropped", rows - waiting_rows},
-                    {"retryable", ShouldRetry(status)},
-                    {"code", ErrorCodeLabel(status)},
-                    {"error", status.message()}});
+    std::vector<log::Field> fields{{"table", batch->label},
+                                   {"batch_id", attempt.query_id},
+                                   {"attempts", attempt.attempt},
+                                   {"rows", rows},
+                                   {"callers", pendings.size()},
+                                   {"ack_mode", BatchAckMode(rows, waiting_rows)},
+                                   {"rows_dropped", rows - waiting_rows},
+                                   {"retryable", ShouldRetry(status)},
+                                   {"code", ErrorCodeLabel(status)},
+                                   {"error", status.message()}};
+    traces.AppendFields(&fields);
+    kLog.Throttled(log::Level::kError, "batch failed", batch->label, fields);
   } else if (attempt.attempt > 1) {
-    kLog.Throttled(log::Level::kInfo, "batch committed after retries", batch->label,
-                   {{"table", batch->label},
-                    {"batch_id", attempt.query_id},
-                    {"attempts", attempt.attempt},
-                    {"rows", rows},
-                    {"callers", pendings.size()},
-                    {"elapsed", absl::Trunc(end - start, absl::Milliseconds(1))}});
+    std::vector<log::Field> fields{{"table", batch->label},
+                                   {"batch_id", attempt.query_id},
+                                   {"attempts", attempt.attempt},
+                                   {"rows", rows},
+                                   {"callers", pendings.size()},
+                                   {"elapsed", absl::Trunc(end - start, absl::Milliseconds(1))}};
+    traces.AppendFields(&fields);
+    kLog.Throttled(log::Level::kInfo, "batch committed after retries", batch->label, fields);
+  } else if (traces.first.has_value()) {
+    // Where a traced caller's rows went: the INSERT's query id, in the trace's terms.
+    std::vector<log::Field> fields{{"table", batch->label},
+                                   {"batch_id", attempt.query_id},
+                                   {"rows", rows},
+                                   {"callers", pendings.size()}};
+    traces.AppendFields(&fields);
+    kLog.Debug("batch committed", fields);
   }
   {
     absl::MutexLock lock(&mu_);

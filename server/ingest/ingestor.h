@@ -109,6 +109,9 @@ struct Request {
   // with the same idempotency key): `rows` and `block` are no longer read, so the caller can free
   // the message they came from instead of holding it until the commit.
   std::function<void()> release_input;
+  // The caller's trace (its W3C traceparent). A batch's INSERT joins the trace of its first
+  // traced request; the batch's log lines name the others (linked_trace_ids).
+  std::optional<clickhouse::TraceContext> trace;
 };
 
 struct Result {
@@ -228,8 +231,10 @@ class Ingestor {
   void ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<Pending>>* expired)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct BatchTraces;
   void Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
-             std::vector<std::shared_ptr<Pending>> pendings, FlushReason reason);
+             std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
+             FlushReason reason);
   void FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows);
   absl::Time DueLocked(const Batch& batch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const BatchLimits& LimitsFor(const std::string& key) const;

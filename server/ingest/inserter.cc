@@ -66,6 +66,7 @@ absl::Status ClickHouseInserter::Insert(const TableId& table, const clickhouse::
   std::vector<std::string> names;
   for (const clickhouse::NamedColumn& c : block.columns()) names.push_back(c.name);
   clickhouse::QueryParams query{.query_id = attempt.query_id, .query = InsertQuery(table, names)};
+  query.trace = attempt.trace;
   const clickhouse::ServerInfo& server = conn->server_info();
   // insert_deduplication_token exists from ClickHouse 22.2; older servers reject unknown
   // settings, and still deduplicate identical blocks on Replicated tables by their hash.

@@ -2,6 +2,7 @@
 // native connection pool; tests give the Ingestor a fake. Implementations are thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "absl/time/time.h"
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/pool.h"
+#include "server/clickhouse/protocol/trace_context.h"
 
 namespace chgate::ingest {
 
@@ -29,6 +31,9 @@ struct InsertAttempt {
   std::string query_id;           // the same for every retry of one batch
   std::string deduplication_key;  // sent as insert_deduplication_token where supported
   int attempt = 1;
+  // The trace the INSERT joins (servers of revision 54442 or later): that of the first traced
+  // request in the batch.
+  std::optional<clickhouse::TraceContext> trace;
 };
 
 class Inserter {

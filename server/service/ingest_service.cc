@@ -14,6 +14,7 @@
 #include "server/ingest/value_error.h"
 #include "server/log/log.h"
 #include "server/service/api_security.h"
+#include "server/service/call_trace.h"
 #include "server/service/proto_values.h"
 #include "server/service/raw_messages.h"
 #include "server/service/status.h"
@@ -115,7 +116,8 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
 
 // Validates `message` and fills `out`. Returns InvalidArgument for a request that cannot be
 // submitted (see ConvertBlock for the columnar checks).
-absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline, PreparedInsert* out) {
+absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline,
+                     const std::optional<clickhouse::TraceContext>& trace, PreparedInsert* out) {
   if (message.table().empty()) return absl::InvalidArgumentError("`table` is required");
   if (message.idempotency_key().size() > kMaxIdempotencyKeyBytes) {
     return absl::InvalidArgumentError(
@@ -126,6 +128,7 @@ absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline, Prep
   request.table = message.table();
   request.idempotency_key = message.idempotency_key();
   request.deadline = deadline;
+  request.trace = trace;
   out->requested_ack = message.ack_mode();
   switch (message.ack_mode()) {
     case v1::ACK_MODE_UNSPECIFIED:
@@ -237,6 +240,7 @@ class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
 
   void Start() {
     if (service_->shutting_down()) return FinishEarly(ShuttingDown());
+    trace_ = CallTrace(*context_);
     if (service_->auth_enabled()) {
       // Who is calling is known before anything is read; what they may insert needs the message.
       credentials_ = CallCredentials(*context_);
@@ -294,7 +298,7 @@ class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
     const absl::Time deadline = HasDeadline(*context_)
                                     ? absl::FromChrono(context_->deadline())
                                     : absl::Now() + service_->options_.default_deadline;
-    if (absl::Status s = Prepare(message, deadline, &state_->prepared); !s.ok()) {
+    if (absl::Status s = Prepare(message, deadline, trace_, &state_->prepared); !s.ok()) {
       return FinishEarly(s);
     }
     // The callbacks keep the state (and so the prepared views) alive until the outcome; the
@@ -377,8 +381,9 @@ class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
 
   IngestService* const service_;
   grpc::GenericCallbackServerContext* const context_;
-  auth::Credentials credentials_;  // written in Start, read-only afterwards
-  grpc::ByteBuffer raw_;           // the request, until parsed
+  std::optional<clickhouse::TraceContext> trace_;  // the caller's, from the metadata
+  auth::Credentials credentials_;                  // written in Start, read-only afterwards
+  grpc::ByteBuffer raw_;                           // the request, until parsed
   grpc::ByteBuffer response_;
   const std::shared_ptr<State> state_;
 };
@@ -397,6 +402,7 @@ class IngestService::StreamCall final
       : service_(service), context_(context) {}
 
   void Start() {
+    trace_ = CallTrace(*context_);  // one trace for every request of the stream
     registered_ = service_->Register(this);
     if (registered_ && service_->auth_enabled()) {
       // Once per stream; every request is then checked against the policy in force when it is
@@ -520,7 +526,7 @@ class IngestService::StreamCall final
     if (s.ok() && service_->auth_enabled()) {
       s = service_->AuthorizeInsert(credentials_, *slot->request);
     }
-    if (s.ok()) s = Prepare(*slot->request, deadline, &slot->prepared);
+    if (s.ok()) s = Prepare(*slot->request, deadline, trace_, &slot->prepared);
     if (!s.ok()) {
       absl::MutexLock lock(&mu_);
       AckLocked(FailureAck(slot->sequence, s));
@@ -614,7 +620,8 @@ class IngestService::StreamCall final
   }
 
   IngestService* const service_;
-  grpc::CallbackServerContext* const context_;  // valid until finished_
+  grpc::CallbackServerContext* const context_;     // valid until finished_
+  std::optional<clickhouse::TraceContext> trace_;  // the caller's, from the metadata
   std::atomic<int> refs_{1};
   bool registered_ = false;        // written in Start, read in OnDone
   auth::Credentials credentials_;  // written in Start, read-only afterwards

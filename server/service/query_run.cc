@@ -23,6 +23,14 @@ namespace {
 
 constexpr log::Component kLog("query");
 
+// `fields` with the caller's trace id, when the call carries one.
+std::vector<log::Field> WithTraceOf(const QueryCall& call, std::vector<log::Field> fields) {
+  if (std::optional<clickhouse::TraceContext> trace = call.trace(); trace.has_value()) {
+    fields.emplace_back("trace_id", trace->TraceIdHex());
+  }
+  return fields;
+}
+
 // How long one wait for a pooled connection lasts before the run checks for a cancel.
 constexpr absl::Duration kAcquireSlice = absl::Milliseconds(200);
 
@@ -225,6 +233,7 @@ absl::StatusOr<clickhouse::QueryParams> QueryRun::Parameters() {
   clickhouse::QueryParams params;
   params.query_id = request_.query_id().empty() ? GenerateQueryId() : request_.query_id();
   params.query = request_.sql();
+  params.trace = call_->trace();
   uint64_t max_execution_time = 0;
   for (const auto& [name, value] : request_.settings()) {
     if (name == "max_execution_time") {
@@ -331,9 +340,10 @@ absl::Status QueryRun::Stream() {
   if (clickhouse::ClickHouseCode(status) == clickhouse::error_code::kQueryWasCancelled) {
     // KILL QUERY in ClickHouse, or its own limits: the caller gets the error, the operator the
     // id to look up in system.query_log.
-    kLog.Throttled(
-        log::Level::kWarn, "query killed in ClickHouse", "",
-        {{"query_id", query_id_}, {"rows_sent", builder_.rows()}, {"error", status.message()}});
+    kLog.Throttled(log::Level::kWarn, "query killed in ClickHouse", "",
+                   WithTraceOf(*call_, {{"query_id", query_id_},
+                                        {"rows_sent", builder_.rows()},
+                                        {"error", status.message()}}));
   }
   return ExplainReadOnly(status);
 }
@@ -391,12 +401,14 @@ absl::Status QueryRun::CancelInClickHouse() {
   const absl::Status drained = cursor_->Cancel(options_.cancel_drain_timeout);
   if (!drained.ok()) discard_ = true;
   const char* reason = CancelReason();
-  kLog.Throttled(log::Level::kInfo, "query cancelled in ClickHouse", reason,
-                 {{"query_id", query_id_},
-                  {"reason", reason},
-                  {"rows_sent", builder_.rows()},
-                  {"drained", drained.ok()},
-                  {"elapsed", absl::Trunc(clock_->Now() - sent_at_, absl::Milliseconds(1))}});
+  kLog.Throttled(
+      log::Level::kInfo, "query cancelled in ClickHouse", reason,
+      WithTraceOf(*call_,
+                  {{"query_id", query_id_},
+                   {"reason", reason},
+                   {"rows_sent", builder_.rows()},
+                   {"drained", drained.ok()},
+                   {"elapsed", absl::Trunc(clock_->Now() - sent_at_, absl::Milliseconds(1))}}));
   if (call_->shutting_down()) return absl::UnavailableError("chgate is shutting down");
   if (DeadlinePassed()) {
     return absl::DeadlineExceededError(

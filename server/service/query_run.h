@@ -20,6 +20,7 @@
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/cursor.h"
 #include "server/clickhouse/pool.h"
+#include "server/clickhouse/protocol/trace_context.h"
 #include "server/ingest/ingestor.h"
 #include "server/metrics/metrics.h"
 #include "server/service/query_service.h"
@@ -44,6 +45,9 @@ class QueryCall {
   virtual bool Send(v1::QueryResponse response, size_t* bytes) = 0;
   // An empty Block for the next response (possibly with buffers reused); the caller owns it.
   virtual v1::Block* TakeBlock() = 0;
+  // The caller's trace (W3C traceparent from the call's metadata), sent to ClickHouse with the
+  // query; none by default.
+  virtual std::optional<clickhouse::TraceContext> trace() const { return std::nullopt; }
 };
 
 // Builds one query's responses: merges and splits blocks into messages of about `target` bytes.

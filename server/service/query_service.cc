@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/service/call_trace.h"
 #include "server/service/query_run.h"
 #include "server/service/raw_messages.h"
 #include "server/service/response_wire.h"
@@ -35,7 +36,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
                                   public QueryCall {
  public:
   Call(QueryExecutor* executor, grpc::CallbackServerContext* context)
-      : executor_(executor), context_(context) {
+      : executor_(executor), context_(context), trace_(CallTrace(*context)) {
     const auto deadline = context->deadline();
     deadline_ = deadline == std::chrono::system_clock::time_point::max()
                     ? executor->clock_->Now() + executor->options_.default_timeout
@@ -47,6 +48,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
   // Parses the serialized request; called once, before the call is queued.
   absl::Status Parse(const grpc::ByteBuffer& raw) { return ParseRawMessage(raw, &request_); }
   absl::Time deadline() const override { return deadline_; }
+  std::optional<clickhouse::TraceContext> trace() const override { return trace_; }
   bool cancelled() const override { return cancelled_.load(std::memory_order_acquire); }
   bool shutting_down() const override { return shutdown_.load(std::memory_order_acquire); }
 
@@ -163,6 +165,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
 
   QueryExecutor* const executor_;
   grpc::CallbackServerContext* const context_;
+  const std::optional<clickhouse::TraceContext> trace_;  // from the call's metadata
   v1::QueryRequest request_;  // set by Parse before the call is queued, read-only afterwards
   grpc::ByteBuffer writing_bytes_;
   absl::Time deadline_;

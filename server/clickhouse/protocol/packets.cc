@@ -19,7 +19,8 @@ constexpr std::string_view kCodePayloadUrl = "chgate.clickhouse/code";
 constexpr std::string_view kNamePayloadUrl = "chgate.clickhouse/exception-name";
 constexpr int kMaxNestedExceptions = 32;
 
-void WriteClientInfo(const HelloParams& client, uint64_t revision, GatherWriter& out) {
+void WriteClientInfo(const HelloParams& client, const std::optional<TraceContext>& trace,
+                     uint64_t revision, GatherWriter& out) {
   out.WriteFixed<uint8_t>(1);  // query_kind: initial query
   out.WriteString("");         // initial_user
   out.WriteString("");         // initial_query_id
@@ -35,7 +36,16 @@ void WriteClientInfo(const HelloParams& client, uint64_t revision, GatherWriter&
   if (revision >= revision::kQuotaKeyInClientInfo) out.WriteString(client.quota_key);
   if (revision >= revision::kDistributedDepth) out.WriteVarUInt(0);
   if (revision >= revision::kVersionPatch) out.WriteVarUInt(client.version_patch);
-  if (revision >= revision::kOpenTelemetry) out.WriteFixed<uint8_t>(0);  // no trace context
+  if (revision >= revision::kOpenTelemetry) {
+    out.WriteFixed<uint8_t>(trace.has_value() ? 1 : 0);
+    if (trace.has_value()) {
+      out.WriteFixed<uint64_t>(trace->trace_id_high);  // ClickHouse's UUID layout
+      out.WriteFixed<uint64_t>(trace->trace_id_low);
+      out.WriteFixed<uint64_t>(trace->span_id);
+      out.WriteString(trace->tracestate);
+      out.WriteFixed<uint8_t>(trace->trace_flags);
+    }
+  }
   if (revision >= revision::kParallelReplicas) {
     out.WriteVarUInt(0);  // collaborate_with_initiator
     out.WriteVarUInt(0);  // count_participating_replicas
@@ -208,7 +218,7 @@ absl::Status WriteQuery(const QueryParams& query, const HelloParams& client, uin
   }
   out.WriteVarUInt(static_cast<uint64_t>(ClientCode::kQuery));
   out.WriteString(query.query_id);
-  if (revision >= revision::kClientInfo) WriteClientInfo(client, revision, out);
+  if (revision >= revision::kClientInfo) WriteClientInfo(client, query.trace, revision, out);
   for (const Setting& s : query.settings) {
     if (s.name.empty()) return absl::InvalidArgumentError("setting with an empty name");
     if (revision >= revision::kSettingsAsStrings) {

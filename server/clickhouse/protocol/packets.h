@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/clickhouse/protocol/error_codes.h"
+#include "server/clickhouse/protocol/trace_context.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
 
@@ -81,6 +82,9 @@ struct QueryParams {
   std::vector<std::pair<std::string, std::string>> parameters;  // name -> value text
   QueryStage stage = QueryStage::kComplete;
   bool compression = false;
+  // Sent in ClientInfo to servers of revision 54442 or later (trace_context.h); older servers
+  // get the query without it.
+  std::optional<TraceContext> trace;
 };
 
 struct Progress {

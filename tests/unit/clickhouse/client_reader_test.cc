@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "server/clickhouse/compression/frame.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/protocol/revision.h"
+#include "server/clickhouse/protocol/trace_context.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
 #include "tests/unit/clickhouse/test_util.h"
@@ -487,6 +489,93 @@ TEST(ClientPacketReaderTest, EveryTruncationOfAQueryFails) {
   for (size_t n = 0; n < bytes.size(); ++n) {
     EXPECT_FALSE(ReadOnePacket(bytes.substr(0, n), kRevision1816).ok()) << n;
   }
+}
+
+// The W3C specification's example traceparent.
+constexpr char kTraceparent[] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+TEST(TraceContextTest, ParsesAndFormatsTheW3cTraceparent) {
+  std::optional<TraceContext> t = ParseTraceparent(kTraceparent, "congo=t61rcWkgMzE");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->trace_id_high, 0x0af7651916cd43ddu);
+  EXPECT_EQ(t->trace_id_low, 0x8448eb211c80319cu);
+  EXPECT_EQ(t->span_id, 0xb7ad6b7169203331u);
+  EXPECT_EQ(t->trace_flags, 1);
+  EXPECT_EQ(t->tracestate, "congo=t61rcWkgMzE");
+  EXPECT_EQ(t->Traceparent(), kTraceparent);
+  EXPECT_EQ(t->TraceIdHex(), "0af7651916cd43dd8448eb211c80319c");
+  // A later version may append fields; its first 55 characters are read.
+  EXPECT_TRUE(
+      ParseTraceparent("cc-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-what").has_value());
+  for (const char* bad : {
+           "",
+           "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-x",  // 00 has no more fields
+           "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",    // upper case
+           "00-00000000000000000000000000000000-b7ad6b7169203331-01",    // zero trace id
+           "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",    // zero span id
+           "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",    // forbidden version
+           "00_0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+           "00-0af7651916cd43dd8448eb211c80319c-b7ad6b716920333g-01",
+       }) {
+    EXPECT_FALSE(ParseTraceparent(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(ParseTraceparent(kTraceparent, std::string(600, 'x'))->tracestate.size(), 512u);
+}
+
+// Golden bytes from ClickHouse's ClientInfo layout at 54442+: flag 1, the trace id as its UUID
+// (two UInt64 LE: the first 16 hex digits, then the last 16), the span id UInt64 LE, tracestate
+// String, flags UInt8; then the parallel-replicas fields (three VarUInt 0) at 54460.
+TEST(TraceContextTest, QueryCarriesTheTraceInClientInfoFrom54442) {
+  QueryParams q;
+  q.query_id = "qid";
+  q.query = "INSERT INTO t VALUES";
+  q.trace = ParseTraceparent(kTraceparent, "k=v");
+  const uint64_t revision = 54460;
+  const std::string bytes = Written(
+      [&](GatherWriter& w) { ASSERT_TRUE(WriteQuery(q, TestClient(revision), revision, w).ok()); });
+  const std::string expected_trace =
+      "01"                // has trace context
+      "dd43cd161965f70a"  // 0x0af7651916cd43dd LE
+      "9c31801c21eb4884"  // 0x8448eb211c80319c LE
+      "31332069716badb7"  // span 0xb7ad6b7169203331 LE
+      "036b3d76"          // "k=v"
+      "01"                // sampled
+      "000000";           // parallel replicas
+  EXPECT_NE(Hex(bytes).find(expected_trace), std::string::npos) << Hex(bytes);
+  absl::StatusOr<ClientPacket> p = ReadOnePacket(bytes, revision);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const ClientInfo& ci = p->client_info;
+  ASSERT_TRUE(ci.has_trace_context);
+  EXPECT_EQ(ci.trace_id_high, 0x0af7651916cd43ddu);
+  EXPECT_EQ(ci.trace_id_low, 0x8448eb211c80319cu);
+  EXPECT_EQ(ci.span_id, 0xb7ad6b7169203331u);
+  EXPECT_EQ(ci.tracestate, "k=v");
+  EXPECT_EQ(ci.trace_flags, 1);
+  // Without a trace the flag is 0 and nothing follows it.
+  QueryParams plain = q;
+  plain.trace.reset();
+  const std::string plain_bytes = Written([&](GatherWriter& w) {
+    ASSERT_TRUE(WriteQuery(plain, TestClient(revision), revision, w).ok());
+  });
+  EXPECT_EQ(bytes.size(), plain_bytes.size() + 16 + 8 + 4 + 1);
+}
+
+TEST(TraceContextTest, ServersBefore54442GetTheQueryWithoutIt) {
+  QueryParams q;
+  q.query = "SELECT 1";
+  const std::string plain = Written([&](GatherWriter& w) {
+    ASSERT_TRUE(WriteQuery(q, TestClient(kRevision1816), kRevision1816, w).ok());
+  });
+  q.trace = ParseTraceparent(kTraceparent);
+  const std::string traced = Written([&](GatherWriter& w) {
+    ASSERT_TRUE(WriteQuery(q, TestClient(kRevision1816), kRevision1816, w).ok());
+  });
+  EXPECT_EQ(Hex(traced), Hex(plain));
+  const std::string at_54441 = Written(
+      [&](GatherWriter& w) { ASSERT_TRUE(WriteQuery(q, TestClient(54441), 54441, w).ok()); });
+  absl::StatusOr<ClientPacket> p = ReadOnePacket(at_54441, 54441);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_FALSE(p->client_info.has_trace_context);
 }
 
 }  // namespace

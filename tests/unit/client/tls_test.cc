@@ -58,6 +58,13 @@ class RecordingIngest final : public v1::Ingest::Service {
     for (const auto& uri : context.auth_context()->FindPropertyValues("peer_uri")) {
       absl::StrAppend(&call, " | ", std::string(uri.data(), uri.size()));
     }
+    for (const char* key : {"traceparent", "tracestate"}) {
+      auto value = context.client_metadata().find(key);
+      if (value != context.client_metadata().end()) {
+        absl::StrAppend(&call, " | ", key, "=",
+                        std::string(value->second.data(), value->second.size()));
+      }
+    }
     absl::MutexLock lock(&mu_);
     calls_.push_back(call);
   }
@@ -182,6 +189,39 @@ TEST_F(ClientTlsTest, CliTakesTlsAndTokenOptions) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_TRUE(parsed->tls.enabled);
   EXPECT_EQ(parsed->tls.server_name, "chgate.test");
+}
+
+constexpr char kTraceparent[] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+TEST_F(ClientTlsTest, SdkAndCliSendTheTraceContextWithEveryCall) {
+  auto client = Client::Create(target_, {.default_timeout = absl::Seconds(10),
+                                         .tls = Tls(),
+                                         .traceparent = kTraceparent,
+                                         .tracestate = "vendor=1"});
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->Insert(OneRow()).ok());
+  auto stream = (*client)->OpenInsertStream();
+  auto ack = stream->Send(OneRow());
+  ASSERT_TRUE(stream->Close().ok());
+  EXPECT_TRUE(ack.get().ok());
+  const std::string traced =
+      absl::StrCat(" | spiffe://test/sdk | traceparent=", kTraceparent, " | tracestate=vendor=1");
+  EXPECT_EQ(service_.calls(), (std::vector<std::string>{traced, traced}));
+
+  std::istringstream in("{\"id\":1}\n");
+  std::ostringstream out, err;
+  const int code = cli::RunCli(
+      {"--addr", target_, "--tls-ca-file", pki_.Path("ca.crt"), "--tls-cert-file",
+       pki_.Path("client.crt"), "--tls-key-file", pki_.Path("client.key"), "--tls-server-name",
+       "chgate.test", "--traceparent", kTraceparent, "insert", "--table", "app.events"},
+      {.in = &in, .out = &out, .err = &err});
+  EXPECT_EQ(code, 0) << err.str();
+  EXPECT_EQ(service_.calls().back(),
+            absl::StrCat(" | spiffe://test/sdk | traceparent=", kTraceparent));
+  // A malformed one is a usage error, before any call.
+  auto parsed = cli::ParseCommandLine({"--traceparent", "00-XYZ", "query", "SELECT 1"});
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(parsed.status().message().find("--traceparent"), std::string::npos);
 }
 
 }  // namespace

@@ -221,6 +221,48 @@ TEST_F(IngestorTest, FlushesOneBlockWhenMaxRowsIsReachedAndAcksAfterCommit) {
   EXPECT_EQ(ingestor_->Stats().buffered_bytes, 0u);
 }
 
+// A batch's INSERT joins the trace of its first traced request; untraced requests do not
+// change that, and a batch without traced requests carries none.
+TEST_F(IngestorTest, ABatchInsertJoinsItsFirstTracedRequestsTrace) {
+  IngestOptions o = Options();
+  o.limits.max_rows = 12;
+  Make(o);
+  auto submit = [&](int first, std::optional<clickhouse::TraceContext> trace) {
+    outcomes_.push_back(std::make_unique<Outcome>());
+    Outcome* out = outcomes_.back().get();
+    out->block = Own(Rows(first, 4));
+    ingestor_->Submit(
+        Request{.table = "events",
+                .block = &out->block,
+                .deadline = clock_.Now() + absl::Seconds(30),
+                .trace = std::move(trace)},
+        [out] { out->admitted = true; },
+        [out](Result res) {
+          out->done = true;
+          out->result = std::move(res);
+        });
+    ingestor_->RunPending();
+    return out;
+  };
+  const auto a =
+      clickhouse::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  const auto b =
+      clickhouse::ParseTraceparent("00-11111111111111112222222222222222-3333333333333333-00");
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  submit(0, std::nullopt);
+  submit(4, a);
+  Outcome* last = submit(8, b);
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  ASSERT_TRUE(last->done);
+  EXPECT_TRUE(last->result.status.ok()) << last->result.status;
+  EXPECT_EQ(inserter_.calls[0].attempt.trace, a);
+  submit(12, std::nullopt);
+  submit(16, std::nullopt);
+  submit(20, std::nullopt);
+  ASSERT_EQ(inserter_.calls.size(), 2u);
+  EXPECT_FALSE(inserter_.calls[1].attempt.trace.has_value());
+}
+
 TEST_F(IngestorTest, ACachedHeaderConvertsOnTheSubmittingThread) {
   IngestOptions o = Options();
   o.background = true;

@@ -241,5 +241,45 @@ TEST_F(QueryFakeServerTest, VariantAndJsonResultsArriveAsText) {
   EXPECT_EQ(j.nulls(), "");
 }
 
+// The caller's traceparent reaches a 54460 server in the query's ClientInfo (the local 18.16
+// server predates the field: only this fake checks it).
+TEST_F(QueryFakeServerTest, TheCallersTraceContextReachesClickHouse) {
+  cht::FakeServer fake({.revision = kRevision});
+  ch::ClientInfo info;
+  fake.Handshake();
+  fake.ExpectPacket(cht::ClientPacket::kQuery, [&](std::string_view bytes) {
+    ch::MemoryReadBuffer in(bytes);
+    ch::ClientPacketReader reader(&in, kRevision);
+    reader.set_revision(kRevision);
+    absl::StatusOr<ch::ClientPacket*> packet = reader.Next();
+    ASSERT_TRUE(packet.ok()) << packet.status();
+    info = (*packet)->client_info;
+  });
+  fake.ExpectPacket(cht::ClientPacket::kData);
+  fake.Send(cht::DataPacket(cht::HeaderBlock({{"x", "UInt8"}}), kRevision));
+  fake.Send(cht::EndOfStreamPacket());
+  ASSERT_NO_FATAL_FAILURE(Start(fake));
+
+  v1::QueryRequest request;
+  request.set_sql("SELECT 1 AS x WHERE 0");
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  context.AddMetadata("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  context.AddMetadata("tracestate", "congo=t61rcWkgMzE");
+  auto reader = stub_->Query(&context, request);
+  v1::QueryResponse r;
+  while (reader->Read(&r)) {
+  }
+  grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(fake.Wait().ok());
+  ASSERT_TRUE(info.has_trace_context);
+  EXPECT_EQ(info.trace_id_high, 0x0af7651916cd43ddu);
+  EXPECT_EQ(info.trace_id_low, 0x8448eb211c80319cu);
+  EXPECT_EQ(info.span_id, 0xb7ad6b7169203331u);
+  EXPECT_EQ(info.tracestate, "congo=t61rcWkgMzE");
+  EXPECT_EQ(info.trace_flags, 1);
+}
+
 }  // namespace
 }  // namespace chgate::service
