@@ -24,13 +24,13 @@
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/wire/tls.h"
 #include "server/config/config.h"
-#include "server/wiring.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
 #include "server/log/log.h"
 #include "server/metrics/metrics.h"
 #include "server/service/grpc_log.h"
 #include "server/service/server.h"
+#include "server/wiring.h"
 
 extern char** environ;
 
@@ -191,20 +191,20 @@ int Serve(const config::Config& config) {
 
   const ingest::IngestOptions ingest_options = IngestOptionsFrom(config);
   ingest::ClickHouseInserter inserter(&pool);
-  ingest::Ingestor ingestor(ingest_options, &inserter, ingest::RealClock(), &metrics.ingest());
+  ingest::Ingestor ingestor(ingest_options, &inserter, ingest::RealClock(),
+                            metrics.ingest_observer());
 
-  service::QueryExecutor queries(&pool, QueryServiceOptionsFrom(config),
-      &metrics.query());
+  service::QueryExecutor queries(&pool, QueryServiceOptionsFrom(config), metrics.query_observer());
   // API security: the Authorizer reloads the tokens and policy files, the TLS credentials the
   // certificate files, each when they change.
-  const metrics::AuthMetrics& auth_metrics = metrics.auth();
+  service::AuthObserver* auth_observer = metrics.auth_observer();
   auto authorizer = auth::Authorizer::Create(
       {.tokens_file = config.api_tokens_file,
        .policy_file = config.api_policy_file,
        .reload_interval = config.api_reload_interval,
-       .on_reload = [&auth_metrics](std::string_view kind, const std::string& path,
+       .on_reload = [auth_observer](std::string_view kind, const std::string& path,
                                     const absl::Status& status) {
-         auth_metrics.Reloaded(kind, status.ok());
+         auth_observer->Reloaded(kind, status.ok());
          // The file is named, never quoted: a tokens file holds secrets.
          if (status.ok()) {
            kAuthLog.Info("file reloaded", {{"file", kind}, {"path", path}});
@@ -238,7 +238,7 @@ int Serve(const config::Config& config) {
        .queries = &queries,
        .tls = api_tls,
        .authorizer = authorizer->get(),
-       .auth_metrics = &auth_metrics,
+       .auth_observer = auth_observer,
        .default_database = config.database,
        .default_ack = ingest_options.default_ack},
       &ingestor);

@@ -637,8 +637,8 @@ std::string Usage() {
       "Options (each also read from the environment variable shown; flags win; a boolean option "
       "alone means true):\n";
   for (const Option& o : Options()) {
-    absl::StrAppend(&out, "  --", o.name, o.flag ? "=true|false" : "=VALUE", "  [",
-                    EnvName(o.name), "]\n      ", absl::StrReplaceAll(o.help, {{"`", ""}}),
+    absl::StrAppend(&out, "  --", o.name, o.flag ? "=true|false" : "=VALUE", "  [", EnvName(o.name),
+                    "]\n      ", absl::StrReplaceAll(o.help, {{"`", ""}}),
                     " (default: ", o.default_text.empty() ? "\"\"" : o.default_text, ")\n");
   }
   absl::StrAppend(&out, "  --help\n      print this text\n");

@@ -28,25 +28,7 @@ class RealClockImpl final : public Clock {
   }
 };
 
-std::string ResultLabel(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kOk:
-      return "ok";
-    case absl::StatusCode::kInvalidArgument:
-      return "invalid";
-    case absl::StatusCode::kNotFound:
-      return "not_found";
-    case absl::StatusCode::kResourceExhausted:
-      return "resource_exhausted";
-    case absl::StatusCode::kUnavailable:
-      return "unavailable";
-    case absl::StatusCode::kDeadlineExceeded:
-      return "deadline_exceeded";
-    default:
-      return "error";
-  }
-}
-
+// The `code` field of log lines: the ClickHouse error code, or the status code's name.
 std::string ErrorCodeLabel(const absl::Status& status) {
   if (auto code = clickhouse::ClickHouseCode(status)) return absl::StrCat(*code);
   return absl::AsciiStrToUpper(absl::StatusCodeToString(status.code()));
@@ -57,11 +39,6 @@ std::string ErrorCodeLabel(const absl::Status& status) {
 const char* BatchAckMode(uint64_t rows, uint64_t waiting_rows) {
   if (waiting_rows == rows) return "committed";
   return waiting_rows == 0 ? "accepted" : "mixed";
-}
-
-const char* ReasonLabel(int reason) {
-  static const char* names[] = {"rows", "bytes", "age", "deadline", "shutdown"};
-  return names[reason];
 }
 
 }  // namespace
@@ -203,19 +180,18 @@ bool SameTypes(const TableSchema& a, const TableSchema& b) {
 }  // namespace
 
 Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
-                   const metrics::IngestMetrics* metrics)
+                   IngestObserver* observer)
     : options_(std::move(options)),
       buffer_limit_(static_cast<uint64_t>(static_cast<double>(options_.memory_budget_bytes) *
                                           options_.buffer_share)),
       budget_(options_.memory_budget_bytes),
       inserter_(inserter),
       clock_(clock),
-      metrics_(metrics),
+      observer_(observer),
       rng_(std::random_device{}()) {
   instance_id_ = absl::StrCat("chgate-", absl::ToUnixMicros(absl::Now()), "-", rng_() % 100000);
-  if (metrics_ != nullptr) {
-    metrics_->SetBufferBudgetBytes(buffer_limit_);
-    metrics_->memory_budget_bytes->Set(static_cast<double>(options_.memory_budget_bytes));
+  if (observer_ != nullptr) {
+    observer_->Budgets(options_.memory_budget_bytes, buffer_limit_);
   }
   if (!options_.background) return;
   busy_slots_ = options_.worker_threads + options_.flush_threads;
@@ -345,12 +321,10 @@ void Ingestor::Complete(const std::shared_ptr<Pending>& p, Result result) {
       f(std::move(copy));
     }
   }
-  if (metrics_ != nullptr) {
-    std::string label =
-        result.status.ok() ? (result.committed ? "ok" : "accepted") : ResultLabel(result.status);
-    metrics_->RequestDone(p->label, label, p->rows);
+  if (observer_ != nullptr) {
+    observer_->RequestDone(p->label, result.status, result.committed, p->rows);
     if (result.status.ok() && result.committed) {
-      metrics_->CommitLatency(p->label, absl::ToDoubleSeconds(clock_->Now() - p->received));
+      observer_->CommitLatency(p->label, clock_->Now() - p->received);
     }
   }
   if (p->on_done) p->on_done(std::move(result));
@@ -363,9 +337,9 @@ absl::StatusOr<MemoryBudget::Reservation> Ingestor::Reserve(uint64_t bytes) {
     PublishRequestBytes();
     return *std::move(reservation);
   }
-  if (metrics_ != nullptr) {
-    metrics_->RequestDone("", metrics::kResultResourceExhausted, 0);
-    metrics_->memory_refusals->Increment();
+  if (observer_ != nullptr) {
+    observer_->MemoryRefused();
+    observer_->RequestDone("", absl::ResourceExhaustedError("memory budget"), false, 0);
   }
   constexpr double kMiB = 1 << 20;
   return absl::ResourceExhaustedError(absl::StrFormat(
@@ -385,9 +359,7 @@ MemoryBudget::Reservation Ingestor::Hold(uint64_t bytes) {
 }
 
 void Ingestor::PublishRequestBytes() const {
-  if (metrics_ != nullptr) {
-    metrics_->memory_request_bytes->Set(static_cast<double>(budget_.requests()));
-  }
+  if (observer_ != nullptr) observer_->RequestBytes(budget_.requests());
 }
 
 void Ingestor::Submit(Request request, MemoryBudget::Reservation reservation,
@@ -659,8 +631,7 @@ void Ingestor::Append(std::shared_ptr<Pending> p) {
       });
     } else {
       waiting_.push_back(p);
-      if (metrics_ != nullptr)
-        metrics_->waiting_requests->Set(static_cast<double>(waiting_.size()));
+      if (observer_ != nullptr) observer_->WaitingRequests(waiting_.size());
       AdmitWaitingLocked(&after);
     }
   }
@@ -680,8 +651,8 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
       slot->schema = p->schema;
       slot->block = EmptyBlock(*p->schema);
       // The table's series exist from its first batch on, at 0, so a first loss shows.
-      if (metrics_ != nullptr) {
-        metrics_->TableStarted(p->label, absl::ToDoubleSeconds(LimitsFor(p->label).max_delay));
+      if (observer_ != nullptr) {
+        observer_->TableStarted(p->label, LimitsFor(p->label).max_delay);
       }
     }
     Batch& batch = *slot;
@@ -744,9 +715,9 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
         Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false});
       });
     }
-    if (metrics_ != nullptr) {
-      metrics_->SetBuffered(buffered_rows_, buffered_bytes_);
-      metrics_->waiting_requests->Set(static_cast<double>(waiting_.size()));
+    if (observer_ != nullptr) {
+      observer_->Buffered(buffered_rows_, buffered_bytes_);
+      observer_->WaitingRequests(waiting_.size());
       PublishRequestBytes();
     }
     const BatchLimits& limits = LimitsFor(batch.label);
@@ -767,8 +738,8 @@ void Ingestor::ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<P
       ++it;
     }
   }
-  if (metrics_ != nullptr && !expired->empty()) {
-    metrics_->waiting_requests->Set(static_cast<double>(waiting_.size()));
+  if (observer_ != nullptr && !expired->empty()) {
+    observer_->WaitingRequests(waiting_.size());
   }
 }
 
@@ -860,7 +831,7 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
     }
     const absl::Time resume = clock_->Now() + cap * jitter;
     if (resume >= stop_at) break;
-    if (metrics_ != nullptr) metrics_->FlushRetry(batch->label);
+    if (observer_ != nullptr) observer_->FlushRetry(batch->label);
     std::vector<log::Field> fields{{"table", batch->label},
                                    {"batch_id", attempt.query_id},
                                    {"attempt", attempt.attempt},
@@ -887,10 +858,11 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
       ForgetSchemas(batch->table);
     }
   }
-  if (metrics_ != nullptr) {
-    metrics_->BatchFlushed(batch->label, ReasonLabel(static_cast<int>(reason)), block->rows(),
-                           block->ByteSize(), absl::ToDoubleSeconds(end - start));
-    if (!status.ok()) metrics_->FlushError(batch->label, ErrorCodeLabel(status));
+  if (observer_ != nullptr) {
+    observer_->BatchFlushed(batch->label, reason, block->rows(), block->ByteSize(), end - start);
+    if (!status.ok()) {
+      observer_->FlushFailed(batch->label, status, clickhouse::ClickHouseCode(status));
+    }
   }
   const uint64_t rows = block->rows(), bytes = block->ByteSize();
   block.reset();
@@ -932,8 +904,9 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   if (!status.ok()) {
     // Callers in committed mode get the error; rows acknowledged in accepted mode are lost.
     if (rows > waiting_rows) {
-      if (metrics_ != nullptr)
-        metrics_->ForTable(batch->label).AcceptedRowsDropped(rows - waiting_rows);
+      if (observer_ != nullptr) {
+        observer_->RowsDropped(batch->label, DropReason::kAcceptedFlushFailed, rows - waiting_rows);
+      }
       absl::MutexLock lock(&mu_);
       rows_dropped_ += rows - waiting_rows;
     }
@@ -958,7 +931,7 @@ void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {
     batch->table_bytes -= bytes;
     batch->flushing = false;
     --flushes_in_flight_;
-    if (metrics_ != nullptr) metrics_->SetBuffered(buffered_rows_, buffered_bytes_);
+    if (observer_ != nullptr) observer_->Buffered(buffered_rows_, buffered_bytes_);
     AdmitWaitingLocked(&after);
     const BatchLimits& limits = LimitsFor(batch->label);
     if (shutting_down_) {
@@ -1096,7 +1069,9 @@ void Ingestor::Shutdown(absl::Time deadline) {
       batch->pendings.clear();
       if (batch->rows > 0) {
         rows_dropped_ += batch->rows;
-        if (metrics_ != nullptr) metrics_->ForTable(batch->label).ShutdownRowsDropped(batch->rows);
+        if (observer_ != nullptr) {
+          observer_->RowsDropped(batch->label, DropReason::kShutdown, batch->rows);
+        }
       }
       buffered_bytes_ -= batch->bytes;
       budget_.RemoveBuffered(batch->bytes);

@@ -33,8 +33,8 @@
 #include "server/ingest/convert.h"
 #include "server/ingest/inserter.h"
 #include "server/ingest/memory_budget.h"
+#include "server/ingest/observer.h"
 #include "server/ingest/value.h"
-#include "server/metrics/metrics.h"
 
 namespace chgate::ingest {
 
@@ -136,9 +136,9 @@ struct IngestStats {
 
 class Ingestor {
  public:
-  // `inserter` and `clock` must outlive the Ingestor; `metrics` may be null.
+  // `inserter` and `clock` must outlive the Ingestor; `observer` may be null.
   Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
-           const metrics::IngestMetrics* metrics = nullptr);
+           IngestObserver* observer = nullptr);
   ~Ingestor();
   Ingestor(const Ingestor&) = delete;
   Ingestor& operator=(const Ingestor&) = delete;
@@ -193,7 +193,6 @@ class Ingestor {
   struct Pending;
   struct Batch;
   struct Waiting;
-  enum class FlushReason { kRows, kBytes, kAge, kDeadline, kShutdown };
 
   void Enqueue(std::function<void()> task, bool flush_queue);
   // `slot`: this thread's entry in busy_since_.
@@ -246,7 +245,7 @@ class Ingestor {
   MemoryBudget budget_;
   Inserter* const inserter_;
   Clock* const clock_;
-  const metrics::IngestMetrics* const metrics_;
+  IngestObserver* const observer_;  // may be null
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Batch>> batches_ ABSL_GUARDED_BY(mu_);

@@ -606,4 +606,77 @@ std::vector<std::string> Metrics::MetricNames() {
   return names;
 }
 
+std::string_view FlushReasonLabel(ingest::FlushReason reason) {
+  switch (reason) {
+    case ingest::FlushReason::kRows:
+      return kFlushRows;
+    case ingest::FlushReason::kBytes:
+      return kFlushBytes;
+    case ingest::FlushReason::kAge:
+      return kFlushAge;
+    case ingest::FlushReason::kDeadline:
+      return kFlushDeadline;
+    case ingest::FlushReason::kShutdown:
+      return kFlushShutdown;
+  }
+  return kFlushRows;
+}
+
+void IngestMetricsObserver::Budgets(uint64_t memory_budget_bytes, uint64_t buffer_budget_bytes) {
+  m_->memory_budget_bytes->Set(static_cast<double>(memory_budget_bytes));
+  m_->SetBufferBudgetBytes(buffer_budget_bytes);
+}
+
+void IngestMetricsObserver::TableStarted(const std::string& table, absl::Duration max_delay) {
+  m_->TableStarted(table, absl::ToDoubleSeconds(max_delay));
+}
+
+void IngestMetricsObserver::RequestDone(const std::string& table, const absl::Status& status,
+                                        bool committed, uint64_t rows) {
+  m_->RequestDone(
+      table, status.ok() ? (committed ? kResultOk : kResultAccepted) : ResultLabel(status.code()),
+      rows);
+}
+
+void IngestMetricsObserver::CommitLatency(const std::string& table, absl::Duration latency) {
+  m_->CommitLatency(table, absl::ToDoubleSeconds(latency));
+}
+
+void IngestMetricsObserver::MemoryRefused() { m_->memory_refusals->Increment(); }
+
+void IngestMetricsObserver::BatchFlushed(const std::string& table, ingest::FlushReason reason,
+                                         uint64_t rows, uint64_t bytes, absl::Duration took) {
+  m_->BatchFlushed(table, FlushReasonLabel(reason), rows, bytes, absl::ToDoubleSeconds(took));
+}
+
+void IngestMetricsObserver::FlushRetry(const std::string& table) { m_->FlushRetry(table); }
+
+void IngestMetricsObserver::FlushFailed(const std::string& table, const absl::Status& status,
+                                        std::optional<int32_t> clickhouse_code) {
+  m_->FlushError(table, clickhouse_code.has_value() ? ClickHouseCodeLabel(*clickhouse_code)
+                                                    : StatusCodeLabel(status.code()));
+}
+
+void IngestMetricsObserver::RowsDropped(const std::string& table, ingest::DropReason reason,
+                                        uint64_t rows) {
+  const IngestTableMetrics& t = m_->ForTable(table);
+  if (reason == ingest::DropReason::kShutdown) {
+    t.ShutdownRowsDropped(rows);
+  } else {
+    t.AcceptedRowsDropped(rows);
+  }
+}
+
+void IngestMetricsObserver::Buffered(uint64_t rows, uint64_t bytes) {
+  m_->SetBuffered(rows, bytes);
+}
+
+void IngestMetricsObserver::WaitingRequests(size_t requests) {
+  m_->waiting_requests->Set(static_cast<double>(requests));
+}
+
+void IngestMetricsObserver::RequestBytes(uint64_t bytes) {
+  m_->memory_request_bytes->Set(static_cast<double>(bytes));
+}
+
 }  // namespace chgate::metrics

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,7 +23,9 @@
 #include "prometheus/histogram.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
+#include "server/ingest/observer.h"
 #include "server/metrics/http_server.h"
+#include "server/service/observers.h"
 
 namespace chgate::metrics {
 
@@ -168,6 +171,36 @@ struct IngestMetrics {
   void RequestUnparked() const { waiting_requests->Decrement(); }
 };
 
+// The Ingestor's reports (ingest::IngestObserver) as IngestMetrics series: the labels (result,
+// reason, code) are made here, the same way for every path.
+class IngestMetricsObserver final : public ingest::IngestObserver {
+ public:
+  // `metrics` must outlive the observer.
+  explicit IngestMetricsObserver(const IngestMetrics* metrics) : m_(metrics) {}
+
+  void Budgets(uint64_t memory_budget_bytes, uint64_t buffer_budget_bytes) override;
+  void TableStarted(const std::string& table, absl::Duration max_delay) override;
+  void RequestDone(const std::string& table, const absl::Status& status, bool committed,
+                   uint64_t rows) override;
+  void CommitLatency(const std::string& table, absl::Duration latency) override;
+  void MemoryRefused() override;
+  void BatchFlushed(const std::string& table, ingest::FlushReason reason, uint64_t rows,
+                    uint64_t bytes, absl::Duration took) override;
+  void FlushRetry(const std::string& table) override;
+  void FlushFailed(const std::string& table, const absl::Status& status,
+                   std::optional<int32_t> clickhouse_code) override;
+  void RowsDropped(const std::string& table, ingest::DropReason reason, uint64_t rows) override;
+  void Buffered(uint64_t rows, uint64_t bytes) override;
+  void WaitingRequests(size_t requests) override;
+  void RequestBytes(uint64_t bytes) override;
+
+ private:
+  const IngestMetrics* const m_;
+};
+
+// The `reason` label of chgate_batches_flushed_total (kFlush*).
+std::string_view FlushReasonLabel(ingest::FlushReason reason);
+
 // The Query RPC's metrics.
 struct QueryMetrics {
   prometheus::Family<prometheus::Counter>* queries = nullptr;  // {result}
@@ -267,6 +300,36 @@ class ClickHouseTlsCollectable : public prometheus::Collectable {
 
 // Owns the registry and every component's metrics. Construct one per process (tests: one per
 // test) and pass `ingest()` / `query()` to the components. Not copyable or movable.
+// The Query RPC's reports (service::QueryObserver) as QueryMetrics series.
+class QueryMetricsObserver final : public service::QueryObserver {
+ public:
+  // `metrics` must outlive the observer.
+  explicit QueryMetricsObserver(const QueryMetrics* metrics) : m_(metrics) {}
+  void QueryStarted() override { m_->QueryStarted(); }
+  void Streamed(uint64_t rows, uint64_t bytes) override { m_->Streamed(rows, bytes); }
+  void QueryFinished(const absl::Status& status, absl::Duration took) override {
+    m_->QueryFinished(ResultLabel(status.code()), absl::ToDoubleSeconds(took));
+  }
+  void QueryRefused(const absl::Status& status) override {
+    m_->QueryRefused(ResultLabel(status.code()));
+  }
+
+ private:
+  const QueryMetrics* const m_;
+};
+
+// The API caller checks' reports (service::AuthObserver) as AuthMetrics series.
+class AuthMetricsObserver final : public service::AuthObserver {
+ public:
+  // `metrics` must outlive the observer.
+  explicit AuthMetricsObserver(const AuthMetrics* metrics) : m_(metrics) {}
+  void Failure(std::string_view reason) override { m_->Failure(reason); }
+  void Reloaded(std::string_view file, bool ok) override { m_->Reloaded(file, ok); }
+
+ private:
+  const AuthMetrics* const m_;
+};
+
 class Metrics {
  public:
   Metrics();
@@ -275,8 +338,13 @@ class Metrics {
   Metrics& operator=(const Metrics&) = delete;
 
   const IngestMetrics& ingest() const { return ingest_; }
+  // What the Ingestor reports to (over ingest()).
+  ingest::IngestObserver* ingest_observer() { return &ingest_observer_; }
   const QueryMetrics& query() const { return query_; }
   const AuthMetrics& auth() const { return auth_; }
+  // What the Query RPC and the API's caller checks report to (over query() and auth()).
+  service::QueryObserver* query_observer() { return &query_observer_; }
+  service::AuthObserver* auth_observer() { return &auth_observer_; }
   // Exports chgate_build_info{version, revision} = 1 (call once, at start).
   void SetBuildInfo(const std::string& version, const std::string& revision);
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
@@ -312,8 +380,11 @@ class Metrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<Collector> collector_;
   IngestMetrics ingest_;
+  IngestMetricsObserver ingest_observer_{&ingest_};
   QueryMetrics query_;
   AuthMetrics auth_;
+  QueryMetricsObserver query_observer_{&query_};
+  AuthMetricsObserver auth_observer_{&auth_};
   std::atomic<uint16_t> port_{0};
 };
 

@@ -667,8 +667,8 @@ absl::string_view AckName(v1::AckMode requested, ingest::AckMode fallback) {
 }  // namespace
 
 absl::Status IngestService::Refused(const auth::Decision& decision) const {
-  if (!decision.status.ok() && options_.auth_metrics != nullptr) {
-    options_.auth_metrics->Failure(auth::DenyReasonLabel(decision.reason));
+  if (!decision.status.ok() && options_.auth_observer != nullptr) {
+    options_.auth_observer->Failure(auth::DenyReasonLabel(decision.reason));
   }
   if (!decision.status.ok()) {
     // The message names the identity and the table, never a token.

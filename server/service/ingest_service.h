@@ -36,7 +36,7 @@
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/auth/authorizer.h"
 #include "server/ingest/ingestor.h"
-#include "server/metrics/metrics.h"
+#include "server/service/observers.h"
 #include "server/service/query_service.h"
 #include "server/service/read_gate.h"
 
@@ -57,7 +57,7 @@ struct IngestServiceOptions {
   // and goes on). Null, or disabled: everything is allowed. Must outlive the service.
   const auth::Authorizer* authorizer = nullptr;
   // Counts refusals; may be null.
-  const metrics::AuthMetrics* auth_metrics = nullptr;
+  AuthObserver* auth_observer = nullptr;
   // What the Ingestor does for tables without a database and requests without an ack mode; the
   // policy is checked against the same resolution.
   std::string default_database = "default";

@@ -146,11 +146,11 @@ size_t ResponseBuilder::Estimate(const clickhouse::Block& block, size_t begin, s
 // ---- QueryRun ----
 
 QueryRun::QueryRun(QueryCall* call, clickhouse::Pool* pool, const QueryServiceOptions& options,
-                   const metrics::QueryMetrics* metrics, ingest::Clock* clock)
+                   QueryObserver* observer, ingest::Clock* clock)
     : call_(call),
       pool_(pool),
       options_(options),
-      metrics_(metrics),
+      observer_(observer),
       clock_(clock),
       request_(call->request()),
       builder_(
@@ -160,17 +160,14 @@ QueryRun::QueryRun(QueryCall* call, clickhouse::Pool* pool, const QueryServiceOp
 
 absl::Status QueryRun::Run() {
   const absl::Time started = clock_->Now();
-  if (metrics_ != nullptr) metrics_->QueryStarted();
+  if (observer_ != nullptr) observer_->QueryStarted();
   absl::Status status = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(conn_, Acquire());
     absl::Status ran = RunOnConnection();
     ReleaseConnection();
     return ran;
   }();
-  if (metrics_ != nullptr) {
-    metrics_->QueryFinished(metrics::ResultLabel(status.code()),
-                            absl::ToDoubleSeconds(clock_->Now() - started));
-  }
+  if (observer_ != nullptr) observer_->QueryFinished(status, clock_->Now() - started);
   return status;
 }
 
@@ -435,7 +432,7 @@ bool QueryRun::Send(v1::QueryResponse response) {
   const uint64_t rows = response.has_block() ? response.block().rows() : 0;
   size_t bytes = 0;
   if (!call_->Send(std::move(response), &bytes)) return false;
-  if (metrics_ != nullptr) metrics_->Streamed(rows, bytes);
+  if (observer_ != nullptr) observer_->Streamed(rows, bytes);
   return true;
 }
 

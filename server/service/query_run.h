@@ -22,7 +22,7 @@
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/protocol/trace_context.h"
 #include "server/ingest/ingestor.h"
-#include "server/metrics/metrics.h"
+#include "server/service/observers.h"
 #include "server/service/query_service.h"
 
 namespace chgate::service {
@@ -88,7 +88,7 @@ class QueryRun {
  public:
   // `metrics` may be null.
   QueryRun(QueryCall* call, clickhouse::Pool* pool, const QueryServiceOptions& options,
-           const metrics::QueryMetrics* metrics, ingest::Clock* clock);
+           QueryObserver* observer, ingest::Clock* clock);
   QueryRun(const QueryRun&) = delete;
   QueryRun& operator=(const QueryRun&) = delete;
 
@@ -148,7 +148,7 @@ class QueryRun {
   QueryCall* const call_;
   clickhouse::Pool* const pool_;
   const QueryServiceOptions& options_;
-  const metrics::QueryMetrics* const metrics_;
+  QueryObserver* const observer_;  // may be null
   ingest::Clock* const clock_;
   const v1::QueryRequest& request_;
 

@@ -145,8 +145,8 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
       cv_.SignalAll();
     }
     if (executor_->Withdraw(this)) {
-      if (executor_->metrics_ != nullptr) {
-        executor_->metrics_->QueryRefused(metrics::kResultCancelled);
+      if (executor_->observer_ != nullptr) {
+        executor_->observer_->QueryRefused(absl::CancelledError("cancelled while waiting"));
       }
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "query cancelled while waiting to start"));
     }
@@ -191,13 +191,13 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
 };
 
 QueryExecutor::QueryExecutor(clickhouse::Pool* pool, QueryServiceOptions options,
-                             const metrics::QueryMetrics* metrics, ingest::Clock* clock)
+                             QueryObserver* observer, ingest::Clock* clock)
     : pool_(pool),
       options_(std::move(options)),
       policy_{.allow_writes = options_.allow_writes,
               .allowed_table_functions = {options_.allowed_table_functions.begin(),
                                           options_.allowed_table_functions.end()}},
-      metrics_(metrics),
+      observer_(observer),
       clock_(clock) {
   const size_t n = std::max<size_t>(1, options_.max_concurrent_queries);
   workers_.reserve(n);
@@ -225,7 +225,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* QueryExecutor::Start(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw_request) {
   auto* call = new Call(this, context);
   auto refuse = [&](const absl::Status& status) {
-    if (metrics_ != nullptr) metrics_->QueryRefused(metrics::ResultLabel(status.code()));
+    if (observer_ != nullptr) observer_->QueryRefused(status);
     call->Finish(ToGrpcStatus(status, context));
     return call;
   };
@@ -274,7 +274,7 @@ void QueryExecutor::BeginShutdown() {
     for (Call* call : running_) call->Interrupt();
   }
   for (Call* call : refused) {
-    if (metrics_ != nullptr) metrics_->QueryRefused(metrics::kResultUnavailable);
+    if (observer_ != nullptr) observer_->QueryRefused(absl::UnavailableError("shutting down"));
     call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "chgate is shutting down"));
   }
 }
@@ -317,7 +317,9 @@ void QueryExecutor::ExpiryLoop() {
     if (!expired.empty()) {
       mu_.Unlock();
       for (Call* call : expired) {
-        if (metrics_ != nullptr) metrics_->QueryRefused(metrics::kResultResourceExhausted);
+        if (observer_ != nullptr) {
+          observer_->QueryRefused(absl::ResourceExhaustedError("no worker before the deadline"));
+        }
         call->Finish(
             ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
                              "too many concurrent queries: all ", options_.max_concurrent_queries,
@@ -344,7 +346,7 @@ void QueryExecutor::ExpiryLoop() {
 }
 
 void QueryExecutor::Run(Call* call) {
-  const absl::Status status = QueryRun(call, pool_, options_, metrics_, clock_).Run();
+  const absl::Status status = QueryRun(call, pool_, options_, observer_, clock_).Run();
   grpc::Status finished = ToGrpcStatus(status, call->context());
   {
     // Once finished, the call may be deleted at any time: BeginShutdown must not see it.

@@ -37,7 +37,7 @@
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/pool.h"
 #include "server/ingest/ingestor.h"
-#include "server/metrics/metrics.h"
+#include "server/service/observers.h"
 #include "server/sql/query_policy.h"
 
 namespace chgate::service {
@@ -67,8 +67,8 @@ class QueryExecutor {
  public:
   // `metrics` may be null (tests). `clock` times the queries (deadlines of calls without one,
   // coalescing, max_execution_time, durations); it must outlive the executor.
-  QueryExecutor(clickhouse::Pool* pool, QueryServiceOptions options,
-                const metrics::QueryMetrics* metrics, ingest::Clock* clock = ingest::RealClock());
+  QueryExecutor(clickhouse::Pool* pool, QueryServiceOptions options, QueryObserver* observer,
+                ingest::Clock* clock = ingest::RealClock());
   ~QueryExecutor();
   QueryExecutor(const QueryExecutor&) = delete;
   QueryExecutor& operator=(const QueryExecutor&) = delete;
@@ -100,7 +100,7 @@ class QueryExecutor {
   clickhouse::Pool* const pool_;
   const QueryServiceOptions options_;
   const sql::QueryPolicy policy_;
-  const metrics::QueryMetrics* const metrics_;
+  QueryObserver* const observer_;  // may be null
   ingest::Clock* const clock_;
 
   mutable absl::Mutex mu_;

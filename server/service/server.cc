@@ -65,7 +65,7 @@ class ServerImpl final : public Server {
         service_(ingestor, {.default_deadline = options.default_deadline,
                             .queries = options.queries,
                             .authorizer = options.authorizer,
-                            .auth_metrics = options.auth_metrics,
+                            .auth_observer = options.auth_observer,
                             .default_database = options.default_database,
                             .default_ack = options.default_ack,
                             .read_slots = options.read_slots}) {}

@@ -12,8 +12,8 @@
 #include "absl/time/time.h"
 #include "server/auth/authorizer.h"
 #include "server/ingest/ingestor.h"
-#include "server/metrics/metrics.h"
 #include "server/service/api_security.h"
+#include "server/service/observers.h"
 #include "server/service/query_service.h"
 
 namespace chgate::service {
@@ -43,7 +43,7 @@ struct ServerOptions {
   // Caller authorization (see IngestServiceOptions); null: everything is allowed. Both must
   // outlive the Server.
   const auth::Authorizer* authorizer = nullptr;
-  const metrics::AuthMetrics* auth_metrics = nullptr;
+  AuthObserver* auth_observer = nullptr;
   // The Ingestor's defaults, for judging requests as it will resolve them.
   std::string default_database = "default";
   ingest::AckMode default_ack = ingest::AckMode::kCommitted;

@@ -24,7 +24,9 @@
 
 namespace {
 
-double Seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
+double Seconds(const timeval& tv) {
+  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+}
 
 int Usage() {
   std::cerr << "usage: chgate_query_bench --addr HOST:PORT --sql SQL [--mode rows|columns]\n";

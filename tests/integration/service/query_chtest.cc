@@ -123,7 +123,7 @@ class QueryServiceTest : public ::testing::Test {
     inserter_ = std::make_unique<ingest::ClickHouseInserter>(pool_.get());
     ingestor_ = std::make_unique<ingest::Ingestor>(ingest::IngestOptions{}, inserter_.get(),
                                                    ingest::RealClock());
-    executor_ = std::make_unique<QueryExecutor>(pool_.get(), options, &metrics_.query());
+    executor_ = std::make_unique<QueryExecutor>(pool_.get(), options, metrics_.query_observer());
     auto server = StartServer(
         {.api_address = "127.0.0.1:0", .health_address = "", .queries = executor_.get()},
         ingestor_.get());

@@ -363,7 +363,8 @@ void ScriptNewerSelect(FakeServer& server, bool compressed) {
   static_cast<ColumnString&>(*totals.column(1).column).Append("");
   server.Send(DataPacket(totals, r, frames, ServerCode::kTotals));
   Block extremes = HeaderBlock({{"n", "UInt8"}, {"s", "String"}});
-  for (uint8_t v : {7, 42}) static_cast<ColumnFixed&>(*extremes.column(0).column).Append(v);
+  for (uint8_t v : {uint8_t{7}, uint8_t{42}})
+    static_cast<ColumnFixed&>(*extremes.column(0).column).Append(v);
   for (const char* v : {"answer", "yz"})
     static_cast<ColumnString&>(*extremes.column(1).column).Append(v);
   server.Send(DataPacket(extremes, r, frames, ServerCode::kExtremes));

@@ -678,7 +678,7 @@ void AppendValues(const GoldenCase& c, Column& column) {
     AppendRawRows(c, column);
   } else if (n == "b") {
     auto& f = static_cast<ColumnFixed&>(column);
-    for (uint8_t v : {1, 0, 0, 1}) f.Append<uint8_t>(v);
+    for (uint8_t v : {uint8_t{1}, uint8_t{0}, uint8_t{0}, uint8_t{1}}) f.Append<uint8_t>(v);
   } else if (n == "d32") {
     auto& f = static_cast<ColumnFixed&>(column);
     for (int32_t v : {-25567, -1, 0, 120529}) f.Append<int32_t>(v);

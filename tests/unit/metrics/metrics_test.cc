@@ -243,6 +243,34 @@ TEST_F(ScrapeTest, CountsIngestRequestsAndRowsByTableAndResult) {
   EXPECT_EQ(ScrapeText().find("no_such_table_from_a_client"), std::string::npos);
 }
 
+// The Ingestor reports plain data (ingest::IngestObserver); the labels are made here, the same
+// way as for Query (a cancelled request is "cancelled", not "error").
+TEST_F(ScrapeTest, TheIngestObserverMakesTheSameLabelsAsEveryPath) {
+  ingest::IngestObserver* o = metrics_.ingest_observer();
+  o->RequestDone("events", absl::OkStatus(), /*committed=*/true, 2);
+  o->RequestDone("events", absl::OkStatus(), /*committed=*/false, 3);
+  o->RequestDone("events", absl::CancelledError("gone"), false, 4);
+  o->RequestDone("events", absl::PermissionDeniedError("no"), false, 5);
+  o->BatchFlushed("events", ingest::FlushReason::kDeadline, 10, 100, absl::Milliseconds(5));
+  o->FlushFailed("events", absl::UnavailableError("down"), std::nullopt);
+  o->FlushFailed("events", absl::InternalError("parts"), 252);
+  o->RowsDropped("events", ingest::DropReason::kShutdown, 6);
+  o->Budgets(1000, 750);
+  const Exposition e = Scrape();
+  EXPECT_EQ(e.Value("chgate_ingest_requests_total", {{"table", "events"}, {"result", "ok"}}), 1);
+  EXPECT_EQ(e.Value("chgate_ingest_rows_total", {{"table", "events"}, {"result", "accepted"}}), 3);
+  EXPECT_EQ(e.Value("chgate_ingest_rows_total", {{"table", "events"}, {"result", "cancelled"}}), 4);
+  EXPECT_EQ(
+      e.Value("chgate_ingest_rows_total", {{"table", "events"}, {"result", "permission_denied"}}),
+      5);
+  EXPECT_EQ(e.Value("chgate_batches_flushed_total", {{"table", "events"}, {"reason", "deadline"}}),
+            1);
+  EXPECT_EQ(e.Value("chgate_flush_errors_total", {{"table", "events"}, {"code", "UNAVAILABLE"}}),
+            1);
+  EXPECT_EQ(e.Value("chgate_flush_errors_total", {{"table", "events"}, {"code", "252"}}), 1);
+  EXPECT_EQ(e.Value("chgate_rows_dropped_total", {{"table", "events"}, {"reason", "shutdown"}}), 6);
+}
+
 TEST_F(ScrapeTest, RecordsFlushesHistogramsRetriesAndErrors) {
   const IngestTableMetrics events = metrics_.ingest().ForTable("events");
   events.BatchFlushed(kFlushRows, 1000, 65536, 0.25);

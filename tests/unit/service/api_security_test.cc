@@ -124,7 +124,7 @@ class ApiSecurityTest : public ::testing::Test {
                                .health_address = "127.0.0.1:0",
                                .tls = std::move(tls),
                                .authorizer = authorizer_.get(),
-                               .auth_metrics = &metrics_.auth()},
+                               .auth_observer = metrics_.auth_observer()},
                               ingestor_.get());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);

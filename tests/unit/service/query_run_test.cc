@@ -153,8 +153,8 @@ class QueryRunTest : public ::testing::Test {
     if (pool_ != nullptr) pool_->Shutdown();
   }
 
-  absl::Status Run(FakeCall& call, const metrics::QueryMetrics* metrics = nullptr) {
-    return QueryRun(&call, pool_.get(), options_, metrics, &clock_).Run();
+  absl::Status Run(FakeCall& call, QueryObserver* observer = nullptr) {
+    return QueryRun(&call, pool_.get(), options_, observer, &clock_).Run();
   }
 
   // Idle connections in the pool: 1 after a run that handed its connection back, 0 after one
@@ -254,7 +254,7 @@ TEST_F(QueryRunTest, StreamsHeaderRowsAndSummaryTimedByTheClock) {
   v1::QueryRequest request = Request("SELECT x FROM t");
   request.set_query_id("q-run");
   FakeCall call(request, clock_.Now() + absl::Seconds(30));
-  const absl::Status status = Run(call, &metrics.query());
+  const absl::Status status = Run(call, metrics.query_observer());
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_TRUE(fake.Wait().ok());
 

@@ -1,0 +1,65 @@
+// What the Ingestor reports as it works, as plain calls: server/metrics turns them into
+// Prometheus series (metrics::IngestMetricsObserver), tests record them. The ingest module knows
+// nothing of Prometheus. Calls come from any of the Ingestor's threads, some with its lock held:
+// an observer must be thread-safe, quick, and must not call back into the Ingestor.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace chgate::ingest {
+
+// Why a table's batch was flushed.
+enum class FlushReason {
+  kRows,      // --batch-max-rows reached
+  kBytes,     // --batch-max-bytes reached
+  kAge,       // the oldest row is --batch-max-delay old
+  kDeadline,  // a waiting caller's deadline is near
+  kShutdown,  // the drain on SIGTERM
+};
+
+// Why rows were lost without their caller learning it.
+enum class DropReason {
+  kAcceptedFlushFailed,  // acknowledged in accepted mode, then their flush failed for good
+  kShutdown,             // still buffered when the shutdown drain ended
+};
+
+class IngestObserver {
+ public:
+  virtual ~IngestObserver() = default;
+
+  // At start: the whole memory budget and the share rows may be buffered in.
+  virtual void Budgets(uint64_t memory_budget_bytes, uint64_t buffer_budget_bytes) = 0;
+  // A table's first batch was made; `max_delay` is its configured flush delay.
+  virtual void TableStarted(const std::string& table, absl::Duration max_delay) = 0;
+  // A request ended. `table` is "db.table", or "" when the request was refused before its
+  // table was known; `committed` tells an OK commit from an OK accepted-mode ack.
+  virtual void RequestDone(const std::string& table, const absl::Status& status, bool committed,
+                           uint64_t rows) = 0;
+  // A committed request's rows were committed `latency` after the request arrived.
+  virtual void CommitLatency(const std::string& table, absl::Duration latency) = 0;
+  // A request was refused because the memory budget was full (RequestDone follows as well).
+  virtual void MemoryRefused() = 0;
+  // A batch's INSERT ended, committed or failed for good, after `took` (retries included).
+  virtual void BatchFlushed(const std::string& table, FlushReason reason, uint64_t rows,
+                            uint64_t bytes, absl::Duration took) = 0;
+  // A flush attempt failed and will be retried.
+  virtual void FlushRetry(const std::string& table) = 0;
+  // A batch failed for good with `status`; `clickhouse_code` is the ClickHouse exception's code
+  // when the server refused it.
+  virtual void FlushFailed(const std::string& table, const absl::Status& status,
+                           std::optional<int32_t> clickhouse_code) = 0;
+  virtual void RowsDropped(const std::string& table, DropReason reason, uint64_t rows) = 0;
+  // Totals now: rows and bytes buffered, requests waiting for buffer room, bytes held by
+  // requests being converted or waiting.
+  virtual void Buffered(uint64_t rows, uint64_t bytes) = 0;
+  virtual void WaitingRequests(size_t requests) = 0;
+  virtual void RequestBytes(uint64_t bytes) = 0;
+};
+
+}  // namespace chgate::ingest
