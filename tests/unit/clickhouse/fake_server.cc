@@ -352,6 +352,27 @@ absl::StatusOr<clickhouse::ClientPacket*> ReadAfterHello(ClientPacketReader& rea
 
 }  // namespace
 
+absl::StatusOr<ClientQuery> DecodeClientQuery(std::string_view packet, uint64_t revision) {
+  MemoryReadBuffer in(packet);
+  ClientPacketReader reader(&in, std::min(revision, kMaxClientReaderRevision));
+  reader.set_revision(std::min(revision, kMaxClientReaderRevision));
+  ASSIGN_OR_RETURN(clickhouse::ClientPacket * p, reader.Next());
+  if (p->type != ClientPacketType::kQuery) {
+    return absl::InvalidArgumentError("not a Query packet");
+  }
+  return ClientQuery{.query = std::move(p->query), .client_info = std::move(p->client_info)};
+}
+
+PoolOptions OneConnectionPool(uint16_t port) {
+  return PoolOptions{
+      .endpoints = {{.host = "127.0.0.1", .port = port}},
+      .connection = {.compression = CompressionMethod::kNone},
+      .max_connections = 1,
+      .min_connections = 0,
+      .probe_interval = absl::ZeroDuration(),
+  };
+}
+
 absl::StatusOr<Block> DecodeClientData(std::string_view packet, uint64_t revision,
                                        bool compressed) {
   MemoryReadBuffer in(packet);

@@ -30,6 +30,8 @@
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/compression/frame.h"
 #include "server/clickhouse/connection.h"
+#include "server/clickhouse/pool.h"
+#include "server/clickhouse/protocol/client_reader.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/protocol/revision.h"
 
@@ -133,6 +135,17 @@ const char* ClientPacketName(ClientPacket kind);
 
 // Decodes a client Data packet (code, table name, body) captured by the fake.
 absl::StatusOr<Block> DecodeClientData(std::string_view packet, uint64_t revision, bool compressed);
+
+// The query and the client info of a client Query packet captured by the fake, at `revision`.
+struct ClientQuery {
+  QueryParams query;
+  clickhouse::ClientInfo client_info;
+};
+absl::StatusOr<ClientQuery> DecodeClientQuery(std::string_view packet, uint64_t revision);
+
+// Options of a pool of at most one connection to a fake server on 127.0.0.1:`port`, without
+// compression and without endpoint probes (a scripted fake serves one connection at a time).
+PoolOptions OneConnectionPool(uint16_t port);
 
 struct FakeServerOptions {
   // The revision the server announces and gates on (with the client's).

@@ -14,37 +14,14 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
+#include "tests/unit/ingest/fake_clock.h"
 
 namespace chgate::ingest {
 namespace {
 
 using ::testing::HasSubstr;
 
-class FakeClock final : public Clock {
- public:
-  absl::Time Now() override {
-    absl::MutexLock lock(&mu_);
-    return now_;
-  }
-  void SleepUntil(absl::Time t) override {
-    absl::MutexLock lock(&mu_);
-    sleeps_.push_back(t - now_);
-    now_ = std::max(now_, t);
-  }
-  void Advance(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
-    now_ += d;
-  }
-  std::vector<absl::Duration> sleeps() {
-    absl::MutexLock lock(&mu_);
-    return sleeps_;
-  }
-
- private:
-  absl::Mutex mu_;
-  absl::Time now_ = absl::FromUnixSeconds(1700000000);
-  std::vector<absl::Duration> sleeps_;
-};
+using testing::FakeClock;
 
 struct InsertCall {
   TableId table;
@@ -862,7 +839,7 @@ TEST(IngestorWatchdogTest, AFlushThatDoesNotEndFailsTheProgressCheckUntilItEnds)
   absl::SleepFor(stall + absl::Milliseconds(200));
   const absl::Status stuck = ingestor.CheckProgress(stall);
   EXPECT_EQ(stuck.code(), absl::StatusCode::kDeadlineExceeded) << stuck;
-  EXPECT_THAT(std::string(stuck.message()), testing::HasSubstr("a flush thread"));
+  EXPECT_THAT(std::string(stuck.message()), ::testing::HasSubstr("a flush thread"));
   EXPECT_TRUE(ingestor.CheckProgress(absl::Minutes(1)).ok()) << "a longer limit is not reached";
   inserter.Release();
   done.WaitForNotification();
@@ -892,7 +869,7 @@ TEST(IngestorWatchdogTest, AConversionThreadThatDoesNotReturnFailsTheProgressChe
   absl::SleepFor(stall + absl::Milliseconds(200));
   const absl::Status stuck = ingestor.CheckProgress(stall);
   EXPECT_EQ(stuck.code(), absl::StatusCode::kDeadlineExceeded) << stuck;
-  EXPECT_THAT(std::string(stuck.message()), testing::HasSubstr("a conversion thread"));
+  EXPECT_THAT(std::string(stuck.message()), ::testing::HasSubstr("a conversion thread"));
   release.Notify();
   absl::SleepFor(absl::Milliseconds(200));
   EXPECT_TRUE(ingestor.CheckProgress(stall).ok());

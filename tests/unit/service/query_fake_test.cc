@@ -33,27 +33,16 @@ constexpr uint64_t kRevision = 54460;
 
 // Parses one client Query packet at kRevision.
 ch::QueryParams ParseQuery(std::string_view bytes) {
-  ch::MemoryReadBuffer in(bytes);
-  ch::ClientPacketReader reader(&in, kRevision);
-  reader.set_revision(kRevision);
-  absl::StatusOr<ch::ClientPacket*> packet = reader.Next();
-  EXPECT_TRUE(packet.ok()) << packet.status();
-  if (!packet.ok()) return {};
-  return (*packet)->query;
+  absl::StatusOr<cht::ClientQuery> q = cht::DecodeClientQuery(bytes, kRevision);
+  EXPECT_TRUE(q.ok()) << q.status();
+  return q.ok() ? q->query : ch::QueryParams{};
 }
 
 class QueryFakeServerTest : public ::testing::Test {
  protected:
   void Start(cht::FakeServer& fake) {
     fake.Start();
-    pool_ = std::make_unique<ch::Pool>(ch::PoolOptions{
-        .endpoints = {{.host = "127.0.0.1", .port = fake.port()}},
-        .connection = {.compression = ch::CompressionMethod::kNone},
-        .max_connections = 1,
-        .min_connections = 0,
-        // The fake serves one scripted connection: no probe may take it.
-        .probe_interval = absl::ZeroDuration(),
-    });
+    pool_ = std::make_unique<ch::Pool>(cht::OneConnectionPool(fake.port()));
     pool_->Start();
     inserter_ = std::make_unique<ingest::ClickHouseInserter>(pool_.get());
     ingestor_ = std::make_unique<ingest::Ingestor>(ingest::IngestOptions{}, inserter_.get(),
@@ -248,12 +237,9 @@ TEST_F(QueryFakeServerTest, TheCallersTraceContextReachesClickHouse) {
   ch::ClientInfo info;
   fake.Handshake();
   fake.ExpectPacket(cht::ClientPacket::kQuery, [&](std::string_view bytes) {
-    ch::MemoryReadBuffer in(bytes);
-    ch::ClientPacketReader reader(&in, kRevision);
-    reader.set_revision(kRevision);
-    absl::StatusOr<ch::ClientPacket*> packet = reader.Next();
-    ASSERT_TRUE(packet.ok()) << packet.status();
-    info = (*packet)->client_info;
+    absl::StatusOr<cht::ClientQuery> q = cht::DecodeClientQuery(bytes, kRevision);
+    ASSERT_TRUE(q.ok()) << q.status();
+    info = q->client_info;
   });
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::DataPacket(cht::HeaderBlock({{"x", "UInt8"}}), kRevision));

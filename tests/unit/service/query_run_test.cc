@@ -26,6 +26,7 @@
 #include "server/clickhouse/protocol/packets.h"
 #include "server/metrics/metrics.h"
 #include "tests/unit/clickhouse/fake_server.h"
+#include "tests/unit/ingest/fake_clock.h"
 
 namespace chgate::service {
 namespace {
@@ -37,26 +38,7 @@ constexpr uint64_t kRevision = 54460;
 // Bounds every wait of a test on another thread; reached only when a test fails.
 constexpr absl::Duration kWaitLimit = absl::Seconds(10);
 
-class FakeClock final : public ingest::Clock {
- public:
-  absl::Time Now() override {
-    absl::MutexLock lock(&mu_);
-    return now_;
-  }
-  void SleepUntil(absl::Time t) override {
-    absl::MutexLock lock(&mu_);
-    now_ = std::max(now_, t);
-  }
-  void Advance(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
-    now_ += d;
-  }
-
- private:
-  absl::Mutex mu_;
-  // Far from the system clock on purpose: the run must not mix the two.
-  absl::Time now_ ABSL_GUARDED_BY(mu_) = absl::FromUnixSeconds(1'000'000'000);
-};
+using ingest::testing::FakeClock;
 
 // Records the responses a run queues for its client.
 class FakeCall final : public QueryCall {
@@ -112,13 +94,9 @@ size_t Count(const std::vector<v1::QueryResponse>& responses, v1::QueryResponse:
 
 // Parses one client Query packet at kRevision.
 ch::QueryParams ParseQuery(std::string_view bytes) {
-  ch::MemoryReadBuffer in(bytes);
-  ch::ClientPacketReader reader(&in, kRevision);
-  reader.set_revision(kRevision);
-  absl::StatusOr<ch::ClientPacket*> packet = reader.Next();
-  EXPECT_TRUE(packet.ok()) << packet.status();
-  if (!packet.ok()) return {};
-  return (*packet)->query;
+  absl::StatusOr<cht::ClientQuery> q = cht::DecodeClientQuery(bytes, kRevision);
+  EXPECT_TRUE(q.ok()) << q.status();
+  return q.ok() ? q->query : ch::QueryParams{};
 }
 
 std::string SettingValue(const ch::QueryParams& query, std::string_view name) {
@@ -139,13 +117,7 @@ class QueryRunTest : public ::testing::Test {
   // Starts `fake` and a one-connection pool to it.
   void Start(cht::FakeServer& fake) {
     fake.Start();
-    pool_ = std::make_unique<ch::Pool>(ch::PoolOptions{
-        .endpoints = {{.host = "127.0.0.1", .port = fake.port()}},
-        .connection = {.compression = ch::CompressionMethod::kNone},
-        .max_connections = 1,
-        .min_connections = 0,
-        .probe_interval = absl::ZeroDuration(),
-    });
+    pool_ = std::make_unique<ch::Pool>(cht::OneConnectionPool(fake.port()));
     pool_->Start();
   }
 
