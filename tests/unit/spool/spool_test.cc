@@ -367,30 +367,38 @@ TEST(SpoolTest, RollsOverSegmentsAndDeletesThemOnceCommitted) {
 }
 
 TEST(SpoolTest, DeletingACommittedSegmentKeepsCommitMarksOfOlderOnes) {
-  // Segment A keeps one uncommitted record while commit marks for its other records land in
-  // later segments that are then deleted: the newest segment's commit snapshot must still say
-  // they are committed.
+  // The first segment keeps one uncommitted record, while the commit record for its others lands
+  // in a later segment that is deleted in turn once its own records are committed. The newest
+  // segment's commit snapshot must still say they are committed.
   const std::string dir = FreshDir("snapshot");
   std::vector<uint64_t> lsns;
   std::vector<std::string> payloads;
-  {
-    Spool::Opened opened = OpenOrDie(dir, SmallOptions());
-    Spool& spool = *opened.spool;
-    for (int i = 0; i < 60; ++i) {
-      payloads.push_back(Payload(i, 200));
-      absl::StatusOr<uint64_t> lsn = spool.AppendAndWait(payloads.back());
+  Spool* opened_spool = nullptr;
+  auto append = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      payloads.push_back(Payload(static_cast<int>(payloads.size()), 200));
+      absl::StatusOr<uint64_t> lsn = opened_spool->AppendAndWait(payloads.back());
       ASSERT_TRUE(lsn.ok()) << lsn.status();
       lsns.push_back(*lsn);
-      // Commit each record right away, except record 1 (in the first segment).
-      if (i != 1) {
-        ASSERT_TRUE(spool.MarkCommitted({*lsn}).ok());
-      }
     }
-    ASSERT_TRUE(spool.Flush().ok());
+  };
+  {
+    Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+    opened_spool = opened.spool.get();
+    append(40);  // about 2.5 segments
+    const std::string first_segment = FilesWithSuffix(dir, ".wal").front();
+    std::vector<uint64_t> all_but_one = lsns;
+    all_but_one.erase(all_but_one.begin() + 1);
+    ASSERT_TRUE(opened.spool->MarkCommitted(all_but_one).ok());  // into the third segment
+    append(40);  // the third segment fills up, more follow
+    ASSERT_TRUE(
+        opened.spool->MarkCommitted(std::vector<uint64_t>(lsns.begin() + 40, lsns.end())).ok());
+    ASSERT_TRUE(opened.spool->Flush().ok());
     const std::vector<std::string> files = FilesWithSuffix(dir, ".wal");
     // The first segment (record 1) and the newest remain; the ones between are gone.
     ASSERT_EQ(files.size(), 2u);
-    EXPECT_EQ(files[0], SegmentFileName(lsns[0]));
+    EXPECT_EQ(files[0], first_segment);
+    opened_spool = nullptr;
   }
   Spool::Opened reopened = OpenOrDie(dir, SmallOptions());
   EXPECT_EQ(Payloads(reopened.replay), std::vector<std::string>{payloads[1]});
