@@ -527,6 +527,18 @@ TEST(SpoolTest, QuarantinesCorruptionInTheMiddleOfTheLastSegmentInsteadOfCutting
   EXPECT_EQ(FilesWithSuffix(dir, ".corrupt"), std::vector<std::string>{files[0] + ".corrupt"});
 }
 
+TEST(SpoolTest, RemovesASegmentWhoseHeaderACrashCutShort) {
+  const std::string dir = FreshDir("torn_header");
+  const std::vector<std::string> payloads = FillSegments(dir, 3);
+  const std::string started = SegmentFileName(1000);
+  WriteAll((fs::path(dir) / started).string(), EncodeSegmentHeader(1000).substr(0, 10));
+  Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+  EXPECT_EQ(Payloads(opened.replay), payloads);
+  EXPECT_EQ(opened.report.bytes_cut, 10u);
+  EXPECT_TRUE(opened.report.quarantined.empty());
+  EXPECT_FALSE(fs::exists(fs::path(dir) / started));
+}
+
 TEST(SpoolTest, RefusesASecondSpoolOnTheSameDirectory) {
   const std::string dir = FreshDir("lock");
   Spool::Opened opened = OpenOrDie(dir, SmallOptions());
