@@ -420,7 +420,12 @@ void Spool::WriterLoop() {
     batch.clear();
     if (unsynced_since_ != absl::InfiniteFuture() &&
         (stopping || absl::Now() >= unsynced_since_ + options_.commit_sync_delay)) {
-      (void)SyncActive();  // a failure only delays the commit marks (see commit_sync_delay)
+      if (!SyncActive().ok()) {
+        // Not retried on this file (see WriteChunk): the next write starts a segment, whose
+        // commit snapshot carries the marks that may not have reached the disk.
+        active_broken_ = true;
+        unsynced_since_ = absl::InfiniteFuture();
+      }
     }
     DeleteCommittedSegments();
     for (Completion& c : completions) c.done(std::move(c.result));

@@ -770,6 +770,28 @@ TEST(SpoolTest, FailedSyncFailsTheCallersAndMovesToANewSegment) {
   EXPECT_TRUE(reopened.report.quarantined.empty());
 }
 
+TEST(SpoolTest, CommitMarksSurviveAFailedSync) {
+  const std::string dir = FreshDir("commit_eio");
+  FaultyFileOps ops;
+  SpoolOptions options = SmallOptions();
+  options.commit_sync_delay = absl::Nanoseconds(1);  // lazily synced, but at once
+  options.file_ops = &ops;
+  {
+    Spool::Opened opened = OpenOrDie(dir, options);
+    Spool& spool = *opened.spool;
+    absl::StatusOr<uint64_t> a = spool.AppendAndWait("a");
+    absl::StatusOr<uint64_t> b = spool.AppendAndWait("b");
+    ASSERT_TRUE(a.ok() && b.ok());
+    ops.FailSyncs(EIO);
+    ASSERT_TRUE(spool.MarkCommitted({*a}).ok());
+    EXPECT_FALSE(spool.Flush().ok());
+    ops.ClearFaults();
+    ASSERT_TRUE(spool.AppendAndWait("c").ok());
+  }
+  Spool::Opened reopened = OpenOrDie(dir, SmallOptions());
+  EXPECT_EQ(Payloads(reopened.replay), (std::vector<std::string>{"b", "c"}));
+}
+
 TEST(SpoolTest, ShortWritesAreCompleted) {
   const std::string dir = FreshDir("short");
   FaultyFileOps ops;
