@@ -1,0 +1,239 @@
+// Spool: a durable local write-ahead log of opaque records (for chgate, insert requests), for an
+// ack mode where a request is acknowledged once it is on local disk and sent to ClickHouse later.
+//
+// Append() queues a record; one writer thread writes everything queued with one write and one
+// fdatasync (group commit) and then completes every caller of that batch with the record's LSN,
+// or the error. MarkCommitted() records that ClickHouse has the records; a segment file whose
+// every data record is committed is deleted. Open() recovers a directory: it validates every
+// record, cuts a torn tail (a crash mid-append), quarantines corrupt parts into `*.corrupt` files,
+// and hands back the records not yet committed, in LSN order, for replay. Bounds: max_bytes on
+// disk and min_free_bytes left on the file system; appends beyond them are refused at once.
+//
+// Thread safety: every public method may be called from any thread at once. Append's `done`
+// runs on the writer thread, outside the spool's lock; it must not block (AppendAndWait, Flush or
+// Close from inside it would wait for the very thread running it), but may call Append or
+// MarkCommitted. Lifetime: the Spool owns its files while open (an flock on <dir>/LOCK keeps a
+// second process out); Close(), or the destructor, writes and syncs what is queued first.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/spool/file_ops.h"
+#include "server/spool/format.h"
+
+namespace chgate::spool {
+
+struct SpoolOptions {
+  // A new segment file starts when the active one would grow past this (a single record larger
+  // than a segment is refused).
+  uint64_t segment_bytes = 64 << 20;
+  // Total bytes of the segment files. A data record that would take the spool past it is refused
+  // with ResourceExhausted. Commit records and segment headers are not refused (refusing them
+  // would keep the spool full); they may exceed it by a few KiB.
+  uint64_t max_bytes = uint64_t{8} << 30;
+  // Appends are refused while the file system has less free space than this (statvfs, checked
+  // when a segment starts and at most every space_check_interval on the append path). 0: the
+  // default, 2 x segment_bytes.
+  uint64_t min_free_bytes = 0;
+  absl::Duration space_check_interval = absl::Seconds(1);
+  // 0: a batch is written as soon as the previous fdatasync returned. > 0: the writer waits up to
+  // this long after a batch's first record for more (or until max_batch_bytes are queued).
+  absl::Duration group_commit_delay = absl::ZeroDuration();
+  uint64_t max_batch_bytes = 8 << 20;
+  // Commit records are written at once but synced lazily: with the next data batch, or on their
+  // own this long after being written. A commit mark lost in a crash only means its rows are
+  // replayed again, which ClickHouse deduplicates (the insert's deduplication token).
+  absl::Duration commit_sync_delay = absl::Seconds(1);
+  // The file operations; tests inject faults. Must outlive the Spool.
+  FileOps* file_ops = DefaultFileOps();
+};
+
+// A record to replay: appended and durable, not yet marked committed.
+struct SpoolRecord {
+  uint64_t lsn = 0;
+  std::string payload;
+};
+
+// What Open() found and did.
+struct RecoveryReport {
+  uint64_t segments = 0;           // segment files scanned
+  uint64_t records = 0;            // valid records of all types
+  uint64_t data_records = 0;       // valid kData records
+  uint64_t committed_records = 0;  // kData records covered by a commit record
+  uint64_t replayed_records = 0;   // kData records handed back (not committed)
+  uint64_t bytes_cut = 0;          // torn tail removed from the last segment
+  uint64_t segments_deleted = 0;   // fully committed or empty segments removed
+  // A corrupt part moved aside. The good records before it are kept.
+  struct Quarantine {
+    std::string segment;   // the segment's file name
+    std::string moved_to;  // the file name now holding the corrupt bytes
+    uint64_t offset = 0;   // where the corrupt part started in the segment
+    uint64_t bytes = 0;
+    std::string reason;
+  };
+  std::vector<Quarantine> quarantined;
+  uint64_t bytes_quarantined = 0;
+  uint64_t next_lsn = 0;  // the LSN the next record gets
+};
+
+// Counters and levels for metrics.
+struct SpoolStats {
+  uint64_t disk_bytes = 0;  // of all segment files
+  uint64_t segments = 0;
+  uint64_t pending_records = 0;  // durable kData records not yet committed
+  // When the oldest pending record was appended (Open's time for replayed ones);
+  // InfiniteFuture when nothing is pending.
+  absl::Time oldest_pending_time = absl::InfiniteFuture();
+  uint64_t queued_records = 0;  // accepted, not yet durable
+  uint64_t appends = 0;         // data records made durable
+  uint64_t bytes_appended = 0;  // bytes of those records on disk (headers included)
+  uint64_t refusals = 0;        // appends refused at once (max_bytes, free space, closed)
+  uint64_t failed_appends = 0;  // appends completed with a write or sync error
+  uint64_t fsyncs = 0;
+  absl::Duration fsync_total;
+  absl::Duration fsync_last;
+  uint64_t segments_deleted = 0;
+  uint64_t free_bytes = 0;  // of the file system, as last checked
+  // From Open's recovery.
+  uint64_t bytes_cut = 0;
+  uint64_t bytes_quarantined = 0;
+};
+
+class Spool {
+ public:
+  // `done` receives the record's LSN once it is durable, or the write/sync error:
+  // ResourceExhausted for ENOSPC, Unavailable for EIO and other I/O errors, or Unavailable when
+  // the spool was closed before the record could be written.
+  using AppendCallback = absl::AnyInvocable<void(absl::StatusOr<uint64_t> lsn)>;
+
+  struct Opened;
+
+  // Opens (creating if needed) the spool in `dir` and recovers it (see the top). Errors:
+  // FailedPrecondition when another Spool holds the directory; InvalidArgument for bad options;
+  // the FileOps error of a failed directory, read or write operation.
+  [[nodiscard]] static absl::StatusOr<Opened> Open(std::string dir, SpoolOptions options);
+
+  ~Spool();
+  Spool(const Spool&) = delete;
+  Spool& operator=(const Spool&) = delete;
+
+  // Queues `payload` as a data record. OK: `done` will run exactly once (see AppendCallback). An
+  // error: nothing was queued and `done` is not called. ResourceExhausted when the record does
+  // not fit under max_bytes or the file system is below min_free_bytes (the message has the
+  // numbers); InvalidArgument when the record is larger than a segment; FailedPrecondition after
+  // Close.
+  [[nodiscard]] absl::Status Append(std::string_view payload, AppendCallback done);
+  // Append and wait until the record is durable. Returns its LSN or either kind of error above.
+  [[nodiscard]] absl::StatusOr<uint64_t> AppendAndWait(std::string_view payload);
+
+  // Marks the kData records `lsns` committed in ClickHouse: they are no longer replayed, and a
+  // segment whose data records are all committed is deleted. Queues one commit record (synced
+  // lazily, see commit_sync_delay). LSNs already committed are ignored. InvalidArgument for an
+  // LSN that no durable record has had; FailedPrecondition after Close.
+  [[nodiscard]] absl::Status MarkCommitted(const std::vector<uint64_t>& lsns);
+
+  // Waits until everything queued before the call (data and commit records) is durable.
+  // Returns the sync's error if it failed; FailedPrecondition after Close.
+  [[nodiscard]] absl::Status Flush();
+
+  // Writes and syncs what is queued, stops the writer and closes the files. Idempotent.
+  void Close();
+
+  SpoolStats Stats() const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  struct Entry;
+  struct Segment {
+    std::string path;
+    uint64_t bytes = 0;
+    uint64_t pending_data = 0;  // kData records not yet committed
+  };
+  struct Pending {
+    absl::Time appended;
+    uint64_t segment = 0;  // first LSN of the segment holding it
+  };
+  struct Completion {
+    AppendCallback done;
+    absl::StatusOr<uint64_t> result;
+  };
+  class Recovery;
+
+  Spool(std::string dir, SpoolOptions options);
+
+  // Writer thread.
+  void WriterLoop();
+  void WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& completions);
+  // Writes `buf` (records of `lsns` consecutive from `first_lsn`) at the end of the active
+  // segment, syncing if `sync`; on an error truncates back so no partial record stays.
+  absl::Status WriteChunk(const std::string& buf, bool sync);
+  absl::Status SyncActive();
+  // Closes the active segment (if any) and starts a new one at writer_lsn_, whose first record
+  // is a commit snapshot: every committed LSN from the oldest kept segment on, so that deleting
+  // older segments never loses a commit mark of a segment that stays.
+  absl::Status StartSegment();
+  void CloseActive();
+  void DeleteCommittedSegments();
+  absl::Status SyncDir();
+
+  absl::Status CheckSpaceLocked(uint64_t record_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RefreshFreeBytesLocked(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Enqueue(Entry entry);
+  std::vector<LsnRange> CommittedRangesLocked(uint64_t from, uint64_t to) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string dir_;
+  const SpoolOptions options_;
+  FileOps* const ops_;
+  int lock_fd_ = -1;
+
+  mutable absl::Mutex mu_;
+  std::vector<Entry> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // queued or being written
+  uint64_t queued_data_ ABSL_GUARDED_BY(mu_) = 0;   // data records among them
+  absl::Time first_queued_ ABSL_GUARDED_BY(mu_);    // of the oldest queued entry
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<uint64_t, Segment> segments_ ABSL_GUARDED_BY(mu_);  // by first LSN
+  uint64_t active_first_ ABSL_GUARDED_BY(mu_) = 0;
+  bool has_active_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t disk_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  uint64_t durable_lsn_end_ ABSL_GUARDED_BY(mu_) = 0;  // every LSN below was written
+  uint64_t free_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t written_since_check_ ABSL_GUARDED_BY(mu_) = 0;  // bytes written since the statvfs
+  absl::Time free_checked_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  SpoolStats stats_ ABSL_GUARDED_BY(mu_);
+
+  // Owned by the writer thread (and by Open before it starts).
+  int active_fd_ = -1;
+  uint64_t active_size_ = 0;          // bytes of the active segment known good
+  uint64_t active_base_size_ = 0;     // its header and commit snapshot
+  uint64_t writer_lsn_ = 0;           // the next LSN to give
+  bool active_broken_ = false;        // a failed sync or truncate: the next write starts a segment
+  bool roll_ = false;                 // the active segment is full: the next write starts a segment
+  std::vector<Entry> retry_commits_;  // commit records whose write failed
+  absl::Time unsynced_since_ = absl::InfiniteFuture();  // commit records written, not synced
+
+  std::thread writer_;
+};
+
+struct Spool::Opened {
+  std::unique_ptr<Spool> spool;
+  std::vector<SpoolRecord> replay;  // in LSN order
+  RecoveryReport report;
+};
+
+}  // namespace chgate::spool
