@@ -22,8 +22,8 @@ void Check(std::string_view data, uint64_t name_lsn) {
   uint64_t previous_end = 0;
   for (const chgate::spool::ScannedRecord& r : scan.records) {
     if (r.lsn != expected_lsn++) std::abort();
-    if (r.offset < previous_end || r.offset + chgate::spool::RecordSize(r.payload.size()) >
-                                       scan.good_end) {
+    if (r.offset < previous_end ||
+        r.offset + chgate::spool::RecordSize(r.payload.size()) > scan.good_end) {
       std::abort();
     }
     previous_end = r.offset + chgate::spool::RecordSize(r.payload.size());
