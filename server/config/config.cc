@@ -270,6 +270,15 @@ const std::vector<Option>& Options() {
        Bytes("batch-max-bytes", &Config::batch_max_bytes, false)},
       {"batch-max-delay", "200ms", "flush a table's batch when its oldest row is this old",
        Duration("batch-max-delay", &Config::batch_max_delay)},
+      {"batch-max-delay-ceiling", "5s",
+       "under part pressure (an INSERT refused with TOO_MANY_PARTS, or one taking "
+       "`--slow-insert` or more) a table's flush delay doubles, up to this; after 10 calm flushes "
+       "it halves again, down to its configured delay. At or below the configured delay: off",
+       Duration("batch-max-delay-ceiling", &Config::batch_max_delay_ceiling)},
+      {"slow-insert", "2s",
+       "a single INSERT attempt taking this long counts as part pressure (ClickHouse delays "
+       "inserts into a table with too many active parts)",
+       Duration("slow-insert", &Config::slow_insert)},
       {"table-limits", "", "per-table overrides, `db.t:rows=N,bytes=S,delay=D;db.u:...`",
        SetTableLimits},
       {"memory-budget", "256MiB",

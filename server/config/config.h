@@ -75,6 +75,8 @@ struct Config {
   uint64_t batch_max_rows{};
   uint64_t batch_max_bytes{};
   absl::Duration batch_max_delay{};
+  absl::Duration batch_max_delay_ceiling{};
+  absl::Duration slow_insert{};
   std::map<std::string, TableLimits> table_limits;  // "db.table" -> overrides
   uint64_t memory_budget{};
   uint64_t table_memory_budget{};

@@ -123,6 +123,8 @@ struct Ingestor::Batch {
   absl::Time oldest = absl::InfiniteFuture();
   absl::Time earliest_deadline = absl::InfiniteFuture();
   bool flushing = false;
+  absl::Duration delay = absl::ZeroDuration();  // adapted flush delay; 0: the configured one
+  int calm_flushes = 0;                         // in a row without pressure, while adapted
 };
 
 namespace {
@@ -745,7 +747,7 @@ void Ingestor::ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<P
 
 absl::Time Ingestor::DueLocked(const Batch& batch) const {
   if (batch.rows == 0) return absl::InfiniteFuture();
-  return std::min(batch.oldest + LimitsFor(batch.label).max_delay,
+  return std::min(batch.oldest + DelayLocked(batch),
                   batch.earliest_deadline - options_.deadline_margin);
 }
 
@@ -818,8 +820,11 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   attempt.deduplication_key = attempt.query_id;
   attempt.trace = traces.first;
   absl::Status status;
+  bool too_many_parts = false;
   while (true) {
     status = inserter_->Insert(batch->table, *block, attempt, stop_at);
+    too_many_parts = too_many_parts ||
+                     clickhouse::ClickHouseCode(status) == clickhouse::error_code::kTooManyParts;
     if (status.ok() || !ShouldRetry(status)) break;
     absl::Duration cap =
         std::min(options_.retry.max_backoff,
@@ -847,6 +852,7 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
     ++attempt.attempt;
   }
   const absl::Time end = clock_->Now();
+  AdaptDelay(batch, too_many_parts, end - start, attempt.attempt);
   if (!status.ok()) {
     if (attempt.attempt > 1) {
       status = absl::Status(status.code(), absl::StrCat(status.message(), " (gave up after ",
@@ -921,6 +927,44 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   FinishFlush(batch, bytes, rows);
 }
 
+absl::Duration Ingestor::DelayLocked(const Batch& batch) const {
+  return batch.delay > absl::ZeroDuration() ? batch.delay : LimitsFor(batch.label).max_delay;
+}
+
+void Ingestor::AdaptDelay(Batch* batch, bool too_many_parts, absl::Duration took, int attempts) {
+  const absl::Duration base = LimitsFor(batch->label).max_delay;
+  if (options_.max_delay_ceiling <= base) return;
+  // A retried flush's time includes backoff: only a single attempt's time says the server is slow.
+  const bool slow = attempts == 1 && took >= options_.slow_insert;
+  absl::Duration before, after;
+  const char* reason = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    before = DelayLocked(*batch);
+    after = before;
+    if (too_many_parts || slow) {
+      batch->calm_flushes = 0;
+      after = std::min(options_.max_delay_ceiling, before * 2);
+      reason = too_many_parts ? "too_many_parts" : "slow_insert";
+    } else if (before > base && ++batch->calm_flushes >= options_.relax_after) {
+      batch->calm_flushes = 0;
+      after = std::max(base, before / 2);
+      reason = "pressure_gone";
+    }
+    batch->delay = after;
+  }
+  if (after == before) return;
+  kLog.Info(after > before ? "flush delay raised" : "flush delay lowered",
+            {{"table", batch->label},
+             {"from", before},
+             {"to", after},
+             {"reason", reason},
+             {"insert_took", absl::Trunc(took, absl::Milliseconds(1))},
+             {"ceiling", options_.max_delay_ceiling},
+             {"configured", base}});
+  if (observer_ != nullptr) observer_->DelayChanged(batch->label, after);
+}
+
 void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {
   std::vector<std::function<void()>> after;
   {
@@ -957,7 +1001,7 @@ bool Ingestor::Poll() {
       if (batch->flushing || batch->rows == 0) continue;
       if (DueLocked(*batch) <= now) {
         const bool by_deadline = batch->earliest_deadline - options_.deadline_margin <
-                                 batch->oldest + LimitsFor(batch->label).max_delay;
+                                 batch->oldest + DelayLocked(*batch);
         StartFlushLocked(*batch, by_deadline ? FlushReason::kDeadline : FlushReason::kAge);
         started = true;
       }

@@ -87,6 +87,15 @@ struct IngestOptions {
   ConvertOptions convert;
   size_t worker_threads = 2;  // conversion and header lookups
   size_t flush_threads = 8;   // parallel flushes (each holds one pooled connection)
+  // Adaptive flush delay. When ClickHouse shows part pressure for a table (an INSERT refused
+  // with TOO_MANY_PARTS, or a single attempt that took at least `slow_insert`: the server
+  // delays inserts into a table with too many active parts), the table's flush delay doubles,
+  // up to `max_delay_ceiling`; after `relax_after` flushes in a row without pressure it halves
+  // again, down to the configured delay. A ceiling at or below the configured delay turns it
+  // off for that table.
+  absl::Duration max_delay_ceiling = absl::Seconds(5);
+  absl::Duration slow_insert = absl::Seconds(2);
+  int relax_after = 10;
   // false (tests): no threads; the test drives Poll() and RunPending() itself.
   bool background = true;
 };
@@ -235,6 +244,11 @@ class Ingestor {
              std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
              FlushReason reason);
   void FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows);
+  // The adaptive flush delay after a flush that saw `too_many_parts` (any attempt) and took
+  // `took` over `attempts` attempts (see IngestOptions::max_delay_ceiling).
+  void AdaptDelay(Batch* batch, bool too_many_parts, absl::Duration took, int attempts);
+  // The batch's flush delay now: its adapted one, else its table's configured one.
+  absl::Duration DelayLocked(const Batch& batch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Time DueLocked(const Batch& batch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const BatchLimits& LimitsFor(const std::string& key) const;
   bool ShouldRetry(const absl::Status& status) const;

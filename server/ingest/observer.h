@@ -55,6 +55,8 @@ class IngestObserver {
   virtual void FlushFailed(const std::string& table, const absl::Status& status,
                            std::optional<int32_t> clickhouse_code) = 0;
   virtual void RowsDropped(const std::string& table, DropReason reason, uint64_t rows) = 0;
+  // The table's flush delay changed (adaptive delay, IngestOptions::max_delay_ceiling).
+  virtual void DelayChanged(const std::string& table, absl::Duration delay) = 0;
   // Totals now: rows and bytes buffered, requests waiting for buffer room, bytes held by
   // requests being converted or waiting.
   virtual void Buffered(uint64_t rows, uint64_t bytes) = 0;

@@ -667,6 +667,10 @@ void IngestMetricsObserver::RowsDropped(const std::string& table, ingest::DropRe
   }
 }
 
+void IngestMetricsObserver::DelayChanged(const std::string& table, absl::Duration delay) {
+  m_->batch_max_delay->Add({{"table", table}}).Set(absl::ToDoubleSeconds(delay));
+}
+
 void IngestMetricsObserver::Buffered(uint64_t rows, uint64_t bytes) {
   m_->SetBuffered(rows, bytes);
 }

@@ -190,6 +190,7 @@ class IngestMetricsObserver final : public ingest::IngestObserver {
   void FlushFailed(const std::string& table, const absl::Status& status,
                    std::optional<int32_t> clickhouse_code) override;
   void RowsDropped(const std::string& table, ingest::DropReason reason, uint64_t rows) override;
+  void DelayChanged(const std::string& table, absl::Duration delay) override;
   void Buffered(uint64_t rows, uint64_t bytes) override;
   void WaitingRequests(size_t requests) override;
   void RequestBytes(uint64_t bytes) override;

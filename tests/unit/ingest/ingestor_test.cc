@@ -60,6 +60,7 @@ class FakeInserter final : public Inserter {
       }
     }
     calls.push_back({table, text, attempt, deadline});
+    if (clock != nullptr) clock->Advance(takes);
     if (script.empty()) return absl::OkStatus();
     absl::Status st = script.front();
     script.pop_front();
@@ -71,6 +72,8 @@ class FakeInserter final : public Inserter {
   std::string id_type = "UInt64";  // what Describe reports for `id` (ALTER ... MODIFY COLUMN)
   std::vector<InsertCall> calls;
   std::deque<absl::Status> script;  // results of the next inserts (then OK)
+  FakeClock* clock = nullptr;       // when set, each insert advances it by `takes`
+  absl::Duration takes = absl::ZeroDuration();
 };
 
 // A copy of `block` with columns of its own: the Ingestor takes a request's columns and may
@@ -392,6 +395,74 @@ TEST_F(IngestorTest, TransientErrorsAreRetriedWithFullJitterBackoffAndTheIdentic
   EXPECT_TRUE(out->result.status.ok()) << out->result.status;
 }
 
+// Submits one row, lets `wait` pass and polls; whether a flush happened.
+#define FLUSHED_AFTER(wait)                       \
+  [&] {                                           \
+    const size_t before = inserter_.calls.size(); \
+    Submit(Rows(0, 1));                           \
+    clock_.Advance(wait);                         \
+    ingestor_->Poll();                            \
+    ingestor_->RunPending();                      \
+    return inserter_.calls.size() > before;       \
+  }()
+
+TEST_F(IngestorTest, TooManyPartsDoublesTheTablesFlushDelayAndCalmFlushesHalveItAgain) {
+  IngestOptions o = Options();  // configured delay 200 ms
+  o.max_delay_ceiling = absl::Milliseconds(800);
+  o.relax_after = 2;
+  Make(o);
+  inserter_.script = {ClickHouseError(252, "Too many parts"),
+                      ClickHouseError(252, "Too many parts")};
+  ASSERT_TRUE(FLUSHED_AFTER(absl::Milliseconds(200)));  // refused twice, then committed
+  // 400 ms now: 200 ms is no longer enough.
+  EXPECT_FALSE(FLUSHED_AFTER(absl::Milliseconds(200)));
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  const size_t after_first_calm = inserter_.calls.size();
+  EXPECT_EQ(after_first_calm, 4u);
+  // A second calm flush at 400 ms halves it back to 200 ms.
+  EXPECT_FALSE(FLUSHED_AFTER(absl::Milliseconds(200)));
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_EQ(inserter_.calls.size(), 5u);
+  EXPECT_TRUE(FLUSHED_AFTER(absl::Milliseconds(200)));
+}
+
+TEST_F(IngestorTest, SlowInsertsRaiseTheDelayUpToTheCeilingOnly) {
+  IngestOptions o = Options();
+  o.max_delay_ceiling = absl::Milliseconds(500);
+  o.slow_insert = absl::Seconds(1);
+  Make(o);
+  inserter_.clock = &clock_;
+  inserter_.takes = absl::Seconds(2);                   // ClickHouse delaying inserts
+  ASSERT_TRUE(FLUSHED_AFTER(absl::Milliseconds(200)));  // -> 400 ms
+  EXPECT_FALSE(FLUSHED_AFTER(absl::Milliseconds(399)));
+  clock_.Advance(absl::Milliseconds(1));
+  ingestor_->Poll();
+  ingestor_->RunPending();  // -> 500 ms, the ceiling (not 800)
+  EXPECT_FALSE(FLUSHED_AFTER(absl::Milliseconds(499)));
+  clock_.Advance(absl::Milliseconds(1));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_FALSE(FLUSHED_AFTER(absl::Milliseconds(499)));  // still 500 ms
+  clock_.Advance(absl::Milliseconds(1));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  EXPECT_EQ(inserter_.calls.size(), 4u);
+}
+
+TEST_F(IngestorTest, ACeilingAtTheConfiguredDelayTurnsAdaptationOff) {
+  IngestOptions o = Options();
+  o.max_delay_ceiling = o.limits.max_delay;
+  Make(o);
+  inserter_.script = {ClickHouseError(252, "Too many parts")};
+  ASSERT_TRUE(FLUSHED_AFTER(absl::Milliseconds(200)));
+  EXPECT_TRUE(FLUSHED_AFTER(absl::Milliseconds(200)));
+}
+#undef FLUSHED_AFTER
+
 TEST_F(IngestorTest, PermanentErrorFailsEveryRequestOfTheBatchWithTheClickHouseCode) {
   Make(Options());
   inserter_.script = {ClickHouseError(53, "Type mismatch")};
@@ -632,7 +703,7 @@ TEST_F(IngestorTest, ATransientErrorKeepsTheCachedHeader) {
   auto b = Rows(1, 1);
   Outcome* ob = Submit(b);
   EXPECT_EQ(inserter_.describes, 1);
-  clock_.Advance(absl::Milliseconds(200));
+  clock_.Advance(absl::Milliseconds(400));  // TOO_MANY_PARTS doubled the table's delay
   ingestor_->Poll();
   ingestor_->RunPending();
   EXPECT_TRUE(ob->done);

@@ -61,6 +61,8 @@ TEST(WiringTest, DefaultConfigIsTheIngestDefault) {
   EXPECT_EQ(mapped.default_ack, own.default_ack);
   EXPECT_EQ(mapped.convert.null_as_default, own.convert.null_as_default);
   EXPECT_EQ(mapped.flush_threads, own.flush_threads);
+  EXPECT_EQ(mapped.max_delay_ceiling, own.max_delay_ceiling);
+  EXPECT_EQ(mapped.slow_insert, own.slow_insert);
 }
 
 TEST(WiringTest, DefaultConfigIsTheQueryDefault) {
