@@ -22,6 +22,7 @@
 #include "client/sdk/health.h"
 #include "client/sdk/internal/call_util.h"
 #include "client/sdk/internal/strings.h"
+#include "text/trace_context.h"
 
 namespace chgate::cli {
 
@@ -30,19 +31,6 @@ using client::internal::Sv;
 namespace {
 
 // ---- help ----------------------------------------------------------------------------------
-
-// The W3C traceparent form of version 00 (chgate checks the rest: non-zero ids).
-bool IsTraceparent(std::string_view text) {
-  if (text.size() != 55 || text.substr(0, 3) != "00-" || text[35] != '-' || text[52] != '-') {
-    return false;
-  }
-  for (size_t i = 3; i < text.size(); ++i) {
-    if (i == 35 || i == 52) continue;
-    const char c = text[i];
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
 
 std::vector<FlagSpec> GlobalFlags() {
   return {
@@ -887,10 +875,10 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args) {
   command.token_file = either("token-file");
   command.traceparent = either("traceparent");
   command.tracestate = either("tracestate");
-  if (!command.traceparent.empty() && !IsTraceparent(command.traceparent)) {
-    return Usage(name, absl::InvalidArgumentError(
-                           absl::StrCat("--traceparent: '", command.traceparent,
-                                        "' is not 00-<32 hex>-<16 hex>-<2 hex> (lower case)")));
+  if (!command.traceparent.empty() && !text::ParseTraceparent(command.traceparent).has_value()) {
+    return Usage(name, absl::InvalidArgumentError(absl::StrCat(
+                           "--traceparent: '", command.traceparent,
+                           "' is not 00-<32 hex>-<16 hex>-<2 hex> (lower case, non-zero ids)")));
   }
   if (!command.tracestate.empty() && command.traceparent.empty()) {
     return Usage(name, absl::InvalidArgumentError("--tracestate needs --traceparent"));

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "client/sdk/internal/call_util.h"
+#include "text/trace_context.h"
 
 namespace chgate::client {
 
@@ -57,6 +58,14 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const std::string& 
   }
   if (tls.enabled && options.credentials != nullptr) {
     return absl::InvalidArgumentError("set either credentials or tls, not both");
+  }
+  if (!options.traceparent.empty() && !text::ParseTraceparent(options.traceparent).has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "traceparent '", options.traceparent,
+        "' is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, lower case, non-zero ids)"));
+  }
+  if (!options.tracestate.empty() && options.traceparent.empty()) {
+    return absl::InvalidArgumentError("tracestate needs a traceparent");
   }
   grpc::ChannelArguments args = options.channel_args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);

@@ -70,6 +70,7 @@ struct ClientOptions {
   // W3C trace context sent with every call (`traceparent` and, if set, `tracestate` metadata):
   // chgate passes it to ClickHouse with the query or the INSERT holding the call's rows, so the
   // server's spans join the caller's trace. "00-<32 hex>-<16 hex>-<2 hex>"; empty: none.
+  // Client::Create refuses a malformed one (InvalidArgument).
   std::string traceparent;
   std::string tracestate;
 };

@@ -67,7 +67,7 @@ struct Ingestor::Pending {
   absl::Time received;
   absl::Time deadline;
   AckMode ack = AckMode::kCommitted;
-  std::optional<clickhouse::TraceContext> trace;
+  std::optional<text::TraceContext> trace;
   MemoryBudget::Reservation reservation;  // until the rows join a batch
   std::function<void()> on_admitted;
   std::function<void(Result)> on_done;
@@ -78,17 +78,20 @@ struct Ingestor::Pending {
 // batch's log lines (up to kMaxLinked distinct trace ids).
 struct Ingestor::BatchTraces {
   static constexpr size_t kMaxLinked = 16;
-  std::optional<clickhouse::TraceContext> first;
-  std::vector<std::string> linked;  // trace ids (hex) of the other traced requests
-  uint64_t linked_dropped = 0;      // beyond kMaxLinked
+  std::optional<text::TraceContext> first;
+  // Trace ids (high, low) of the other traced requests, told apart by value; formatted only when
+  // a line is logged.
+  std::vector<std::pair<uint64_t, uint64_t>> linked;
+  uint64_t linked_dropped = 0;  // beyond kMaxLinked
 
-  void Add(const clickhouse::TraceContext& t) {
+  void Add(const text::TraceContext& t) {
     if (!first.has_value()) {
       first = t;
       return;
     }
-    const std::string id = t.TraceIdHex();
-    if (id == first->TraceIdHex() || std::find(linked.begin(), linked.end(), id) != linked.end()) {
+    const std::pair<uint64_t, uint64_t> id{t.trace_id_high, t.trace_id_low};
+    if (id == std::pair{first->trace_id_high, first->trace_id_low} ||
+        std::find(linked.begin(), linked.end(), id) != linked.end()) {
       return;
     }
     if (linked.size() < kMaxLinked) {
@@ -102,7 +105,11 @@ struct Ingestor::BatchTraces {
     if (!first.has_value()) return;
     fields->emplace_back("trace_id", first->TraceIdHex());
     if (!linked.empty()) {
-      std::string ids = absl::StrJoin(linked, ",");
+      std::string ids;
+      for (const auto& [high, low] : linked) {
+        if (!ids.empty()) ids.push_back(',');
+        ids += text::TraceContext{.trace_id_high = high, .trace_id_low = low}.TraceIdHex();
+      }
       if (linked_dropped > 0) absl::StrAppend(&ids, ",+", linked_dropped, " more");
       fields->emplace_back("linked_trace_ids", ids);
     }

@@ -120,7 +120,7 @@ struct Request {
   std::function<void()> release_input;
   // The caller's trace (its W3C traceparent). A batch's INSERT joins the trace of its first
   // traced request; the batch's log lines name the others (linked_trace_ids).
-  std::optional<clickhouse::TraceContext> trace;
+  std::optional<text::TraceContext> trace;
 };
 
 struct Result {

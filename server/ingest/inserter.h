@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/pool.h"
-#include "server/clickhouse/protocol/trace_context.h"
+#include "text/trace_context.h"
 
 namespace chgate::ingest {
 
@@ -33,7 +33,7 @@ struct InsertAttempt {
   int attempt = 1;
   // The trace the INSERT joins (servers of revision 54442 or later): that of the first traced
   // request in the batch.
-  std::optional<clickhouse::TraceContext> trace;
+  std::optional<text::TraceContext> trace;
 };
 
 class Inserter {

@@ -16,10 +16,10 @@ std::optional<std::string_view> OneValue(const grpc::ServerContextBase& context,
 
 }  // namespace
 
-std::optional<clickhouse::TraceContext> CallTrace(const grpc::ServerContextBase& context) {
+std::optional<text::TraceContext> CallTrace(const grpc::ServerContextBase& context) {
   const std::optional<std::string_view> traceparent = OneValue(context, "traceparent");
   if (!traceparent.has_value()) return std::nullopt;
-  return clickhouse::ParseTraceparent(*traceparent, OneValue(context, "tracestate").value_or(""));
+  return text::ParseTraceparent(*traceparent, OneValue(context, "tracestate").value_or(""));
 }
 
 }  // namespace chgate::service

@@ -8,10 +8,10 @@
 
 #include <optional>
 
-#include "server/clickhouse/protocol/trace_context.h"
+#include "text/trace_context.h"
 
 namespace chgate::service {
 
-std::optional<clickhouse::TraceContext> CallTrace(const grpc::ServerContextBase& context);
+std::optional<text::TraceContext> CallTrace(const grpc::ServerContextBase& context);
 
 }  // namespace chgate::service

@@ -117,7 +117,7 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
 // Validates `message` and fills `out`. Returns InvalidArgument for a request that cannot be
 // submitted (see ConvertBlock for the columnar checks).
 absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline,
-                     const std::optional<clickhouse::TraceContext>& trace, PreparedInsert* out) {
+                     const std::optional<text::TraceContext>& trace, PreparedInsert* out) {
   if (message.table().empty()) return absl::InvalidArgumentError("`table` is required");
   if (message.idempotency_key().size() > kMaxIdempotencyKeyBytes) {
     return absl::InvalidArgumentError(
@@ -381,9 +381,9 @@ class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
 
   IngestService* const service_;
   grpc::GenericCallbackServerContext* const context_;
-  std::optional<clickhouse::TraceContext> trace_;  // the caller's, from the metadata
-  auth::Credentials credentials_;                  // written in Start, read-only afterwards
-  grpc::ByteBuffer raw_;                           // the request, until parsed
+  std::optional<text::TraceContext> trace_;  // the caller's, from the metadata
+  auth::Credentials credentials_;            // written in Start, read-only afterwards
+  grpc::ByteBuffer raw_;                     // the request, until parsed
   grpc::ByteBuffer response_;
   const std::shared_ptr<State> state_;
 };
@@ -620,8 +620,8 @@ class IngestService::StreamCall final
   }
 
   IngestService* const service_;
-  grpc::CallbackServerContext* const context_;     // valid until finished_
-  std::optional<clickhouse::TraceContext> trace_;  // the caller's, from the metadata
+  grpc::CallbackServerContext* const context_;  // valid until finished_
+  std::optional<text::TraceContext> trace_;     // the caller's, from the metadata
   std::atomic<int> refs_{1};
   bool registered_ = false;        // written in Start, read in OnDone
   auth::Credentials credentials_;  // written in Start, read-only afterwards

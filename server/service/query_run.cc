@@ -25,7 +25,7 @@ constexpr log::Component kLog("query");
 
 // `fields` with the caller's trace id, when the call carries one.
 std::vector<log::Field> WithTraceOf(const QueryCall& call, std::vector<log::Field> fields) {
-  if (std::optional<clickhouse::TraceContext> trace = call.trace(); trace.has_value()) {
+  if (std::optional<text::TraceContext> trace = call.trace(); trace.has_value()) {
     fields.emplace_back("trace_id", trace->TraceIdHex());
   }
   return fields;

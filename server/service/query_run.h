@@ -20,10 +20,10 @@
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/cursor.h"
 #include "server/clickhouse/pool.h"
-#include "server/clickhouse/protocol/trace_context.h"
 #include "server/ingest/ingestor.h"
 #include "server/service/observers.h"
 #include "server/service/query_service.h"
+#include "text/trace_context.h"
 
 namespace chgate::service {
 
@@ -47,7 +47,7 @@ class QueryCall {
   virtual v1::Block* TakeBlock() = 0;
   // The caller's trace (W3C traceparent from the call's metadata), sent to ClickHouse with the
   // query; none by default.
-  virtual std::optional<clickhouse::TraceContext> trace() const { return std::nullopt; }
+  virtual std::optional<text::TraceContext> trace() const { return std::nullopt; }
 };
 
 // Builds one query's responses: merges and splits blocks into messages of about `target` bytes.

@@ -48,7 +48,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
   // Parses the serialized request; called once, before the call is queued.
   absl::Status Parse(const grpc::ByteBuffer& raw) { return ParseRawMessage(raw, &request_); }
   absl::Time deadline() const override { return deadline_; }
-  std::optional<clickhouse::TraceContext> trace() const override { return trace_; }
+  std::optional<text::TraceContext> trace() const override { return trace_; }
   bool cancelled() const override { return cancelled_.load(std::memory_order_acquire); }
   bool shutting_down() const override { return shutdown_.load(std::memory_order_acquire); }
 
@@ -165,7 +165,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
 
   QueryExecutor* const executor_;
   grpc::CallbackServerContext* const context_;
-  const std::optional<clickhouse::TraceContext> trace_;  // from the call's metadata
+  const std::optional<text::TraceContext> trace_;  // from the call's metadata
   v1::QueryRequest request_;  // set by Parse before the call is queued, read-only afterwards
   grpc::ByteBuffer writing_bytes_;
   absl::Time deadline_;

@@ -19,7 +19,7 @@ constexpr std::string_view kCodePayloadUrl = "chgate.clickhouse/code";
 constexpr std::string_view kNamePayloadUrl = "chgate.clickhouse/exception-name";
 constexpr int kMaxNestedExceptions = 32;
 
-void WriteClientInfo(const HelloParams& client, const std::optional<TraceContext>& trace,
+void WriteClientInfo(const HelloParams& client, const std::optional<text::TraceContext>& trace,
                      uint64_t revision, GatherWriter& out) {
   out.WriteFixed<uint8_t>(1);  // query_kind: initial query
   out.WriteString("");         // initial_user

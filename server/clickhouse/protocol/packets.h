@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/clickhouse/protocol/error_codes.h"
-#include "server/clickhouse/protocol/trace_context.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
+#include "text/trace_context.h"
 
 namespace chgate::clickhouse {
 
@@ -84,7 +84,7 @@ struct QueryParams {
   bool compression = false;
   // Sent in ClientInfo to servers of revision 54442 or later (trace_context.h); older servers
   // get the query without it.
-  std::optional<TraceContext> trace;
+  std::optional<text::TraceContext> trace;
 };
 
 struct Progress {

@@ -218,7 +218,9 @@ TEST_F(ClientTlsTest, SdkAndCliSendTheTraceContextWithEveryCall) {
   EXPECT_EQ(code, 0) << err.str();
   EXPECT_EQ(service_.calls().back(),
             absl::StrCat(" | spiffe://test/sdk | traceparent=", kTraceparent));
-  // A malformed one is a usage error, before any call.
+  // A malformed one is refused before any call: by the SDK, and by the CLI as a usage error.
+  EXPECT_EQ(Client::Create(target_, {.traceparent = "00-XYZ"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
   auto parsed = cli::ParseCommandLine({"--traceparent", "00-XYZ", "query", "SELECT 1"});
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(parsed.status().message().find("--traceparent"), std::string::npos);

@@ -207,7 +207,7 @@ TEST_F(IngestorTest, ABatchInsertJoinsItsFirstTracedRequestsTrace) {
   IngestOptions o = Options();
   o.limits.max_rows = 12;
   Make(o);
-  auto submit = [&](int first, std::optional<clickhouse::TraceContext> trace) {
+  auto submit = [&](int first, std::optional<text::TraceContext> trace) {
     outcomes_.push_back(std::make_unique<Outcome>());
     Outcome* out = outcomes_.back().get();
     out->block = Own(Rows(first, 4));
@@ -224,10 +224,8 @@ TEST_F(IngestorTest, ABatchInsertJoinsItsFirstTracedRequestsTrace) {
     ingestor_->RunPending();
     return out;
   };
-  const auto a =
-      clickhouse::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-  const auto b =
-      clickhouse::ParseTraceparent("00-11111111111111112222222222222222-3333333333333333-00");
+  const auto a = text::ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  const auto b = text::ParseTraceparent("00-11111111111111112222222222222222-3333333333333333-00");
   ASSERT_TRUE(a.has_value() && b.has_value());
   submit(0, std::nullopt);
   submit(4, a);

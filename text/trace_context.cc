@@ -1,8 +1,8 @@
-#include "server/clickhouse/protocol/trace_context.h"
+#include "text/trace_context.h"
 
 #include <cstdio>
 
-namespace chgate::clickhouse {
+namespace chgate::text {
 namespace {
 
 constexpr size_t kTraceparentSize = 55;  // 2 + 1 + 32 + 1 + 16 + 1 + 2
@@ -69,4 +69,4 @@ std::optional<TraceContext> ParseTraceparent(std::string_view traceparent,
   return t;
 }
 
-}  // namespace chgate::clickhouse
+}  // namespace chgate::text

@@ -1,7 +1,8 @@
-// W3C trace context (the `traceparent` and `tracestate` headers) as ClickHouse's native protocol
-// carries it in a query's ClientInfo from revision 54442: the server then records its spans for
-// the query under the caller's trace (system.opentelemetry_span_log), the caller's span as their
-// parent. Servers before 54442 receive nothing.
+// W3C trace context (the `traceparent` and `tracestate` headers), shared by the server and the
+// SDK, which checks what it is given. ClickHouse's native protocol carries it in a query's
+// ClientInfo from revision 54442: the server then records its spans for the query under the
+// caller's trace (system.opentelemetry_span_log), the caller's span as their parent. Servers
+// before 54442 receive nothing.
 //
 // Wire layout (ClientInfo, after version_patch): UInt8 1, then trace_id as ClickHouse's UUID
 // (the traceparent's first 16 hex digits as a UInt64 LE, then its last 16 as a UInt64 LE),
@@ -13,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace chgate::clickhouse {
+namespace chgate::text {
 
 struct TraceContext {
   uint64_t trace_id_high = 0;  // the first 16 hex digits of the trace id
@@ -37,4 +38,4 @@ struct TraceContext {
 std::optional<TraceContext> ParseTraceparent(std::string_view traceparent,
                                              std::string_view tracestate = {});
 
-}  // namespace chgate::clickhouse
+}  // namespace chgate::text
