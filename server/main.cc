@@ -7,12 +7,15 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -189,10 +192,72 @@ int Serve(const config::Config& config) {
   });
   metrics.RegisterCollectable(pool_collectable);
 
-  const ingest::IngestOptions ingest_options = IngestOptionsFrom(config);
+  ingest::IngestOptions ingest_options = IngestOptionsFrom(config);
+  // The spool of the persisted ack mode: recovered before anything is served, closed after the
+  // Ingestor (declared first, destroyed last).
+  std::unique_ptr<spool::Spool> spool;
+  std::vector<spool::SpoolRecord> replay;
+  if (!config.spool_dir.empty()) {
+    const absl::Time opening = absl::Now();
+    absl::StatusOr<spool::Spool::Opened> opened =
+        spool::Spool::Open(config.spool_dir, SpoolOptionsFrom(config));
+    if (!opened.ok()) {
+      kLog.Error("chgate: cannot start: the spool cannot be opened",
+                 {{"spool_dir", config.spool_dir}, {"error", opened.status().message()}});
+      return 1;
+    }
+    const spool::RecoveryReport& report = opened->report;
+    for (const auto& q : report.quarantined) {
+      kLog.Error("spool: corrupt bytes moved aside", {{"segment", q.segment},
+                                                      {"moved_to", q.moved_to},
+                                                      {"offset", q.offset},
+                                                      {"bytes", q.bytes},
+                                                      {"reason", q.reason}});
+    }
+    kLog.Info("spool opened",
+              {{"spool_dir", config.spool_dir},
+               {"spool_id", opened->spool->id()},
+               {"segments", report.segments},
+               {"pending_records", report.replayed_records},
+               {"committed_records", report.committed_records},
+               {"torn_tail_bytes_cut", report.bytes_cut},
+               {"bytes_quarantined", report.bytes_quarantined},
+               {"took", absl::Trunc(absl::Now() - opening, absl::Milliseconds(1))}});
+    spool = std::move(opened->spool);
+    replay = std::move(opened->replay);
+    ingest_options.spool = spool.get();
+    ingest_options.spool_id = spool->id();
+    const uint64_t max_bytes = config.spool_max_bytes;
+    metrics.RegisterCollectable(
+        std::make_shared<metrics::SpoolCollectable>([s = spool.get(), max_bytes] {
+          const spool::SpoolStats st = s->Stats();
+          const absl::Time now = absl::Now();
+          return metrics::SpoolSample{
+              .bytes = st.disk_bytes,
+              .max_bytes = max_bytes,
+              .segments = st.segments,
+              .pending_records = st.pending_records,
+              .oldest_pending_age_seconds =
+                  st.oldest_pending_time == absl::InfiniteFuture()
+                      ? 0
+                      : std::max(0.0, absl::ToDoubleSeconds(now - st.oldest_pending_time)),
+              .free_bytes = st.free_bytes,
+              .appends = st.appends,
+              .appended_bytes = st.bytes_appended,
+              .refusals = st.refusals,
+              .fsyncs = st.fsyncs,
+              .fsync_seconds = absl::ToDoubleSeconds(st.fsync_total),
+              .quarantined_bytes = st.bytes_quarantined};
+        }));
+  }
   ingest::ClickHouseInserter inserter(&pool);
   ingest::Ingestor ingestor(ingest_options, &inserter, ingest::RealClock(),
                             metrics.ingest_observer());
+  if (spool != nullptr) {
+    (void)ingestor.Recover(replay);
+    replay.clear();
+    replay.shrink_to_fit();
+  }
 
   service::QueryExecutor queries(&pool, QueryServiceOptionsFrom(config), metrics.query_observer());
   // API security: the Authorizer reloads the tokens and policy files, the TLS credentials the

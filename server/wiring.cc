@@ -49,13 +49,22 @@ ingest::IngestOptions IngestOptionsFrom(const config::Config& c) {
   options.ready_high_water = c.ready_high_water;
   options.ready_low_water = c.ready_low_water;
   options.retry = {c.retry_initial_backoff, c.retry_max_backoff, c.retry_max_elapsed};
-  options.default_ack =
-      c.ack_mode == "accepted" ? ingest::AckMode::kAccepted : ingest::AckMode::kCommitted;
+  options.default_ack = c.ack_mode == "accepted"    ? ingest::AckMode::kAccepted
+                        : c.ack_mode == "persisted" ? ingest::AckMode::kPersisted
+                                                    : ingest::AckMode::kCommitted;
   options.convert.null_as_default = c.null_as_default;
   options.max_delay_ceiling = c.batch_max_delay_ceiling;
   options.slow_insert = c.slow_insert;
   // One flush thread per connection the pool may open.
   options.flush_threads = c.pool_max_connections;
+  return options;
+}
+
+spool::SpoolOptions SpoolOptionsFrom(const config::Config& c) {
+  spool::SpoolOptions options;
+  options.segment_bytes = c.spool_segment_bytes;
+  options.max_bytes = c.spool_max_bytes;
+  options.replay_payloads = false;
   return options;
 }
 

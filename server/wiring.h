@@ -9,6 +9,7 @@
 #include "server/config/config.h"
 #include "server/ingest/ingestor.h"
 #include "server/service/query_service.h"
+#include "server/spool/spool.h"
 
 namespace chgate {
 
@@ -20,5 +21,8 @@ clickhouse::PoolOptions PoolOptionsFrom(const config::Config& c,
                                         const clickhouse::ConnectionOptions& connection);
 ingest::IngestOptions IngestOptionsFrom(const config::Config& c);
 service::QueryServiceOptions QueryServiceOptionsFrom(const config::Config& c);
+// The spool's bounds (used when --spool-dir is set). Replayed records are read back as they
+// are sent, not held in memory.
+spool::SpoolOptions SpoolOptionsFrom(const config::Config& c);
 
 }  // namespace chgate

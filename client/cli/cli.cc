@@ -212,8 +212,9 @@ std::optional<Subcommand> SubcommandNamed(std::string_view name) {
 absl::StatusOr<v1::AckMode> ParseAckMode(const std::string& text) {
   if (text == "committed") return v1::ACK_MODE_COMMITTED;
   if (text == "accepted") return v1::ACK_MODE_ACCEPTED;
+  if (text == "persisted") return v1::ACK_MODE_PERSISTED;
   return absl::InvalidArgumentError(
-      absl::StrCat("--ack-mode: '", text, "' is neither committed nor accepted"));
+      absl::StrCat("--ack-mode: '", text, "' is not committed, accepted or persisted"));
 }
 
 // ---- output helpers --------------------------------------------------------------------

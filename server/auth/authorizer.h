@@ -87,7 +87,8 @@ class Authorizer {
   // PermissionDenied (an identity the policy does not name).
   Decision Authenticate(const Credentials& credentials) const;
   // Authenticate, then whether the identity may insert into `database`.`table` (unquoted names)
-  // with `ack_mode` ("committed" or "accepted"): PermissionDenied naming both otherwise.
+  // with `ack_mode` ("committed", "accepted" or "persisted"): PermissionDenied naming both
+  // otherwise.
   Decision AuthorizeInsert(const Credentials& credentials, absl::string_view database,
                            absl::string_view table, absl::string_view ack_mode) const;
   // Authenticate, then whether the identity may run Query.

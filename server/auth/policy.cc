@@ -105,9 +105,9 @@ absl::StatusOr<Policy> Policy::Parse(absl::string_view text) {
       if (!ack_set) current->ack_modes.clear();
       ack_set = true;
       for (absl::string_view item : ListItems(value)) {
-        if (item != "committed" && item != "accepted") {
-          return LineError(line_number,
-                           absl::StrCat("unknown ack mode '", item, "' (committed, accepted)"));
+        if (item != "committed" && item != "accepted" && item != "persisted") {
+          return LineError(line_number, absl::StrCat("unknown ack mode '", item,
+                                                     "' (committed, accepted, persisted)"));
         }
         current->ack_modes.emplace_back(item);
       }

@@ -32,11 +32,11 @@ struct Grant {
   };
   std::vector<TablePattern> insert;
   bool query = false;
-  std::vector<std::string> ack_modes = {"committed", "accepted"};
+  std::vector<std::string> ack_modes = {"committed", "accepted", "persisted"};
 
   // Whether `database`.`table` (unquoted names) matches an `insert` pattern.
   bool MayInsert(absl::string_view database, absl::string_view table) const;
-  // Whether `mode` ("committed", "accepted") is allowed.
+  // Whether `mode` ("committed", "accepted", "persisted") is allowed.
   bool MayAck(absl::string_view mode) const;
 };
 

@@ -310,7 +310,18 @@ const std::vector<Option>& Options() {
        "`--retry-max-elapsed` + `--read-timeout`",
        Duration("liveness-stall-timeout", &Config::liveness_stall_timeout)},
       {"ack-mode", "committed", "default ack mode (see below)",
-       OneOf("ack-mode", &Config::ack_mode, {"committed", "accepted"})},
+       OneOf("ack-mode", &Config::ack_mode, {"committed", "accepted", "persisted"})},
+      {"spool-dir", "",
+       "directory of the durable spool the `persisted` ack mode writes to (empty: no spool, and "
+       "`persisted` requests fail with `FAILED_PRECONDITION`); one chgate per directory",
+       String(&Config::spool_dir)},
+      {"spool-max-bytes", "1GiB",
+       "most bytes of spool files; `persisted` requests beyond it get `RESOURCE_EXHAUSTED` (as do "
+       "requests while the spool's file system has less than 2 segments free)",
+       Bytes("spool-max-bytes", &Config::spool_max_bytes, false)},
+      {"spool-segment-bytes", "64MiB",
+       "size of one spool file; a file is deleted once ClickHouse has every row in it",
+       Bytes("spool-segment-bytes", &Config::spool_segment_bytes, false)},
       {"null-as-default", "false", "a null for a non-Nullable column stores the type's default",
        Bool("null-as-default", &Config::null_as_default), /*flag=*/true},
       {"retry-initial-backoff", "100ms", "first retry delay (doubles, full jitter)",
@@ -604,6 +615,14 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
     return absl::InvalidArgumentError(
         "--query-response-bytes must be between 1KiB and 3MiB (gRPC's default receive limit is 4 "
         "MiB)");
+  }
+  if (config.ack_mode == "persisted" && config.spool_dir.empty()) {
+    return absl::InvalidArgumentError("--ack-mode=persisted needs --spool-dir");
+  }
+  if (!config.spool_dir.empty() && (config.spool_segment_bytes < (64 << 10) ||
+                                    config.spool_segment_bytes > config.spool_max_bytes / 2)) {
+    return absl::InvalidArgumentError(
+        "--spool-segment-bytes must be at least 64KiB and at most half of --spool-max-bytes");
   }
   if (config.ready_low_water >= config.ready_high_water) {
     return absl::InvalidArgumentError(

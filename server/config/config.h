@@ -85,7 +85,11 @@ struct Config {
   absl::Duration liveness_stall_timeout{};
   double ready_high_water{};
   double ready_low_water{};
-  std::string ack_mode{};  // committed | accepted
+  std::string ack_mode{};  // committed | accepted | persisted
+  // The durable spool of the persisted ack mode (empty: none).
+  std::string spool_dir{};
+  uint64_t spool_max_bytes{};
+  uint64_t spool_segment_bytes{};
   bool null_as_default{};
   // Retries and deadlines.
   absl::Duration retry_initial_backoff{};

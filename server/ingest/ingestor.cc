@@ -1,16 +1,21 @@
 #include "server/ingest/ingestor.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/common/status_macros.h"
+#include "server/ingest/spool_record.h"
 #include "server/log/log.h"
 #include "server/sql/identifier.h"
 
@@ -116,6 +121,20 @@ struct Ingestor::BatchTraces {
   }
 };
 
+// A persisted request's record in the spool, queued for its table's spooled batch.
+struct Ingestor::SpoolEntry {
+  uint64_t lsn = 0;
+  uint64_t rows = 0;
+  uint64_t bytes = 0;  // of the record's payload
+  absl::Time appended;
+};
+
+// The records of one spooled INSERT, and its intent once written (0: not yet).
+struct Ingestor::SpooledFlush {
+  std::vector<SpoolEntry> entries;
+  uint64_t intent_lsn = 0;
+};
+
 struct Ingestor::Batch {
   std::string key;
   std::string label;
@@ -132,6 +151,12 @@ struct Ingestor::Batch {
   bool flushing = false;
   absl::Duration delay = absl::ZeroDuration();  // adapted flush delay; 0: the configured one
   int calm_flushes = 0;                         // in a row without pressure, while adapted
+  // A spooled batch (persisted requests) holds no rows in memory, only where they are in the
+  // spool: `rows` and `bytes` count its queue, and `block`/`pendings`/`schema` stay empty.
+  bool spooled = false;
+  std::vector<std::string> columns;    // the INSERT's column list (as the requests gave it)
+  std::deque<SpoolEntry> spool_queue;  // in LSN order
+  std::deque<SpooledFlush> replays;    // intents found by Recover, sent first, as they were
 };
 
 namespace {
@@ -141,6 +166,14 @@ std::unique_ptr<clickhouse::Block> EmptyBlock(const TableSchema& schema) {
     block->AddColumn(schema.names[i], schema.prototypes[i]->CloneEmpty());
   }
   return block;
+}
+
+// Batches of persisted requests are apart from the others: their blocks are made only of
+// spooled records, so that a replay can make them again.
+constexpr char kSpooledKeySuffix[] = "\x1fspooled";
+
+std::string BatchKey(const TableId& table, const std::vector<std::string>& columns) {
+  return absl::StrCat(table.database, ".", table.table, "|", absl::StrJoin(columns, ","));
 }
 
 // How long a header refresh may take while an older header is at hand, and how long that one
@@ -331,7 +364,10 @@ void Ingestor::Complete(const std::shared_ptr<Pending>& p, Result result) {
     }
   }
   if (observer_ != nullptr) {
-    observer_->RequestDone(p->label, result.status, result.committed, p->rows);
+    const AckMode acked = result.persisted   ? AckMode::kPersisted
+                          : result.committed ? AckMode::kCommitted
+                                             : AckMode::kAccepted;
+    observer_->RequestDone(p->label, result.status, acked, p->rows);
     if (result.status.ok() && result.committed) {
       observer_->CommitLatency(p->label, clock_->Now() - p->received);
     }
@@ -348,7 +384,8 @@ absl::StatusOr<MemoryBudget::Reservation> Ingestor::Reserve(uint64_t bytes) {
   }
   if (observer_ != nullptr) {
     observer_->MemoryRefused();
-    observer_->RequestDone("", absl::ResourceExhaustedError("memory budget"), false, 0);
+    observer_->RequestDone("", absl::ResourceExhaustedError("memory budget"), AckMode::kAccepted,
+                           0);
   }
   constexpr double kMiB = 1 << 20;
   return absl::ResourceExhaustedError(absl::StrFormat(
@@ -381,6 +418,11 @@ void Ingestor::Submit(Request request, MemoryBudget::Reservation reservation,
   pending->trace = request.trace;
   pending->on_admitted = std::move(on_admitted);
   pending->on_done = std::move(on_done);
+  if (pending->ack == AckMode::kPersisted && options_.spool == nullptr) {
+    return Complete(pending, {.status = absl::FailedPreconditionError(
+                                  "the persisted ack mode needs a spool: this chgate runs "
+                                  "without --spool-dir")});
+  }
   // The common case, a table whose header is cached, converts on the caller's thread: no hand-off
   // to a worker and no wake-up per request. Only work that may wait on ClickHouse (a header
   // lookup) goes to the workers.
@@ -561,7 +603,7 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request, bool on_caller
   p->columns = request.columns;
   const std::string label = absl::StrCat(table->database, ".", table->table);
   if (!request.idempotency_key.empty() && ClaimKey(p, label, request)) return;
-  p->key = absl::StrCat(label, "|", absl::StrJoin(p->columns, ","));
+  p->key = BatchKey(p->table, p->columns);
   bool fetched = false;
   absl::StatusOr<std::shared_ptr<const TableSchema>> schema =
       Schema(p->table, p->columns, p->deadline, /*refresh=*/false, &fetched);
@@ -622,6 +664,7 @@ void Ingestor::AdmitConverted(std::shared_ptr<Pending> p, Request request,
     if (p->on_admitted) p->on_admitted();
     return Complete(p, {.status = absl::OkStatus(), .rows = 0, .committed = true});
   }
+  if (p->ack == AckMode::kPersisted) return Persist(std::move(p));
   Append(std::move(p));
 }
 
@@ -759,6 +802,7 @@ absl::Time Ingestor::DueLocked(const Batch& batch) const {
 }
 
 void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
+  if (batch.spooled) return StartSpooledFlushLocked(batch, reason);
   if (batch.flushing || batch.rows == 0) return;
   batch.flushing = true;
   ++flushes_in_flight_;
@@ -778,6 +822,46 @@ void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
                          traces = std::move(traces), reason]() mutable {
     Flush(b, std::move(shared), std::move(pendings), std::move(traces), reason);
   });
+}
+
+absl::Status Ingestor::InsertWithRetries(
+    Batch* batch, const clickhouse::Block& block, InsertAttempt& attempt,
+    const std::function<absl::Time()>& stop_at,
+    const std::function<void(std::vector<log::Field>*)>& fields, bool* too_many_parts) {
+  // A spooled batch has no caller waiting: each attempt gets --retry-max-elapsed, and attempts go
+  // on until the drain ends.
+  const absl::Duration attempt_timeout =
+      batch->spooled ? options_.retry.max_elapsed : absl::InfiniteDuration();
+  while (true) {
+    const absl::Time stop = stop_at();
+    const absl::Status status = inserter_->Insert(batch->table, block, attempt,
+                                                  std::min(stop, clock_->Now() + attempt_timeout));
+    *too_many_parts = *too_many_parts ||
+                      clickhouse::ClickHouseCode(status) == clickhouse::error_code::kTooManyParts;
+    if (status.ok() || !ShouldRetry(status)) return status;
+    absl::Duration cap =
+        std::min(options_.retry.max_backoff,
+                 options_.retry.initial_backoff * std::pow(2.0, std::min(attempt.attempt - 1, 30)));
+    double jitter;
+    {
+      absl::MutexLock lock(&mu_);
+      jitter = std::uniform_real_distribution<double>(0, 1)(rng_);
+    }
+    const absl::Time resume = clock_->Now() + cap * jitter;
+    if (resume >= stop_at()) return status;
+    if (observer_ != nullptr) observer_->FlushRetry(batch->label);
+    std::vector<log::Field> line{{"table", batch->label},
+                                 {"batch_id", attempt.query_id},
+                                 {"attempt", attempt.attempt},
+                                 {"rows", block.rows()},
+                                 {"backoff", absl::Trunc(cap * jitter, absl::Milliseconds(1))},
+                                 {"code", ErrorCodeLabel(status)},
+                                 {"error", status.message()}};
+    fields(&line);
+    kLog.Throttled(log::Level::kWarn, "batch retry", batch->label, line);
+    clock_->SleepUntil(resume);
+    ++attempt.attempt;
+  }
 }
 
 bool Ingestor::ShouldRetry(const absl::Status& status) const {
@@ -826,38 +910,15 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   }
   attempt.deduplication_key = attempt.query_id;
   attempt.trace = traces.first;
-  absl::Status status;
   bool too_many_parts = false;
-  while (true) {
-    status = inserter_->Insert(batch->table, *block, attempt, stop_at);
-    too_many_parts = too_many_parts ||
-                     clickhouse::ClickHouseCode(status) == clickhouse::error_code::kTooManyParts;
-    if (status.ok() || !ShouldRetry(status)) break;
-    absl::Duration cap =
-        std::min(options_.retry.max_backoff,
-                 options_.retry.initial_backoff * std::pow(2.0, attempt.attempt - 1));
-    double jitter;
-    {
-      absl::MutexLock lock(&mu_);
-      jitter = std::uniform_real_distribution<double>(0, 1)(rng_);
-    }
-    const absl::Time resume = clock_->Now() + cap * jitter;
-    if (resume >= stop_at) break;
-    if (observer_ != nullptr) observer_->FlushRetry(batch->label);
-    std::vector<log::Field> fields{{"table", batch->label},
-                                   {"batch_id", attempt.query_id},
-                                   {"attempt", attempt.attempt},
-                                   {"rows", block->rows()},
-                                   {"callers", pendings.size()},
-                                   {"ack_mode", BatchAckMode(block->rows(), waiting_rows)},
-                                   {"backoff", absl::Trunc(cap * jitter, absl::Milliseconds(1))},
-                                   {"code", ErrorCodeLabel(status)},
-                                   {"error", status.message()}};
-    traces.AppendFields(&fields);
-    kLog.Throttled(log::Level::kWarn, "batch retry", batch->label, fields);
-    clock_->SleepUntil(resume);
-    ++attempt.attempt;
-  }
+  absl::Status status = InsertWithRetries(
+      batch, *block, attempt, [stop_at] { return stop_at; },
+      [&](std::vector<log::Field>* fields) {
+        fields->emplace_back("callers", pendings.size());
+        fields->emplace_back("ack_mode", BatchAckMode(block->rows(), waiting_rows));
+        traces.AppendFields(fields);
+      },
+      &too_many_parts);
   const absl::Time end = clock_->Now();
   AdaptDelay(batch, too_many_parts, end - start, attempt.attempt);
   if (!status.ok()) {
@@ -985,7 +1046,9 @@ void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {
     if (observer_ != nullptr) observer_->Buffered(buffered_rows_, buffered_bytes_);
     AdmitWaitingLocked(&after);
     const BatchLimits& limits = LimitsFor(batch->label);
-    if (shutting_down_) {
+    if (!batch->replays.empty()) {
+      StartFlushLocked(*batch, FlushReason::kReplay);
+    } else if (shutting_down_) {
       StartFlushLocked(*batch, FlushReason::kShutdown);
     } else if (batch->rows >= limits.max_rows) {
       StartFlushLocked(*batch, FlushReason::kRows);
@@ -1066,7 +1129,8 @@ IngestStats Ingestor::Stats() const {
           .waiting_requests = waiting_.size(),
           .flushes_in_flight = flushes_in_flight_,
           .request_bytes = budget_.requests(),
-          .rows_dropped = rows_dropped_};
+          .rows_dropped = rows_dropped_,
+          .spooled_rows = spooled_rows_};
 }
 
 void Ingestor::Shutdown(absl::Time deadline) {
@@ -1077,6 +1141,7 @@ void Ingestor::Shutdown(absl::Time deadline) {
   const absl::Time started = clock_->Now();
   {
     absl::MutexLock lock(&mu_);
+    drain_deadline_ = std::min(drain_deadline_, deadline);
     if (!shutting_down_) {
       shutting_down_ = true;
       drain_start = IngestStats{buffered_rows_, buffered_bytes_, waiting_.size(),
@@ -1115,7 +1180,8 @@ void Ingestor::Shutdown(absl::Time deadline) {
   {
     absl::MutexLock lock(&mu_);
     for (auto& [key, batch] : batches_) {
-      if (batch->flushing) continue;
+      // Spooled rows that did not go out stay in the spool for the next start.
+      if (batch->flushing || batch->spooled) continue;
       for (auto& p : batch->pendings) unflushed.push_back(p);
       batch->pendings.clear();
       if (batch->rows > 0) {
@@ -1139,6 +1205,7 @@ void Ingestor::Shutdown(absl::Time deadline) {
                  {{"rows_flushed", flushed},
                   {"rows_failed", failed},
                   {"rows_dropped", dropped},
+                  {"rows_left_in_spool", spooled_rows_},
                   {"rows_in_flight", buffered_rows_},
                   {"flushes_in_flight", flushes_in_flight_},
                   {"elapsed", absl::Trunc(clock_->Now() - started, absl::Milliseconds(1))}});
@@ -1148,6 +1215,460 @@ void Ingestor::Shutdown(absl::Time deadline) {
     Complete(p, {.status = absl::UnavailableError(
                      "chgate shut down before these rows could be committed")});
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Persisted requests: the spool.
+
+void Ingestor::Persist(std::shared_ptr<Pending> p) {
+  const std::string payload =
+      EncodeRowsRecord(p->table, p->columns, p->idempotency_key, *p->staged);
+  p->staged.reset();
+  // Until it is written, the spool's queue holds the record: it stays counted as this request's.
+  const uint64_t bytes = payload.size();
+  p->reservation.Resize(bytes);
+  PublishRequestBytes();
+  if (p->on_admitted) {
+    p->on_admitted();
+    p->on_admitted = nullptr;
+  }
+  absl::Status st = options_.spool->Append(payload, [this, p, bytes](absl::StatusOr<uint64_t> lsn) {
+    OnPersisted(p, bytes, std::move(lsn));
+  });
+  if (st.ok()) return;
+  if (st.code() == absl::StatusCode::kFailedPrecondition) {
+    st = absl::UnavailableError("chgate is shutting down (its spool is closed)");
+  } else {
+    kLog.Throttled(log::Level::kWarn, "spool refused a persisted request", p->label,
+                   {{"table", p->label}, {"rows", p->rows}, {"error", st.message()}});
+  }
+  Complete(p, {.status = st});
+}
+
+void Ingestor::OnPersisted(const std::shared_ptr<Pending>& p, uint64_t payload_bytes,
+                           absl::StatusOr<uint64_t> lsn) {
+  if (!lsn.ok()) {
+    kLog.Throttled(log::Level::kError, "spool write failed; persisted request refused", p->label,
+                   {{"table", p->label}, {"rows", p->rows}, {"error", lsn.status().message()}});
+    return Complete(p, {.status = lsn.status()});
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    Batch& batch =
+        SpooledBatchLocked(absl::StrCat(p->key, kSpooledKeySuffix), p->table, p->columns);
+    QueueSpooledLocked(batch, SpoolEntry{*lsn, p->rows, payload_bytes, clock_->Now()});
+  }
+  Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false, .persisted = true});
+}
+
+Ingestor::Batch& Ingestor::SpooledBatchLocked(const std::string& key, const TableId& table,
+                                              const std::vector<std::string>& columns) {
+  auto& slot = batches_[key];
+  if (slot == nullptr) {
+    slot = std::make_unique<Batch>();
+    slot->key = key;
+    slot->label = absl::StrCat(table.database, ".", table.table);
+    slot->table = table;
+    slot->columns = columns;
+    slot->spooled = true;
+    if (observer_ != nullptr) {
+      observer_->TableStarted(slot->label, LimitsFor(slot->label).max_delay);
+    }
+  }
+  return *slot;
+}
+
+void Ingestor::QueueSpooledLocked(Batch& batch, SpoolEntry entry) {
+  if (batch.spool_queue.empty()) batch.oldest = entry.appended;
+  batch.rows += entry.rows;
+  batch.bytes += entry.bytes;
+  spooled_rows_ += entry.rows;
+  batch.spool_queue.push_back(entry);
+  const BatchLimits& limits = LimitsFor(batch.label);
+  if (batch.rows >= limits.max_rows) {
+    StartFlushLocked(batch, FlushReason::kRows);
+  } else if (batch.bytes >= limits.max_bytes) {
+    StartFlushLocked(batch, FlushReason::kBytes);
+  }
+}
+
+void Ingestor::StartSpooledFlushLocked(Batch& batch, FlushReason reason) {
+  if (batch.flushing || (batch.spool_queue.empty() && batch.replays.empty())) return;
+  // After the drain the records wait in the spool for the next start.
+  if (shutting_down_ && clock_->Now() >= drain_deadline_) return;
+  SpooledFlush flush;
+  if (!batch.replays.empty()) {
+    flush = std::move(batch.replays.front());
+    batch.replays.pop_front();
+    reason = FlushReason::kReplay;
+  } else {
+    const BatchLimits& limits = LimitsFor(batch.label);
+    uint64_t rows = 0, bytes = 0;
+    while (
+        !batch.spool_queue.empty() &&
+        (flush.entries.empty() || (rows + batch.spool_queue.front().rows <= limits.max_rows &&
+                                   bytes + batch.spool_queue.front().bytes <= limits.max_bytes))) {
+      const SpoolEntry& e = batch.spool_queue.front();
+      rows += e.rows;
+      bytes += e.bytes;
+      flush.entries.push_back(e);
+      batch.spool_queue.pop_front();
+    }
+    batch.rows -= rows;
+    batch.bytes -= bytes;
+    batch.oldest =
+        batch.spool_queue.empty() ? absl::InfiniteFuture() : batch.spool_queue.front().appended;
+  }
+  batch.flushing = true;
+  ++flushes_in_flight_;
+  Batch* b = &batch;
+  flush_work_.push_back([this, b, flush = std::move(flush), reason]() mutable {
+    FlushSpooled(b, std::move(flush), reason);
+  });
+}
+
+std::unique_ptr<clickhouse::Block> Ingestor::ReadSpooled(Batch* batch, SpooledFlush& flush,
+                                                         std::vector<SpoolEntry>* later) {
+  std::unique_ptr<clickhouse::Block> block;
+  std::vector<SpoolEntry> kept;
+  std::vector<uint64_t> lost;
+  uint64_t lost_rows = 0;
+  for (size_t i = 0; i < flush.entries.size(); ++i) {
+    SpoolEntry& e = flush.entries[i];
+    absl::StatusOr<std::string> payload = options_.spool->Read(e.lsn);
+    auto one = std::make_unique<clickhouse::Block>();
+    absl::StatusOr<SpoolRecordHeader> h =
+        payload.ok() ? DecodeSpoolRecord(*payload, one.get()) : payload.status();
+    if (h.ok() && h->kind != SpoolRecordKind::kRows) {
+      h = absl::DataLossError("an intent where a rows record was expected");
+    }
+    if (!h.ok()) {
+      kLog.Error("spooled record unreadable; its rows are lost",
+                 {{"table", batch->label}, {"lsn", e.lsn}, {"error", h.status().message()}});
+      if (observer_ != nullptr) {
+        observer_->RowsDropped(batch->label, DropReason::kSpoolDamaged, e.rows);
+      }
+      lost.push_back(e.lsn);
+      lost_rows += e.rows;
+      continue;
+    }
+    e.rows = h->rows;
+    if (block == nullptr) {
+      block = std::move(one);
+    } else {
+      bool same = block->column_count() == one->column_count();
+      for (size_t c = 0; same && c < one->column_count(); ++c) {
+        same = block->column(c).name == one->column(c).name &&
+               block->column(c).column->type_name() == one->column(c).column->type_name();
+      }
+      if (!same && flush.intent_lsn == 0 && later != nullptr) {
+        // The table changed between these requests: the rest goes in the next INSERT.
+        later->assign(flush.entries.begin() + static_cast<std::ptrdiff_t>(i), flush.entries.end());
+        break;
+      }
+      if (!same) {
+        // A replayed intent was one layout when it was written; anything else is damage.
+        kLog.Error("spooled record does not match its batch's columns; its rows are lost",
+                   {{"table", batch->label}, {"lsn", e.lsn}});
+        if (observer_ != nullptr) {
+          observer_->RowsDropped(batch->label, DropReason::kSpoolDamaged, e.rows);
+        }
+        lost.push_back(e.lsn);
+        lost_rows += e.rows;
+        continue;
+      }
+      for (size_t c = 0; c < block->column_count(); ++c) {
+        block->column(c).column->AppendRange(*one->column(c).column, 0, one->rows());
+      }
+    }
+    kept.push_back(e);
+  }
+  flush.entries = std::move(kept);
+  if (!lost.empty()) {
+    if (absl::Status st = options_.spool->MarkCommitted(lost); !st.ok()) {
+      kLog.Error("spool: marking unreadable records failed", {{"error", st.message()}});
+    }
+    absl::MutexLock lock(&mu_);
+    rows_dropped_ += lost_rows;
+  }
+  return block;
+}
+
+void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason) {
+  spool::Spool* const spool = options_.spool;
+  const absl::Time start = clock_->Now();
+  uint64_t queued_rows = 0;
+  for (const SpoolEntry& e : flush.entries) queued_rows += e.rows;
+  auto stop_at = [this]() {
+    absl::MutexLock lock(&mu_);
+    return drain_deadline_;
+  };
+  // Read the records first: their columns decide how many go into this INSERT.
+  std::vector<SpoolEntry> later;
+  std::unique_ptr<clickhouse::Block> block = ReadSpooled(batch, flush, &later);
+  if (!later.empty()) {
+    absl::MutexLock lock(&mu_);
+    for (auto it = later.rbegin(); it != later.rend(); ++it) {
+      batch->spool_queue.push_front(*it);
+      batch->rows += it->rows;
+      batch->bytes += it->bytes;
+      queued_rows -= it->rows;
+    }
+    batch->oldest = batch->spool_queue.front().appended;
+  }
+  std::vector<uint64_t> lsns;
+  uint64_t rows = 0;
+  for (const SpoolEntry& e : flush.entries) lsns.push_back(e.lsn);
+  if (block != nullptr) rows = block->rows();
+  absl::Status status = absl::OkStatus();
+  bool sent = false, too_many_parts = false;
+  InsertAttempt attempt;
+  // The intent: which records, in which order, make this INSERT. Durable before the INSERT is
+  // sent, so a restart sends the same block under the same identity.
+  for (int tries = 0; block != nullptr && flush.intent_lsn == 0; ++tries) {
+    absl::StatusOr<uint64_t> lsn = spool->AppendAndWait(
+        EncodeIntentRecord(batch->table, batch->columns, lsns), /*exempt=*/true);
+    if (lsn.ok()) {
+      flush.intent_lsn = *lsn;
+      break;
+    }
+    kLog.Throttled(log::Level::kError, "spool: batch intent not written; the batch waits",
+                   batch->label,
+                   {{"table", batch->label}, {"rows", rows}, {"error", lsn.status().message()}});
+    const absl::Time resume = clock_->Now() + std::min(options_.retry.max_backoff,
+                                                       options_.retry.initial_backoff *
+                                                           std::pow(2.0, std::min(tries, 30)));
+    if (lsn.status().code() == absl::StatusCode::kFailedPrecondition || resume >= stop_at()) {
+      status = lsn.status();
+      break;
+    }
+    clock_->SleepUntil(resume);
+  }
+  if (block != nullptr && flush.intent_lsn != 0) {
+    attempt.query_id = absl::StrCat(options_.spool_id, "-", flush.intent_lsn);
+    attempt.deduplication_key = attempt.query_id;
+    status = InsertWithRetries(
+        batch, *block, attempt, stop_at,
+        [&](std::vector<log::Field>* fields) {
+          fields->emplace_back("ack_mode", "persisted");
+          fields->emplace_back("intent_lsn", flush.intent_lsn);
+        },
+        &too_many_parts);
+    sent = true;
+  }
+  const absl::Time end = clock_->Now();
+  const uint64_t bytes = block != nullptr ? block->ByteSize() : 0;
+  block.reset();
+  if (sent) {
+    AdaptDelay(batch, too_many_parts, end - start, attempt.attempt);
+    if (observer_ != nullptr)
+      observer_->BatchFlushed(batch->label, reason, rows, bytes, end - start);
+  }
+  std::vector<uint64_t> done = lsns;
+  if (flush.intent_lsn != 0) done.push_back(flush.intent_lsn);
+  if (sent && status.ok()) {
+    if (absl::Status st = spool->MarkCommitted(done); !st.ok()) {
+      // The rows are in ClickHouse; the next start sends them again under the same identity.
+      kLog.Error("spool: marking committed records failed",
+                 {{"table", batch->label}, {"error", st.message()}});
+    }
+    if (attempt.attempt > 1 || reason == FlushReason::kReplay) {
+      kLog.Info(reason == FlushReason::kReplay ? "replayed batch committed"
+                                               : "batch committed after retries",
+                {{"table", batch->label},
+                 {"batch_id", attempt.query_id},
+                 {"attempts", attempt.attempt},
+                 {"rows", rows},
+                 {"elapsed", absl::Trunc(end - start, absl::Milliseconds(1))}});
+    }
+    absl::MutexLock lock(&mu_);
+    rows_committed_ += rows;
+  } else if (sent && !ShouldRetry(status)) {
+    if (IsTableChangeError(status)) ForgetSchemas(batch->table);
+    if (observer_ != nullptr) {
+      observer_->FlushFailed(batch->label, status, clickhouse::ClickHouseCode(status));
+    }
+    DeadLetter(batch, flush, rows, status);
+  } else if (!lsns.empty()) {
+    // The drain ended (or the spool closed) first: the records stay pending in the spool and go
+    // out after the restart, under the same identity if the intent was written.
+    kLog.Warn("spooled batch left in the spool for the next start",
+              {{"table", batch->label},
+               {"rows", rows},
+               {"intent_lsn", flush.intent_lsn},
+               {"code", ErrorCodeLabel(status)},
+               {"error", status.message()}});
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    spooled_rows_ -= std::min(spooled_rows_, queued_rows);
+  }
+  FinishFlush(batch, 0, 0);
+}
+
+void Ingestor::DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
+                          const absl::Status& status) {
+  spool::FileOps* ops = spool::DefaultFileOps();
+  const std::string dir = absl::StrCat(options_.spool->dir(), "/dead-letter");
+  const std::string name = absl::StrFormat("%016x.batch", flush.intent_lsn);
+  const std::string path = absl::StrCat(dir, "/", name);
+  // The file: a text header (table, columns, error), a blank line, then each record as
+  // u64 LSN | u32 size | payload (little-endian; the payload is the spool's rows record).
+  std::string out = absl::StrCat(
+      "chgate dead letter v1\ntable: ", batch->label,
+      "\ncolumns: ", absl::StrJoin(batch->columns, ","), "\nrecords: ", flush.entries.size(),
+      "\nrows: ", rows, "\nerror: ", absl::StrReplaceAll(status.ToString(), {{"\n", " "}}), "\n\n");
+  absl::Status st = absl::OkStatus();
+  for (const SpoolEntry& e : flush.entries) {
+    absl::StatusOr<std::string> payload = options_.spool->Read(e.lsn);
+    if (!payload.ok()) {
+      st = payload.status();
+      break;
+    }
+    char head[12];
+    for (int i = 0; i < 8; ++i) head[i] = static_cast<char>((e.lsn >> (8 * i)) & 0xFFu);
+    const uint64_t size = payload->size();
+    for (int i = 0; i < 4; ++i) head[8 + i] = static_cast<char>((size >> (8 * i)) & 0xFFu);
+    out.append(head, sizeof(head));
+    out += *payload;
+  }
+  if (st.ok()) st = ops->MakeDir(dir);
+  if (st.ok()) {
+    absl::StatusOr<int> fd = ops->Open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    st = fd.status();
+    size_t written = 0;
+    while (st.ok() && written < out.size()) {
+      absl::StatusOr<size_t> n = ops->Write(*fd, out.data() + written, out.size() - written);
+      st = n.status();
+      if (st.ok()) written += *n;
+    }
+    if (st.ok()) st = ops->DataSync(*fd);
+    if (fd.ok()) (void)ops->Close(*fd);
+  }
+  if (st.ok()) {
+    absl::StatusOr<int> dfd = ops->Open(dir, O_RDONLY | O_DIRECTORY, 0);
+    st = dfd.status();
+    if (st.ok()) {
+      st = ops->Sync(*dfd);
+      (void)ops->Close(*dfd);
+    }
+  }
+  if (!st.ok()) {
+    // Kept in the spool instead: the next start tries again.
+    kLog.Error(
+        "spooled batch refused by ClickHouse and not moved to the dead-letter directory; "
+        "it stays in the spool",
+        {{"table", batch->label},
+         {"rows", rows},
+         {"clickhouse_error", status.message()},
+         {"error", st.message()}});
+    return;
+  }
+  std::vector<uint64_t> done;
+  for (const SpoolEntry& e : flush.entries) done.push_back(e.lsn);
+  done.push_back(flush.intent_lsn);
+  if (absl::Status marked = options_.spool->MarkCommitted(done); !marked.ok()) {
+    kLog.Error("spool: marking dead-lettered records failed", {{"error", marked.message()}});
+  }
+  if (observer_ != nullptr) {
+    observer_->RowsDropped(batch->label, DropReason::kSpoolDeadLetter, rows);
+  }
+  kLog.Error("spooled batch refused by ClickHouse; moved to the dead-letter directory",
+             {{"table", batch->label},
+              {"rows", rows},
+              {"file", absl::StrCat("dead-letter/", name)},
+              {"code", ErrorCodeLabel(status)},
+              {"error", status.message()}});
+}
+
+RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records) {
+  RecoverySummary summary;
+  if (options_.spool == nullptr || records.empty()) return summary;
+  struct Found {
+    SpoolRecordHeader header;
+    uint64_t size = 0;
+  };
+  std::map<uint64_t, Found> rows, intents;
+  std::vector<uint64_t> unreadable;
+  for (const spool::SpoolRecord& r : records) {
+    absl::StatusOr<std::string> read;
+    std::string_view payload = r.payload;
+    if (payload.empty()) {
+      read = options_.spool->Read(r.lsn);
+      if (read.ok()) payload = *read;
+    }
+    absl::StatusOr<SpoolRecordHeader> h =
+        read.ok() || !r.payload.empty() ? DecodeSpoolRecord(payload) : read.status();
+    if (!h.ok()) {
+      kLog.Error("spool record unreadable at start; it is dropped",
+                 {{"lsn", r.lsn}, {"error", h.status().message()}});
+      unreadable.push_back(r.lsn);
+      continue;
+    }
+    (h->kind == SpoolRecordKind::kIntent ? intents : rows)[r.lsn] = Found{*std::move(h), r.size};
+  }
+  summary.unreadable = unreadable.size();
+  if (!unreadable.empty()) {
+    if (absl::Status st = options_.spool->MarkCommitted(unreadable); !st.ok()) {
+      kLog.Error("spool: marking unreadable records failed", {{"error", st.message()}});
+    }
+  }
+  summary.records = rows.size();
+  for (const auto& [lsn, f] : rows) summary.rows += f.header.rows;
+  const absl::Time now = clock_->Now();
+  std::vector<uint64_t> empty_intents;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [intent_lsn, f] : intents) {
+    SpooledFlush flush{.intent_lsn = intent_lsn};
+    for (uint64_t lsn : f.header.lsns) {
+      auto it = rows.find(lsn);
+      if (it == rows.end()) {
+        ++summary.orphaned;
+        continue;
+      }
+      flush.entries.push_back(SpoolEntry{lsn, it->second.header.rows, it->second.size, now});
+      spooled_rows_ += it->second.header.rows;
+      rows.erase(it);
+    }
+    if (flush.entries.empty()) {
+      empty_intents.push_back(intent_lsn);
+      continue;
+    }
+    ++summary.intents;
+    Batch& batch = SpooledBatchLocked(
+        absl::StrCat(BatchKey(f.header.table, f.header.columns), kSpooledKeySuffix), f.header.table,
+        f.header.columns);
+    batch.replays.push_back(std::move(flush));
+  }
+  for (const auto& [lsn, f] : rows) {
+    Batch& batch = SpooledBatchLocked(
+        absl::StrCat(BatchKey(f.header.table, f.header.columns), kSpooledKeySuffix), f.header.table,
+        f.header.columns);
+    if (!f.header.idempotency_key.empty()) {
+      // A caller that resends a request it saw no answer for finds it done.
+      KeyEntry& key = keys_[f.header.idempotency_key];
+      key.done = true;
+      key.result = Result{.status = absl::OkStatus(), .rows = f.header.rows, .persisted = true};
+      key.expires = now + options_.idempotency_window;
+      done_keys_.push_back({f.header.idempotency_key, key.expires});
+    }
+    QueueSpooledLocked(batch, SpoolEntry{lsn, f.header.rows, f.size, now});
+  }
+  for (auto& [key, batch] : batches_) {
+    if (batch->spooled && !batch->replays.empty()) StartFlushLocked(*batch, FlushReason::kReplay);
+  }
+  if (!empty_intents.empty()) {
+    if (absl::Status st = options_.spool->MarkCommitted(empty_intents); !st.ok()) {
+      kLog.Error("spool: marking empty intents failed", {{"error", st.message()}});
+    }
+  }
+  if (observer_ != nullptr) observer_->SpoolReplayed(summary.records);
+  kLog.Info("spool replayed", {{"records", summary.records},
+                               {"rows", summary.rows},
+                               {"batches_resent_as_before", summary.intents},
+                               {"unreadable_records", summary.unreadable},
+                               {"orphaned_intent_entries", summary.orphaned}});
+  return summary;
 }
 
 }  // namespace chgate::ingest

@@ -35,10 +35,10 @@
 #include "server/ingest/memory_budget.h"
 #include "server/ingest/observer.h"
 #include "server/ingest/value.h"
+#include "server/log/log.h"
+#include "server/spool/spool.h"
 
 namespace chgate::ingest {
-
-enum class AckMode { kCommitted, kAccepted };
 
 struct BatchLimits {
   uint64_t max_rows = 100000;
@@ -96,6 +96,12 @@ struct IngestOptions {
   absl::Duration max_delay_ceiling = absl::Seconds(5);
   absl::Duration slow_insert = absl::Seconds(2);
   int relax_after = 10;
+  // The spool persisted requests are written to (AckMode::kPersisted; without one such requests
+  // fail with FailedPrecondition), and a name for it that stays the same across restarts
+  // (chgate keeps it in the spool directory): a spooled batch's query id and deduplication token
+  // are `<spool_id>-<LSN of its intent>`. Must outlive the Ingestor.
+  spool::Spool* spool = nullptr;
+  std::string spool_id;
   // false (tests): no threads; the test drives Poll() and RunPending() itself.
   bool background = true;
 };
@@ -126,7 +132,8 @@ struct Request {
 struct Result {
   absl::Status status;
   uint64_t rows = 0;
-  bool committed = false;  // false for an `accepted` ack
+  bool committed = false;  // false for an `accepted` or `persisted` ack
+  bool persisted = false;  // durable in the spool (AckMode::kPersisted)
   std::string query_id;
   absl::Time commit_time;
   bool deduplicated = false;  // an earlier request with the same idempotency key did the work
@@ -141,6 +148,17 @@ struct IngestStats {
   // Rows lost since the start: acknowledged in accepted mode and then failed for good, or still
   // buffered when Shutdown's drain ended (also in chgate_rows_dropped_total).
   uint64_t rows_dropped = 0;
+  // Persisted rows waiting in the spool for their INSERT (queued or being sent).
+  uint64_t spooled_rows = 0;
+};
+
+// What Recover found in the spool.
+struct RecoverySummary {
+  uint64_t records = 0;     // pending row records
+  uint64_t rows = 0;        // in them
+  uint64_t intents = 0;     // batches to re-send exactly as they were (sent before the crash)
+  uint64_t unreadable = 0;  // records that could not be read back (counted as lost)
+  uint64_t orphaned = 0;    // intent entries whose row records are gone
 };
 
 class Ingestor {
@@ -173,6 +191,13 @@ class Ingestor {
            std::move(on_done));
   }
 
+  // Takes the records the spool's Open handed back for replay (a spool opened with
+  // replay_payloads false: they are read back as needed). Batches that were sent before the
+  // restart (their intent is in the spool) are sent again as they were, with the same identity;
+  // the other records queue for their tables, in LSN order, ahead of any new request. Call once,
+  // before Submit.
+  RecoverySummary Recover(const std::vector<spool::SpoolRecord>& records);
+
   // The most bytes of rows batches hold together (memory_budget_bytes x buffer_share).
   uint64_t buffer_limit() const { return buffer_limit_; }
 
@@ -202,6 +227,8 @@ class Ingestor {
   struct Pending;
   struct Batch;
   struct Waiting;
+  struct SpoolEntry;
+  struct SpooledFlush;
 
   void Enqueue(std::function<void()> task, bool flush_queue);
   // `slot`: this thread's entry in busy_since_.
@@ -244,6 +271,36 @@ class Ingestor {
              std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
              FlushReason reason);
   void FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows);
+  // Persisted requests: Persist writes the converted rows to the spool; OnPersisted acks the
+  // caller once they are durable and queues them for their table's spooled batch.
+  void Persist(std::shared_ptr<Pending> p);
+  void OnPersisted(const std::shared_ptr<Pending>& p, uint64_t payload_bytes,
+                   absl::StatusOr<uint64_t> lsn);
+  // The spooled batch of `key` (made when missing).
+  Batch& SpooledBatchLocked(const std::string& key, const TableId& table,
+                            const std::vector<std::string>& columns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueSpooledLocked(Batch& batch, SpoolEntry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One INSERT of spooled records: makes its intent durable (unless re-sending one), reads the
+  // records back, sends them until ClickHouse commits or refuses them for good (or the drain ends),
+  // then marks them committed (or moves them to the dead-letter directory).
+  void FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason);
+  void StartSpooledFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the records of `flush` into one block (null when none could be read). Records that
+  // cannot be read are dropped from `flush` (counted, and marked so they are not read again);
+  // for a new flush, the records from the first whose columns differ from the first record's on
+  // go to `later`, for the next INSERT.
+  std::unique_ptr<clickhouse::Block> ReadSpooled(Batch* batch, SpooledFlush& flush,
+                                                 std::vector<SpoolEntry>* later);
+  // Moves a batch ClickHouse refused for good to <spool>/dead-letter/ and marks it committed.
+  void DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
+                  const absl::Status& status);
+  // The INSERT of `block` with retries (backoff with full jitter) while `status` is retryable and
+  // the clock is before stop_at(); `fields` adds the batch's own fields to the retry log lines.
+  absl::Status InsertWithRetries(Batch* batch, const clickhouse::Block& block,
+                                 InsertAttempt& attempt, const std::function<absl::Time()>& stop_at,
+                                 const std::function<void(std::vector<log::Field>*)>& fields,
+                                 bool* too_many_parts);
   // The adaptive flush delay after a flush that saw `too_many_parts` (any attempt) and took
   // `took` over `attempts` attempts (see IngestOptions::max_delay_ceiling).
   void AdaptDelay(Batch* batch, bool too_many_parts, absl::Duration took, int attempts);
@@ -293,6 +350,10 @@ class Ingestor {
   uint64_t rows_failed_ ABSL_GUARDED_BY(mu_) = 0;     // batches that failed for good
   mutable bool above_high_water_ ABSL_GUARDED_BY(mu_) = false;  // Ready()'s hysteresis state
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t spooled_rows_ ABSL_GUARDED_BY(mu_) = 0;
+  // When Shutdown's drain ends: spooled flushes stop retrying then (their records stay in the
+  // spool for the next start).
+  absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_threads_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<std::function<void()>> work_ ABSL_GUARDED_BY(mu_);

@@ -14,6 +14,10 @@
 
 namespace chgate::ingest {
 
+// When a request is acknowledged: once its rows are committed in ClickHouse, once they are
+// buffered in memory, or once they are durable in the local spool.
+enum class AckMode { kCommitted, kAccepted, kPersisted };
+
 // Why a table's batch was flushed.
 enum class FlushReason {
   kRows,      // --batch-max-rows reached
@@ -21,12 +25,16 @@ enum class FlushReason {
   kAge,       // the oldest row is --batch-max-delay old
   kDeadline,  // a waiting caller's deadline is near
   kShutdown,  // the drain on SIGTERM
+  kReplay,    // re-sent from the spool after a restart, as it was before (its batch intent)
 };
 
 // Why rows were lost without their caller learning it.
 enum class DropReason {
   kAcceptedFlushFailed,  // acknowledged in accepted mode, then their flush failed for good
   kShutdown,             // still buffered when the shutdown drain ended
+  kSpoolDeadLetter,      // persisted, then refused by ClickHouse for good: kept in the spool's
+                         // dead-letter directory, not in the table
+  kSpoolDamaged,         // persisted, then unreadable in the spool (bytes damaged on disk)
 };
 
 class IngestObserver {
@@ -38,8 +46,8 @@ class IngestObserver {
   // A table's first batch was made; `max_delay` is its configured flush delay.
   virtual void TableStarted(const std::string& table, absl::Duration max_delay) = 0;
   // A request ended. `table` is "db.table", or "" when the request was refused before its
-  // table was known; `committed` tells an OK commit from an OK accepted-mode ack.
-  virtual void RequestDone(const std::string& table, const absl::Status& status, bool committed,
+  // table was known; `acked` says what an OK status acknowledged.
+  virtual void RequestDone(const std::string& table, const absl::Status& status, AckMode acked,
                            uint64_t rows) = 0;
   // A committed request's rows were committed `latency` after the request arrived.
   virtual void CommitLatency(const std::string& table, absl::Duration latency) = 0;
@@ -62,6 +70,8 @@ class IngestObserver {
   virtual void Buffered(uint64_t rows, uint64_t bytes) = 0;
   virtual void WaitingRequests(size_t requests) = 0;
   virtual void RequestBytes(uint64_t bytes) = 0;
+  // Records of persisted requests found in the spool at start, to be sent again.
+  virtual void SpoolReplayed(uint64_t records) = 0;
 };
 
 }  // namespace chgate::ingest

@@ -38,6 +38,20 @@ constexpr char kBufferBudget[] = "chgate_buffer_budget_bytes";
 constexpr char kFlushRetries[] = "chgate_flush_retries_total";
 constexpr char kFlushErrors[] = "chgate_flush_errors_total";
 constexpr char kRowsDropped[] = "chgate_rows_dropped_total";
+constexpr char kSpoolDeadLetterRows[] = "chgate_spool_dead_letter_rows_total";
+constexpr char kSpoolReplayed[] = "chgate_spool_replayed_records_total";
+constexpr char kSpoolBytes[] = "chgate_spool_bytes";
+constexpr char kSpoolMaxBytes[] = "chgate_spool_max_bytes";
+constexpr char kSpoolSegments[] = "chgate_spool_segments";
+constexpr char kSpoolPending[] = "chgate_spool_pending_records";
+constexpr char kSpoolOldestAge[] = "chgate_spool_oldest_pending_age_seconds";
+constexpr char kSpoolFreeBytes[] = "chgate_spool_free_bytes";
+constexpr char kSpoolAppends[] = "chgate_spool_appends_total";
+constexpr char kSpoolAppendedBytes[] = "chgate_spool_appended_bytes_total";
+constexpr char kSpoolRefusals[] = "chgate_spool_refusals_total";
+constexpr char kSpoolFsyncs[] = "chgate_spool_fsyncs_total";
+constexpr char kSpoolFsyncSeconds[] = "chgate_spool_fsync_seconds_total";
+constexpr char kSpoolQuarantined[] = "chgate_spool_quarantined_bytes_total";
 constexpr char kBatchesFailed[] = "chgate_batches_failed_total";
 constexpr char kBatchMaxDelay[] = "chgate_batch_max_delay_seconds";
 constexpr char kWaitingRequests[] = "chgate_ingest_waiting_requests";
@@ -240,7 +254,7 @@ const IngestTableMetrics& IngestMetrics::ForTable(const std::string& table) cons
   const prometheus::Labels labels = {{"table", table}};
   // A failure ratio needs its denominator from the first flush of each reason on.
   for (std::string_view reason :
-       {kFlushRows, kFlushBytes, kFlushAge, kFlushDeadline, kFlushShutdown}) {
+       {kFlushRows, kFlushBytes, kFlushAge, kFlushDeadline, kFlushShutdown, kFlushReplay}) {
     batches_flushed->Add({{"table", table}, {"reason", std::string(reason)}});
   }
   slot = std::make_unique<IngestTableMetrics>(IngestTableMetrics{
@@ -255,6 +269,9 @@ const IngestTableMetrics& IngestMetrics::ForTable(const std::string& table) cons
       .rows_dropped_accepted =
           &rows_dropped->Add({{"table", table}, {"reason", "accepted_flush_failed"}}),
       .rows_dropped_shutdown = &rows_dropped->Add({{"table", table}, {"reason", "shutdown"}}),
+      .rows_dropped_spool_damaged =
+          &rows_dropped->Add({{"table", table}, {"reason", "spool_damaged"}}),
+      .spool_dead_letter_rows = &spool_dead_letter_rows->Add(labels),
       .table = table,
   });
   return *slot;
@@ -493,7 +510,16 @@ Metrics::Metrics()
   ingest_.rows_dropped = &Build(
       BuildCounter(), r, kRowsDropped,
       "Rows chgate lost: accepted_flush_failed = acknowledged in accepted mode, then their flush "
-      "failed for good; shutdown = still buffered when the drain ended.");
+      "failed for good; shutdown = still buffered when the drain ended; spool_damaged = "
+      "persisted, then unreadable in the spool.");
+  ingest_.spool_dead_letter_rows =
+      &Build(BuildCounter(), r, kSpoolDeadLetterRows,
+             "Persisted rows ClickHouse refused for good, moved to the spool's dead-letter "
+             "directory instead of the table.");
+  ingest_.spool_replayed_records =
+      &Build(BuildCounter(), r, kSpoolReplayed,
+             "Records of persisted requests found in the spool at start and sent again.")
+           .Add({});
   ingest_.waiting_requests =
       &Build(BuildGauge(), r, kWaitingRequests, "Insert requests waiting for buffer budget.")
            .Add({});
@@ -587,21 +613,26 @@ std::vector<prometheus::MetricFamily> ClickHouseTlsCollectable::Collect() const 
 
 std::vector<std::string> Metrics::MetricNames() {
   std::vector<std::string> names = {
-      kIngestRequests,     kIngestRows,     kBatchesFlushed,
-      kFlushDuration,      kBatchRows,      kBatchSize,
-      kCommitLatency,      kBufferedRows,   kBufferedBytes,
-      kBufferBudget,       kFlushRetries,   kFlushErrors,
-      kWaitingRequests,    kMemoryBudget,   kMemoryRequests,
-      kMemoryRefusals,     kQueries,        kQueryRows,
-      kQueryResponseBytes, kQueryDuration,  kQueriesInFlight,
-      kReceivedBytes,      kDecodedBytes,   kSentBytes,
-      kPoolConnections,    kPoolConnects,   kPoolConnectFailures,
-      kPoolClosed,         kClickHouseUp,   kClickHouseLastSuccess,
-      kTlsInsecure,        kTlsReloads,     kAuthFailures,
-      kAuthReloads,        kBuildInfo,      kRowsDropped,
-      kBatchesFailed,      kBatchMaxDelay,  kProcessCpu,
-      kProcessResident,    kProcessVirtual, kProcessStart,
-      kProcessOpenFds,     kProcessMaxFds,
+      kIngestRequests,      kIngestRows,       kBatchesFlushed,
+      kFlushDuration,       kBatchRows,        kBatchSize,
+      kCommitLatency,       kBufferedRows,     kBufferedBytes,
+      kBufferBudget,        kFlushRetries,     kFlushErrors,
+      kWaitingRequests,     kMemoryBudget,     kMemoryRequests,
+      kMemoryRefusals,      kQueries,          kQueryRows,
+      kQueryResponseBytes,  kQueryDuration,    kQueriesInFlight,
+      kReceivedBytes,       kDecodedBytes,     kSentBytes,
+      kPoolConnections,     kPoolConnects,     kPoolConnectFailures,
+      kPoolClosed,          kClickHouseUp,     kClickHouseLastSuccess,
+      kTlsInsecure,         kTlsReloads,       kAuthFailures,
+      kAuthReloads,         kBuildInfo,        kRowsDropped,
+      kBatchesFailed,       kBatchMaxDelay,    kProcessCpu,
+      kSpoolDeadLetterRows, kSpoolReplayed,    kSpoolBytes,
+      kSpoolMaxBytes,       kSpoolSegments,    kSpoolPending,
+      kSpoolOldestAge,      kSpoolFreeBytes,   kSpoolAppends,
+      kSpoolAppendedBytes,  kSpoolRefusals,    kSpoolFsyncs,
+      kSpoolFsyncSeconds,   kSpoolQuarantined, kProcessResident,
+      kProcessVirtual,      kProcessStart,     kProcessOpenFds,
+      kProcessMaxFds,
   };
   return names;
 }
@@ -618,6 +649,8 @@ std::string_view FlushReasonLabel(ingest::FlushReason reason) {
       return kFlushDeadline;
     case ingest::FlushReason::kShutdown:
       return kFlushShutdown;
+    case ingest::FlushReason::kReplay:
+      return kFlushReplay;
   }
   return kFlushRows;
 }
@@ -632,10 +665,14 @@ void IngestMetricsObserver::TableStarted(const std::string& table, absl::Duratio
 }
 
 void IngestMetricsObserver::RequestDone(const std::string& table, const absl::Status& status,
-                                        bool committed, uint64_t rows) {
-  m_->RequestDone(
-      table, status.ok() ? (committed ? kResultOk : kResultAccepted) : ResultLabel(status.code()),
-      rows);
+                                        ingest::AckMode acked, uint64_t rows) {
+  std::string_view result = ResultLabel(status.code());
+  if (status.ok()) {
+    result = acked == ingest::AckMode::kCommitted   ? kResultOk
+             : acked == ingest::AckMode::kPersisted ? kResultPersisted
+                                                    : kResultAccepted;
+  }
+  m_->RequestDone(table, result, rows);
 }
 
 void IngestMetricsObserver::CommitLatency(const std::string& table, absl::Duration latency) {
@@ -660,11 +697,55 @@ void IngestMetricsObserver::FlushFailed(const std::string& table, const absl::St
 void IngestMetricsObserver::RowsDropped(const std::string& table, ingest::DropReason reason,
                                         uint64_t rows) {
   const IngestTableMetrics& t = m_->ForTable(table);
-  if (reason == ingest::DropReason::kShutdown) {
-    t.ShutdownRowsDropped(rows);
-  } else {
-    t.AcceptedRowsDropped(rows);
+  const double n = static_cast<double>(rows);
+  switch (reason) {
+    case ingest::DropReason::kShutdown:
+      return t.rows_dropped_shutdown->Increment(n);
+    case ingest::DropReason::kAcceptedFlushFailed:
+      return t.rows_dropped_accepted->Increment(n);
+    case ingest::DropReason::kSpoolDamaged:
+      return t.rows_dropped_spool_damaged->Increment(n);
+    case ingest::DropReason::kSpoolDeadLetter:
+      return t.spool_dead_letter_rows->Increment(n);
   }
+}
+
+void IngestMetricsObserver::SpoolReplayed(uint64_t records) {
+  m_->spool_replayed_records->Increment(static_cast<double>(records));
+}
+
+std::vector<prometheus::MetricFamily> SpoolCollectable::Collect() const {
+  const SpoolSample s = sample_();
+  constexpr auto kCounter = prometheus::MetricType::Counter;
+  constexpr auto kGauge = prometheus::MetricType::Gauge;
+  std::vector<prometheus::MetricFamily> families;
+  auto add = [&](const char* name, const char* help, prometheus::MetricType type, double value) {
+    prometheus::MetricFamily f = MakeFamily(name, help, type);
+    f.metric.push_back(Sample({}, type, value));
+    families.push_back(std::move(f));
+  };
+  auto d = [](uint64_t v) { return static_cast<double>(v); };
+  add(kSpoolBytes, "Bytes of the spool's segment files.", kGauge, d(s.bytes));
+  add(kSpoolMaxBytes, "The spool's bound (--spool-max-bytes).", kGauge, d(s.max_bytes));
+  add(kSpoolSegments, "Segment files in the spool.", kGauge, d(s.segments));
+  add(kSpoolPending, "Persisted records not yet committed in ClickHouse.", kGauge,
+      d(s.pending_records));
+  add(kSpoolOldestAge,
+      "Age of the oldest persisted record not yet committed in ClickHouse (0: none).", kGauge,
+      s.oldest_pending_age_seconds);
+  add(kSpoolFreeBytes, "Free bytes of the spool's file system, as last checked.", kGauge,
+      d(s.free_bytes));
+  add(kSpoolAppends, "Records made durable in the spool.", kCounter, d(s.appends));
+  add(kSpoolAppendedBytes, "Bytes of the records made durable in the spool.", kCounter,
+      d(s.appended_bytes));
+  add(kSpoolRefusals,
+      "Appends refused at once: the spool at --spool-max-bytes, or its disk low on space.",
+      kCounter, d(s.refusals));
+  add(kSpoolFsyncs, "fdatasync calls of the spool (one per group commit).", kCounter, d(s.fsyncs));
+  add(kSpoolFsyncSeconds, "Time spent in the spool's fdatasync calls.", kCounter, s.fsync_seconds);
+  add(kSpoolQuarantined, "Corrupt spool bytes moved aside at start (<segment>.corrupt files).",
+      kCounter, d(s.quarantined_bytes));
+  return families;
 }
 
 void IngestMetricsObserver::DelayChanged(const std::string& table, absl::Duration delay) {

@@ -43,6 +43,8 @@ inline constexpr std::string_view kResultPermissionDenied = "permission_denied";
 inline constexpr std::string_view kResultUnimplemented = "unimplemented";
 inline constexpr std::string_view kResultError = "error";
 inline constexpr std::string_view kResultAccepted = "accepted";
+// Requests acknowledged in `persisted` mode (durable in the spool, not yet committed).
+inline constexpr std::string_view kResultPersisted = "persisted";
 
 // Returns the `result` label for a final status: ok, invalid (INVALID_ARGUMENT), not_found,
 // resource_exhausted, unavailable, deadline_exceeded, cancelled, and error for every other code.
@@ -54,6 +56,7 @@ inline constexpr std::string_view kFlushBytes = "bytes";        // max_bytes rea
 inline constexpr std::string_view kFlushAge = "age";            // oldest row is max_delay old
 inline constexpr std::string_view kFlushDeadline = "deadline";  // a waiting caller's deadline
 inline constexpr std::string_view kFlushShutdown = "shutdown";  // drain on SIGTERM
+inline constexpr std::string_view kFlushReplay = "replay";      // re-sent from the spool at start
 
 // The `code` label of chgate_flush_errors_total. Returns the ClickHouse error code as decimal
 // text (e.g. "252" for TOO_MANY_PARTS).
@@ -75,6 +78,8 @@ struct IngestTableMetrics {
   prometheus::Counter* batches_failed = nullptr;         // chgate_batches_failed_total{table}
   prometheus::Counter* rows_dropped_accepted = nullptr;  // {table, reason="accepted_flush_failed"}
   prometheus::Counter* rows_dropped_shutdown = nullptr;  // {table, reason="shutdown"}
+  prometheus::Counter* rows_dropped_spool_damaged = nullptr;  // {table, reason="spool_damaged"}
+  prometheus::Counter* spool_dead_letter_rows = nullptr;      // chgate_spool_dead_letter_rows_total
   std::string table;
 
   // A batch was committed: counts it under `reason` (kFlush*) and observes its rows, bytes and
@@ -127,6 +132,8 @@ struct IngestMetrics {
   prometheus::Gauge* memory_budget_bytes = nullptr;
   prometheus::Gauge* memory_request_bytes = nullptr;
   prometheus::Counter* memory_refusals = nullptr;
+  prometheus::Family<prometheus::Counter>* spool_dead_letter_rows = nullptr;  // {table}
+  prometheus::Counter* spool_replayed_records = nullptr;
   // Resolved handles, shared by copies of this struct.
   std::shared_ptr<IngestMetricsCache> cache;
 
@@ -180,7 +187,7 @@ class IngestMetricsObserver final : public ingest::IngestObserver {
 
   void Budgets(uint64_t memory_budget_bytes, uint64_t buffer_budget_bytes) override;
   void TableStarted(const std::string& table, absl::Duration max_delay) override;
-  void RequestDone(const std::string& table, const absl::Status& status, bool committed,
+  void RequestDone(const std::string& table, const absl::Status& status, ingest::AckMode acked,
                    uint64_t rows) override;
   void CommitLatency(const std::string& table, absl::Duration latency) override;
   void MemoryRefused() override;
@@ -194,6 +201,7 @@ class IngestMetricsObserver final : public ingest::IngestObserver {
   void Buffered(uint64_t rows, uint64_t bytes) override;
   void WaitingRequests(size_t requests) override;
   void RequestBytes(uint64_t bytes) override;
+  void SpoolReplayed(uint64_t records) override;
 
  private:
   const IngestMetrics* const m_;
@@ -278,6 +286,33 @@ class PoolCollectable : public prometheus::Collectable {
 
  private:
   std::function<std::vector<PoolEndpointSample>()> sample_;
+};
+
+// The spool (--spool-dir) as seen at scrape time (server/spool's SpoolStats, as plain numbers).
+struct SpoolSample {
+  uint64_t bytes = 0;  // of the segment files
+  uint64_t max_bytes = 0;
+  uint64_t segments = 0;
+  uint64_t pending_records = 0;
+  double oldest_pending_age_seconds = 0;  // 0: nothing pending
+  uint64_t free_bytes = 0;
+  uint64_t appends = 0;
+  uint64_t appended_bytes = 0;
+  uint64_t refusals = 0;
+  uint64_t fsyncs = 0;
+  double fsync_seconds = 0;
+  uint64_t quarantined_bytes = 0;
+};
+
+// Exports the chgate_spool_* gauges and counters from `sample` (called on the exposer's thread;
+// thread-safe). Registered only when chgate runs with a spool.
+class SpoolCollectable : public prometheus::Collectable {
+ public:
+  explicit SpoolCollectable(std::function<SpoolSample()> sample) : sample_(std::move(sample)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  std::function<SpoolSample()> sample_;
 };
 
 // TLS to ClickHouse, as seen at scrape time.

@@ -139,6 +139,9 @@ absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline,
     case v1::ACK_MODE_ACCEPTED:
       request.ack = ingest::AckMode::kAccepted;
       break;
+    case v1::ACK_MODE_PERSISTED:
+      request.ack = ingest::AckMode::kPersisted;
+      break;
     default:
       // Rather than weaken a guarantee the caller may have asked for.
       return absl::InvalidArgumentError(
@@ -183,7 +186,9 @@ void FillSuccess(const ingest::Result& result, const PreparedInsert& prepared, M
                                                                       : v1::ACK_MODE_COMMITTED);
     return;
   }
-  out->set_ack_mode(result.committed ? v1::ACK_MODE_COMMITTED : v1::ACK_MODE_ACCEPTED);
+  out->set_ack_mode(result.committed   ? v1::ACK_MODE_COMMITTED
+                    : result.persisted ? v1::ACK_MODE_PERSISTED
+                                       : v1::ACK_MODE_ACCEPTED);
   out->set_query_id(result.query_id);
   out->set_deduplicated(result.deduplicated);
   if (result.committed) *out->mutable_commit_time() = ToProtoTime(result.commit_time);
@@ -659,8 +664,18 @@ absl::string_view AckName(v1::AckMode requested, ingest::AckMode fallback) {
       return "committed";
     case v1::ACK_MODE_ACCEPTED:
       return "accepted";
+    case v1::ACK_MODE_PERSISTED:
+      return "persisted";
     default:
-      return fallback == ingest::AckMode::kAccepted ? "accepted" : "committed";
+      switch (fallback) {
+        case ingest::AckMode::kAccepted:
+          return "accepted";
+        case ingest::AckMode::kPersisted:
+          return "persisted";
+        case ingest::AckMode::kCommitted:
+          break;
+      }
+      return "committed";
   }
 }
 

@@ -98,6 +98,25 @@ void AppendRecord(std::string& out, uint64_t lsn, RecordType type, std::string_v
     out[start + 4 + static_cast<size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xFFu);
 }
 
+absl::StatusOr<std::string_view> CheckDataRecord(std::string_view bytes, uint64_t lsn) {
+  if (bytes.size() < kRecordHeaderSize) {
+    return absl::DataLossError(absl::StrCat("record ", lsn, ": ", bytes.size(), " bytes read"));
+  }
+  const RecordAt r = ReadRecordHeader(bytes.data());
+  if (r.length != bytes.size() - kRecordHeaderSize) {
+    return absl::DataLossError(absl::StrCat("record ", lsn, ": length ", r.length, ", expected ",
+                                            bytes.size() - kRecordHeaderSize));
+  }
+  if (r.lsn != lsn || r.type != static_cast<uint8_t>(RecordType::kData)) {
+    return absl::DataLossError(
+        absl::StrCat("record ", lsn, ": holds LSN ", r.lsn, " of type ", static_cast<int>(r.type)));
+  }
+  if (RecordCrc(bytes.data() + 8, r.length) != r.crc) {
+    return absl::DataLossError(absl::StrCat("record ", lsn, ": CRC mismatch"));
+  }
+  return bytes.substr(kRecordHeaderSize);
+}
+
 std::string EncodeCommitPayload(const std::vector<LsnRange>& ranges) {
   std::string out;
   out.reserve(4 + 16 * ranges.size());

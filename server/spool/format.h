@@ -56,6 +56,10 @@ absl::StatusOr<std::vector<LsnRange>> DecodeCommitPayload(std::string_view paylo
 // Sorted, merged ranges covering `lsns` (any order, duplicates allowed).
 std::vector<LsnRange> RangesOf(std::vector<uint64_t> lsns);
 
+// The payload of the record at the start of `bytes` (its header and payload, as read back from a
+// segment), after checking its length, CRC, LSN (`lsn`) and type (kData). DataLoss otherwise.
+absl::StatusOr<std::string_view> CheckDataRecord(std::string_view bytes, uint64_t lsn);
+
 // "<16 hex digits>.wal" for `first_lsn`; and back (nullopt for any other name).
 std::string SegmentFileName(uint64_t first_lsn);
 std::optional<uint64_t> ParseSegmentFileName(std::string_view name);

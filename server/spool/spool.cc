@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -56,8 +57,10 @@ class Spool::Recovery {
 
  private:
   struct Data {
-    std::string payload;
+    std::string payload;  // only with replay_payloads
     uint64_t segment = 0;
+    uint64_t offset = 0;
+    uint64_t size = 0;
   };
 
   absl::Status RecoverSegment(uint64_t first, bool last) {
@@ -106,7 +109,9 @@ class Spool::Recovery {
       next_lsn_ = std::max(next_lsn_, r.lsn + 1);
       if (r.type == RecordType::kData) {
         ++report_.data_records;
-        data_[r.lsn] = Data{std::string(r.payload), first};
+        data_[r.lsn] =
+            Data{spool_.options_.replay_payloads ? std::string(r.payload) : std::string(), first,
+                 r.offset, r.payload.size()};
       } else {
         ASSIGN_OR_RETURN(std::vector<LsnRange> ranges, DecodeCommitPayload(r.payload));
         commits_.insert(commits_.end(), ranges.begin(), ranges.end());
@@ -172,9 +177,9 @@ class Spool::Recovery {
         ++report_.committed_records;
         continue;
       }
-      spool_.pending_[lsn] = Pending{now, d.segment};
+      spool_.pending_[lsn] = Pending{now, d.segment, d.offset, d.size};
       ++spool_.segments_[d.segment].pending_data;
-      replay.push_back(SpoolRecord{lsn, std::move(d.payload)});
+      replay.push_back(SpoolRecord{lsn, std::move(d.payload), d.size});
     }
     report_.replayed_records = replay.size();
     report_.next_lsn = next_lsn_;
@@ -218,6 +223,7 @@ absl::StatusOr<Spool::Opened> Spool::Open(std::string dir, SpoolOptions options)
         absl::StrCat("spool directory ", dir, " is in use by another spool (", st.message(), ")"));
   }
 
+  RETURN_IF_ERROR(spool->LoadOrMakeId());
   Opened opened;
   ASSIGN_OR_RETURN(opened.replay, Recovery(*spool, opened.report).Run());
   {
@@ -233,6 +239,42 @@ absl::StatusOr<Spool::Opened> Spool::Open(std::string dir, SpoolOptions options)
   spool->writer_ = std::thread([s = spool.get()] { s->WriterLoop(); });
   opened.spool = std::move(spool);
   return opened;
+}
+
+absl::Status Spool::LoadOrMakeId() {
+  const std::string path = absl::StrCat(dir_, "/ID");
+  if (absl::StatusOr<int> fd = ops_->Open(path, O_RDONLY, 0); fd.ok()) {
+    char buf[64];
+    absl::StatusOr<size_t> got = ops_->ReadAt(*fd, buf, sizeof(buf), 0);
+    (void)ops_->Close(*fd);
+    RETURN_IF_ERROR(got.status());
+    std::string_view text(buf, *got);
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+    if (text.size() != 32 || text.find_first_not_of("0123456789abcdef") != text.npos) {
+      return absl::DataLossError(absl::StrCat(path, " does not hold a spool id"));
+    }
+    id_ = std::string(text);
+    return absl::OkStatus();
+  } else if (!absl::IsNotFound(fd.status())) {
+    return fd.status();
+  }
+  std::random_device random;
+  std::string id;
+  for (int i = 0; i < 4; ++i) absl::StrAppend(&id, absl::Hex(random(), absl::kZeroPad8));
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  ASSIGN_OR_RETURN(const int fd, ops_->Open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  const std::string line = absl::StrCat(id, "\n");
+  absl::StatusOr<size_t> wrote = ops_->Write(fd, line.data(), line.size());
+  absl::Status st = wrote.status();
+  if (st.ok() && *wrote != line.size()) st = absl::UnavailableError("short write of the spool id");
+  if (st.ok()) st = ops_->DataSync(fd);
+  const absl::Status closed = ops_->Close(fd);
+  RETURN_IF_ERROR(st);
+  RETURN_IF_ERROR(closed);
+  RETURN_IF_ERROR(ops_->Rename(tmp, path));
+  RETURN_IF_ERROR(SyncDir());
+  id_ = std::move(id);
+  return absl::OkStatus();
 }
 
 Spool::~Spool() {
@@ -260,6 +302,14 @@ void Spool::Close() {
 // Callers' side.
 
 absl::Status Spool::Append(std::string_view payload, AppendCallback done) {
+  return AppendData(payload, std::move(done), /*exempt=*/false);
+}
+
+absl::Status Spool::AppendExempt(std::string_view payload, AppendCallback done) {
+  return AppendData(payload, std::move(done), /*exempt=*/true);
+}
+
+absl::Status Spool::AppendData(std::string_view payload, AppendCallback done, bool exempt) {
   const uint64_t bytes = RecordSize(payload.size());
   if (payload.size() > kMaxPayloadSize || kSegmentHeaderSize + bytes > options_.segment_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("a record of ", payload.size(),
@@ -271,7 +321,7 @@ absl::Status Spool::Append(std::string_view payload, AppendCallback done) {
     ++stats_.refusals;
     return absl::FailedPreconditionError("spool is closed");
   }
-  if (absl::Status st = CheckSpaceLocked(bytes); !st.ok()) {
+  if (absl::Status st = exempt ? absl::OkStatus() : CheckSpaceLocked(bytes); !st.ok()) {
     ++stats_.refusals;
     return st;
   }
@@ -283,15 +333,43 @@ absl::Status Spool::Append(std::string_view payload, AppendCallback done) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> Spool::AppendAndWait(std::string_view payload) {
+absl::StatusOr<uint64_t> Spool::AppendAndWait(std::string_view payload, bool exempt) {
   absl::Notification done;
   absl::StatusOr<uint64_t> result;
-  RETURN_IF_ERROR(Append(payload, [&](absl::StatusOr<uint64_t> lsn) {
-    result = std::move(lsn);
-    done.Notify();
-  }));
+  RETURN_IF_ERROR(AppendData(
+      payload,
+      [&](absl::StatusOr<uint64_t> lsn) {
+        result = std::move(lsn);
+        done.Notify();
+      },
+      exempt));
   done.WaitForNotification();
   return result;
+}
+
+absl::StatusOr<std::string> Spool::Read(uint64_t lsn) const {
+  std::string path;
+  Pending where;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = pending_.find(lsn);
+    if (it == pending_.end()) {
+      return absl::NotFoundError(absl::StrCat("no pending spool record ", lsn));
+    }
+    where = it->second;
+    path = segments_.at(where.segment).path;
+  }
+  // A pending record's segment is not deleted: only records no longer pending let it go.
+  ASSIGN_OR_RETURN(const int fd, ops_->Open(path, O_RDONLY, 0));
+  std::string bytes(RecordSize(where.size), '\0');
+  absl::StatusOr<size_t> got = ops_->ReadAt(fd, bytes.data(), bytes.size(), where.offset);
+  const absl::Status closed = ops_->Close(fd);
+  RETURN_IF_ERROR(got.status());
+  RETURN_IF_ERROR(closed);
+  bytes.resize(*got);
+  ASSIGN_OR_RETURN(std::string_view payload, CheckDataRecord(bytes, lsn));
+  bytes.erase(0, payload.data() - bytes.data());
+  return bytes;
 }
 
 absl::Status Spool::MarkCommitted(const std::vector<uint64_t>& lsns) {
@@ -454,6 +532,8 @@ void Spool::WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& compl
     // One chunk: the records that fit in the active segment (at least one, so a segment that
     // holds nothing but its header takes any record).
     std::string buf;
+    std::vector<uint64_t> offsets;  // of each record in `buf`
+    const uint64_t chunk_start = active_size_;
     const uint64_t first_lsn = writer_lsn_;
     uint64_t lsn = first_lsn;
     bool sync = false;
@@ -468,6 +548,7 @@ void Spool::WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& compl
       if (size > options_.segment_bytes && active_size_ + buf.size() > active_base_size_) break;
       const RecordType type =
           e.kind == Entry::Kind::kData ? RecordType::kData : RecordType::kCommit;
+      offsets.push_back(buf.size());
       AppendRecord(buf, lsn++, type, e.payload);
       if (type == RecordType::kData) sync = true;
     }
@@ -497,13 +578,16 @@ void Spool::WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& compl
     written_since_check_ += buf.size();
     durable_lsn_end_ = writer_lsn_;
     uint64_t rec_lsn = first_lsn;
+    size_t rec = 0;  // index into `offsets`
     for (size_t k = i; k < j; ++k) {
       Entry& e = batch[k];
       queued_bytes_ -= e.bytes();
       switch (e.kind) {
         case Entry::Kind::kData:
           --queued_data_;
-          pending_[rec_lsn] = Pending{e.enqueued, active_first_};
+          pending_[rec_lsn] =
+              Pending{e.enqueued, active_first_, chunk_start + offsets[rec], e.payload.size()};
+          ++rec;
           ++seg.pending_data;
           ++stats_.appends;
           stats_.bytes_appended += e.bytes();
@@ -511,6 +595,7 @@ void Spool::WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& compl
           break;
         case Entry::Kind::kCommit:
           ++rec_lsn;
+          ++rec;
           break;
         case Entry::Kind::kBarrier:
           completions.push_back(Completion{std::move(e.done), uint64_t{0}});

@@ -42,7 +42,7 @@ struct SpoolOptions {
   // Total bytes of the segment files. A data record that would take the spool past it is refused
   // with ResourceExhausted. Commit records and segment headers are not refused (refusing them
   // would keep the spool full); they may exceed it by a few KiB.
-  uint64_t max_bytes = uint64_t{8} << 30;
+  uint64_t max_bytes = uint64_t{1} << 30;
   // Appends are refused while the file system has less free space than this (statvfs, checked
   // when a segment starts and at most every space_check_interval on the append path). 0: the
   // default, 2 x segment_bytes.
@@ -56,6 +56,10 @@ struct SpoolOptions {
   // own this long after being written. A commit mark lost in a crash only means its rows are
   // replayed again, which ClickHouse deduplicates (the insert's deduplication token).
   absl::Duration commit_sync_delay = absl::Seconds(1);
+  // Whether Open hands back the payloads of the records to replay. false: only their LSNs and
+  // sizes, and the caller reads each with Read() when it needs it, so recovering a large spool
+  // does not hold it all in memory.
+  bool replay_payloads = true;
   // The file operations; tests inject faults. Must outlive the Spool.
   FileOps* file_ops = DefaultFileOps();
 };
@@ -63,7 +67,8 @@ struct SpoolOptions {
 // A record to replay: appended and durable, not yet marked committed.
 struct SpoolRecord {
   uint64_t lsn = 0;
-  std::string payload;
+  std::string payload;  // empty unless SpoolOptions::replay_payloads
+  uint64_t size = 0;    // of the payload
 };
 
 // What Open() found and did.
@@ -135,8 +140,18 @@ class Spool {
   // numbers); InvalidArgument when the record is larger than a segment; FailedPrecondition after
   // Close.
   [[nodiscard]] absl::Status Append(std::string_view payload, AppendCallback done);
+  // As Append, but never refused for max_bytes or min_free_bytes: for small records that let
+  // the spool shrink (chgate's batch intents, without which the pending records cannot be sent).
+  // The write itself can still fail with ENOSPC.
+  [[nodiscard]] absl::Status AppendExempt(std::string_view payload, AppendCallback done);
   // Append and wait until the record is durable. Returns its LSN or either kind of error above.
-  [[nodiscard]] absl::StatusOr<uint64_t> AppendAndWait(std::string_view payload);
+  [[nodiscard]] absl::StatusOr<uint64_t> AppendAndWait(std::string_view payload,
+                                                       bool exempt = false);
+
+  // The payload of the durable, not yet committed data record `lsn`, read back from its segment
+  // and checked (length, CRC, LSN). NotFound when no such record is pending (never written, or
+  // committed); DataLoss when the bytes on disk no longer check out; the read's I/O error.
+  [[nodiscard]] absl::StatusOr<std::string> Read(uint64_t lsn) const;
 
   // Marks the kData records `lsns` committed in ClickHouse: they are no longer replayed, and a
   // segment whose data records are all committed is deleted. Queues one commit record (synced
@@ -153,6 +168,10 @@ class Spool {
 
   SpoolStats Stats() const;
   const std::string& dir() const { return dir_; }
+  // The spool's name: 32 random hex digits made when the directory was first opened, kept in
+  // <dir>/ID, the same across restarts (and different for a new directory, whose LSNs start
+  // over).
+  const std::string& id() const { return id_; }
 
  private:
   struct Entry;
@@ -164,6 +183,8 @@ class Spool {
   struct Pending {
     absl::Time appended;
     uint64_t segment = 0;  // first LSN of the segment holding it
+    uint64_t offset = 0;   // of the record in the segment
+    uint64_t size = 0;     // of the payload
   };
   struct Completion {
     AppendCallback done;
@@ -190,11 +211,15 @@ class Spool {
 
   absl::Status CheckSpaceLocked(uint64_t record_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RefreshFreeBytesLocked(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Enqueue(Entry entry);
+  absl::Status AppendData(std::string_view payload, AppendCallback done, bool exempt);
   std::vector<LsnRange> CommittedRangesLocked(uint64_t from, uint64_t to) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Reads <dir>/ID, or makes it.
+  absl::Status LoadOrMakeId();
+
   const std::string dir_;
+  std::string id_;
   const SpoolOptions options_;
   FileOps* const ops_;
   int lock_fd_ = -1;

@@ -111,7 +111,7 @@ TEST(PolicyTest, RejectsMistakesWithTheirLine) {
       {"[a]\ninsert = orders\n", "line 2: 'orders' is not database.table"},
       {"[a]\ninsert = *.orders\n", "line 2: '*.orders': a database cannot be '*'"},
       {"[a]\nquery = yes\n", "line 2: query is true or false"},
-      {"[a]\nack = persisted\n", "line 2: unknown ack mode 'persisted'"},
+      {"[a]\nack = eventually\n", "line 2: unknown ack mode 'eventually'"},
       {"[a]\ntables = a.b\n", "line 2: unknown key 'tables'"},
       {"[a]\n[a]\n", "line 2: identity 'a' appears twice"},
       {"[a\n", "line 1: a section is [identity]"},

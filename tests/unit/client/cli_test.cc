@@ -101,7 +101,7 @@ TEST(ParseCommandLineTest, RejectsBadUsage) {
       {{"insert", "--table", "t", "--format", "xml"}, "neither jsonl nor csv"},
       {{"insert", "--table", "t", "--batch-rows", "0"}, "integer >= 1"},
       {{"insert", "--table", "t", "--columns", "a,,b"}, "empty name"},
-      {{"insert", "--table", "t", "--ack-mode", "never"}, "neither committed nor accepted"},
+      {{"insert", "--table", "t", "--ack-mode", "never"}, "not committed, accepted or persisted"},
       {{"insert", "--table", "t", "extra"}, "unexpected argument 'extra'"},
       {{"insert", "--table", "t", "-x"}, "unknown option '-x'"},
       {{"bench", "--table", "t", "--row", "{bad"}, "--row"},

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -168,6 +171,7 @@ class IngestorTest : public ::testing::Test {
 
   FakeClock clock_;
   FakeInserter inserter_;
+  std::unique_ptr<spool::Spool> spool_;  // outlives the Ingestor
   // Declared before the Ingestor, so they outlive it: its destructor completes what is still
   // pending, through callbacks that write into them.
   std::vector<std::unique_ptr<Outcome>> outcomes_;
@@ -942,6 +946,215 @@ TEST(IngestorWatchdogTest, AConversionThreadThatDoesNotReturnFailsTheProgressChe
   release.Notify();
   absl::SleepFor(absl::Milliseconds(200));
   EXPECT_TRUE(ingestor.CheckProgress(stall).ok());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The persisted ack mode: the spool, its intents and replay after a restart.
+
+class PersistedTest : public IngestorTest {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::path(::testing::TempDir()) /
+            absl::StrCat("persisted_",
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    std::filesystem::remove_all(dir_);
+  }
+  // Opens the spool (recovering it) and an Ingestor on it that replays what it found.
+  RecoverySummary Start(IngestOptions o, spool::SpoolOptions so = {}) {
+    so.replay_payloads = false;
+    so.min_free_bytes = 1;
+    absl::StatusOr<spool::Spool::Opened> opened = spool::Spool::Open(dir_, so);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    spool_ = std::move(opened->spool);
+    o.spool = spool_.get();
+    o.spool_id = spool_->id();
+    Make(o);
+    return ingestor_->Recover(opened->replay);
+  }
+  // What a crash leaves: the Ingestor gone without its drain, the spool's files as they are.
+  void Crash() {
+    ingestor_->Shutdown(clock_.Now());
+    ingestor_.reset();
+    spool_->Close();
+    spool_.reset();
+  }
+  Outcome* SubmitPersisted(const clickhouse::Block& block, std::string key = "") {
+    outcomes_.push_back(std::make_unique<Outcome>());
+    Outcome* o = outcomes_.back().get();
+    o->block = Own(block);
+    ingestor_->Submit(
+        Request{.table = "events",
+                .block = &o->block,
+                .deadline = clock_.Now() + absl::Seconds(30),
+                .ack = AckMode::kPersisted,
+                .idempotency_key = std::move(key)},
+        [o] { o->admitted = true; },
+        [o](Result res) {
+          o->done = true;
+          o->result = std::move(res);
+        });
+    ingestor_->RunPending();
+    EXPECT_TRUE(spool_->Flush().ok());  // the ack comes once the record is durable
+    return o;
+  }
+  // Lets the batch delay pass and runs the flushes.
+  void FlushDue() {
+    clock_.Advance(absl::Milliseconds(250));
+    ingestor_->Poll();
+    ingestor_->RunPending();
+  }
+  std::string dir_;
+};
+
+TEST_F(PersistedTest, AcksOnceDurableThenSendsTheRowsFromTheSpool) {
+  Start(Options());
+  Outcome* a = SubmitPersisted(Rows(0, 3));
+  Outcome* b = SubmitPersisted(Rows(3, 2));
+  for (Outcome* o : {a, b}) {
+    ASSERT_TRUE(o->done);
+    EXPECT_TRUE(o->result.status.ok()) << o->result.status;
+    EXPECT_TRUE(o->result.persisted);
+    EXPECT_FALSE(o->result.committed);
+  }
+  EXPECT_TRUE(inserter_.calls.empty());
+  EXPECT_EQ(spool_->Stats().pending_records, 2u);
+  EXPECT_EQ(ingestor_->Stats().spooled_rows, 5u);
+  EXPECT_EQ(ingestor_->Stats().buffered_bytes, 0u);  // on disk, not in memory
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(inserter_.calls[0].rows_text, "0\txxx\n1\txxx\n2\txxx\n3\txxx\n4\txxx\n");
+  // The INSERT's identity is the spool's: its id and the LSN of the batch's intent.
+  EXPECT_THAT(inserter_.calls[0].attempt.query_id, ::testing::StartsWith(spool_->id() + "-"));
+  EXPECT_EQ(inserter_.calls[0].attempt.deduplication_key, inserter_.calls[0].attempt.query_id);
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);  // rows and intent committed
+  EXPECT_EQ(ingestor_->Stats().spooled_rows, 0u);
+}
+
+TEST_F(PersistedTest, ABatchSentBeforeACrashIsSentAgainAsTheSameBlockWithTheSameIdentity) {
+  Start(Options());
+  SubmitPersisted(Rows(0, 3));
+  SubmitPersisted(Rows(3, 3));
+  // ClickHouse may have committed it, but chgate never heard (the connection broke).
+  for (int i = 0; i < 100; ++i) inserter_.script.push_back(absl::UnavailableError("reset"));
+  clock_.Advance(absl::Milliseconds(250));
+  ingestor_->Poll();
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(2));  // retries until the drain ends
+  ASSERT_GE(inserter_.calls.size(), 2u);
+  const InsertCall first = inserter_.calls[0];
+  Crash();
+  inserter_.calls.clear();
+  inserter_.script.clear();
+  // A new batch arriving after the restart must not join the re-sent one.
+  const RecoverySummary summary = Start(Options());
+  EXPECT_EQ(summary.records, 2u);
+  EXPECT_EQ(summary.rows, 6u);
+  EXPECT_EQ(summary.intents, 1u);
+  SubmitPersisted(Rows(6, 1));
+  ingestor_->RunPending();
+  ASSERT_GE(inserter_.calls.size(), 1u);
+  EXPECT_EQ(inserter_.calls[0].rows_text, first.rows_text);
+  EXPECT_EQ(inserter_.calls[0].attempt.query_id, first.attempt.query_id);
+  EXPECT_EQ(inserter_.calls[0].attempt.deduplication_key, first.attempt.deduplication_key);
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 2u);
+  EXPECT_EQ(inserter_.calls[1].rows_text, "6\txxx\n");
+  EXPECT_NE(inserter_.calls[1].attempt.query_id, first.attempt.query_id);
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+}
+
+TEST_F(PersistedTest, RecordsNotYetSentAreSentAfterARestartInTheirOrder) {
+  Start(Options());
+  SubmitPersisted(Rows(0, 2));
+  SubmitPersisted(Rows(2, 2));
+  Crash();  // before the batch delay: nothing was sent
+  EXPECT_TRUE(inserter_.calls.empty());
+  const RecoverySummary summary = Start(Options());
+  EXPECT_EQ(summary.records, 2u);
+  EXPECT_EQ(summary.intents, 0u);
+  SubmitPersisted(Rows(4, 1));  // after the replayed ones, in the same batch
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(inserter_.calls[0].rows_text, "0\txxx\n1\txxx\n2\txxx\n3\txxx\n4\txxx\n");
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+}
+
+TEST_F(PersistedTest, ARepeatedIdempotencyKeyAfterARestartIsNotSpooledTwice) {
+  Start(Options());
+  Outcome* a = SubmitPersisted(Rows(0, 2), "key-1");
+  ASSERT_TRUE(a->result.status.ok());
+  Crash();
+  Start(Options());
+  // The caller never saw the ack and sends the request again.
+  Outcome* again = SubmitPersisted(Rows(0, 2), "key-1");
+  ASSERT_TRUE(again->done);
+  EXPECT_TRUE(again->result.status.ok());
+  EXPECT_TRUE(again->result.deduplicated);
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(inserter_.calls[0].rows_text, "0\txxx\n1\txxx\n");
+}
+
+TEST_F(PersistedTest, ClickHouseDownKeepsTheRowsInTheSpoolNotInMemory) {
+  IngestOptions o = Options();
+  o.retry.max_elapsed = absl::Seconds(1);  // per attempt, for a spooled batch
+  Start(o);
+  for (int i = 0; i < 100; ++i) inserter_.script.push_back(absl::UnavailableError("down"));
+  for (int i = 0; i < 20; ++i) SubmitPersisted(Rows(static_cast<uint64_t>(i) * 10, 10));
+  EXPECT_EQ(ingestor_->Stats().buffered_bytes, 0u);
+  clock_.Advance(absl::Milliseconds(250));
+  ingestor_->Poll();
+  // Attempts go on past --retry-max-elapsed: nobody waits for these rows but the spool.
+  ingestor_->RunPending();
+  EXPECT_EQ(inserter_.calls.size(), 101u);
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  EXPECT_EQ(inserter_.calls.back().rows_text, inserter_.calls.front().rows_text);
+  EXPECT_EQ(std::count(inserter_.calls.back().rows_text.begin(),
+                       inserter_.calls.back().rows_text.end(), '\n'),
+            200);
+}
+
+TEST_F(PersistedTest, ABatchClickHouseRefusesForGoodGoesToTheDeadLetterDirectory) {
+  Start(Options());
+  inserter_.script = {ClickHouseError(53, "Type mismatch")};
+  SubmitPersisted(Rows(0, 2));
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/dead-letter")) {
+    files.push_back(e.path().string());
+  }
+  ASSERT_EQ(files.size(), 1u);
+  std::ifstream in(files[0], std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_THAT(text, HasSubstr("table: default.events"));
+  EXPECT_THAT(text, HasSubstr("Type mismatch"));
+  EXPECT_THAT(text, HasSubstr("rows: 2"));
+}
+
+TEST_F(PersistedTest, PersistedNeedsASpoolAndAFullSpoolRefusesWithResourceExhausted) {
+  Make(Options());
+  Outcome* none = Submit(Rows(0, 1), absl::Seconds(30), "events", AckMode::kPersisted);
+  ASSERT_TRUE(none->done);
+  EXPECT_EQ(none->result.status.code(), absl::StatusCode::kFailedPrecondition);
+  ingestor_.reset();
+  IngestOptions o = Options();
+  o.limits.max_rows = 1 << 20;  // nothing is sent until the delay passes
+  Start(o, spool::SpoolOptions{.segment_bytes = 64 << 10, .max_bytes = 128 << 10});
+  absl::Status refused;
+  for (int i = 0; i < 100 && refused.ok(); ++i) {
+    Outcome* out = SubmitPersisted(Rows(0, 100, 20));
+    ASSERT_TRUE(out->done);
+    refused = out->result.status;
+  }
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("spool full"));
+  EXPECT_LE(spool_->Stats().disk_bytes, (128u << 10) + (64u << 10));
+  // Room comes back once ClickHouse has the rows.
+  FlushDue();
+  ingestor_->RunPending();
+  EXPECT_TRUE(SubmitPersisted(Rows(0, 1))->result.status.ok());
 }
 
 }  // namespace

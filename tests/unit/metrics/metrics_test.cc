@@ -185,6 +185,7 @@ class ScrapeTest : public ::testing::Test {
     metrics_.RegisterCollectable(bytes_);
     metrics_.RegisterCollectable(pool_);
     metrics_.RegisterCollectable(tls_);
+    metrics_.RegisterCollectable(spool_);
     metrics_.SetBuildInfo("1.2.3", "abcdef123456");
   }
 
@@ -197,6 +198,8 @@ class ScrapeTest : public ::testing::Test {
   std::shared_ptr<PoolCollectable> pool_ = std::make_shared<PoolCollectable>([] {
     return std::vector<PoolEndpointSample>{{.endpoint = "ch1:9000", .idle = 1, .healthy = true}};
   });
+  std::shared_ptr<SpoolCollectable> spool_ =
+      std::make_shared<SpoolCollectable>([] { return SpoolSample{.max_bytes = 1 << 30}; });
   std::shared_ptr<ClickHouseTlsCollectable> tls_ =
       std::make_shared<ClickHouseTlsCollectable>([] { return ClickHouseTlsSample{}; });
 };
@@ -247,14 +250,20 @@ TEST_F(ScrapeTest, CountsIngestRequestsAndRowsByTableAndResult) {
 // way as for Query (a cancelled request is "cancelled", not "error").
 TEST_F(ScrapeTest, TheIngestObserverMakesTheSameLabelsAsEveryPath) {
   ingest::IngestObserver* o = metrics_.ingest_observer();
-  o->RequestDone("events", absl::OkStatus(), /*committed=*/true, 2);
-  o->RequestDone("events", absl::OkStatus(), /*committed=*/false, 3);
-  o->RequestDone("events", absl::CancelledError("gone"), false, 4);
-  o->RequestDone("events", absl::PermissionDeniedError("no"), false, 5);
+  using ingest::AckMode;
+  o->RequestDone("events", absl::OkStatus(), AckMode::kCommitted, 2);
+  o->RequestDone("events", absl::OkStatus(), AckMode::kAccepted, 3);
+  o->RequestDone("events", absl::CancelledError("gone"), AckMode::kCommitted, 4);
+  o->RequestDone("events", absl::PermissionDeniedError("no"), AckMode::kPersisted, 5);
+  o->RequestDone("events", absl::OkStatus(), AckMode::kPersisted, 7);
   o->BatchFlushed("events", ingest::FlushReason::kDeadline, 10, 100, absl::Milliseconds(5));
   o->FlushFailed("events", absl::UnavailableError("down"), std::nullopt);
   o->FlushFailed("events", absl::InternalError("parts"), 252);
   o->RowsDropped("events", ingest::DropReason::kShutdown, 6);
+  o->RowsDropped("events", ingest::DropReason::kSpoolDamaged, 8);
+  o->RowsDropped("events", ingest::DropReason::kSpoolDeadLetter, 9);
+  o->BatchFlushed("events", ingest::FlushReason::kReplay, 11, 100, absl::Milliseconds(5));
+  o->SpoolReplayed(12);
   o->Budgets(1000, 750);
   const Exposition e = Scrape();
   EXPECT_EQ(e.Value("chgate_ingest_requests_total", {{"table", "events"}, {"result", "ok"}}), 1);
@@ -269,6 +278,45 @@ TEST_F(ScrapeTest, TheIngestObserverMakesTheSameLabelsAsEveryPath) {
             1);
   EXPECT_EQ(e.Value("chgate_flush_errors_total", {{"table", "events"}, {"code", "252"}}), 1);
   EXPECT_EQ(e.Value("chgate_rows_dropped_total", {{"table", "events"}, {"reason", "shutdown"}}), 6);
+  EXPECT_EQ(e.Value("chgate_ingest_rows_total", {{"table", "events"}, {"result", "persisted"}}), 7);
+  EXPECT_EQ(
+      e.Value("chgate_rows_dropped_total", {{"table", "events"}, {"reason", "spool_damaged"}}), 8);
+  EXPECT_EQ(e.Value("chgate_spool_dead_letter_rows_total", {{"table", "events"}}), 9);
+  EXPECT_EQ(e.Value("chgate_batches_flushed_total", {{"table", "events"}, {"reason", "replay"}}),
+            1);
+  EXPECT_EQ(e.Value("chgate_spool_replayed_records_total", {}), 12);
+}
+
+TEST_F(ScrapeTest, TheSpoolCollectableExportsTheSpoolsState) {
+  // The registry keeps a weak reference: the collectable lives in the test.
+  auto spool = std::make_shared<SpoolCollectable>([] {
+    return SpoolSample{.bytes = 100,
+                       .max_bytes = 1000,
+                       .segments = 2,
+                       .pending_records = 3,
+                       .oldest_pending_age_seconds = 4.5,
+                       .free_bytes = 5000,
+                       .appends = 6,
+                       .appended_bytes = 700,
+                       .refusals = 8,
+                       .fsyncs = 9,
+                       .fsync_seconds = 0.25,
+                       .quarantined_bytes = 11};
+  });
+  metrics_.RegisterCollectable(spool);
+  const Exposition e = Scrape();
+  EXPECT_EQ(e.Value("chgate_spool_bytes", {}), 100);
+  EXPECT_EQ(e.Value("chgate_spool_max_bytes", {}), 1000);
+  EXPECT_EQ(e.Value("chgate_spool_segments", {}), 2);
+  EXPECT_EQ(e.Value("chgate_spool_pending_records", {}), 3);
+  EXPECT_EQ(e.Value("chgate_spool_oldest_pending_age_seconds", {}), 4.5);
+  EXPECT_EQ(e.Value("chgate_spool_free_bytes", {}), 5000);
+  EXPECT_EQ(e.Value("chgate_spool_appends_total", {}), 6);
+  EXPECT_EQ(e.Value("chgate_spool_appended_bytes_total", {}), 700);
+  EXPECT_EQ(e.Value("chgate_spool_refusals_total", {}), 8);
+  EXPECT_EQ(e.Value("chgate_spool_fsyncs_total", {}), 9);
+  EXPECT_EQ(e.Value("chgate_spool_fsync_seconds_total", {}), 0.25);
+  EXPECT_EQ(e.Value("chgate_spool_quarantined_bytes_total", {}), 11);
 }
 
 TEST_F(ScrapeTest, RecordsFlushesHistogramsRetriesAndErrors) {

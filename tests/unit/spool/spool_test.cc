@@ -688,6 +688,10 @@ TEST(SpoolTest, RefusesAppendsPastMaxBytesWithoutWritingAnything) {
   }
   EXPECT_EQ(on_disk, full.disk_bytes);
 
+  // A full spool still takes the small records that let it drain (batch intents).
+  EXPECT_TRUE(spool.AppendAndWait("intent", /*exempt=*/true).ok());
+  EXPECT_EQ(spool.Stats().refusals, 1u);
+
   // Room comes back as ClickHouse commits.
   ASSERT_TRUE(spool.MarkCommitted(lsns).ok());
   ASSERT_TRUE(spool.Flush().ok());
@@ -816,6 +820,64 @@ TEST(SpoolTest, RefusesAfterClose) {
   EXPECT_EQ(opened.spool->Append("x", [](absl::StatusOr<uint64_t>) {}).code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(opened.spool->Flush().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(SpoolTest, ReadsBackPendingRecordsAcrossSegmentsAndAfterALazyReopen) {
+  const std::string dir = FreshDir("read_back");
+  std::vector<uint64_t> lsns;
+  {
+    Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+    for (int i = 0; i < 40; ++i) {
+      absl::StatusOr<uint64_t> lsn = opened.spool->AppendAndWait(Payload(i, 100 + 7 * i));
+      ASSERT_TRUE(lsn.ok()) << lsn.status();
+      lsns.push_back(*lsn);
+    }
+    ASSERT_GT(FilesWithSuffix(dir, ".wal").size(), 2u);  // the records span segments
+    for (int i = 0; i < 40; ++i) {
+      absl::StatusOr<std::string> got = opened.spool->Read(lsns[static_cast<size_t>(i)]);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(*got, Payload(i, 100 + 7 * i));
+    }
+    ASSERT_TRUE(opened.spool->MarkCommitted({lsns[0], lsns[1]}).ok());
+    EXPECT_EQ(opened.spool->Read(lsns[0]).status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(opened.spool->Read(12345).status().code(), absl::StatusCode::kNotFound);
+  }
+  SpoolOptions lazy = SmallOptions();
+  lazy.replay_payloads = false;
+  Spool::Opened opened = OpenOrDie(dir, lazy);
+  ASSERT_EQ(opened.replay.size(), 38u);
+  for (size_t k = 0; k < opened.replay.size(); ++k) {
+    const SpoolRecord& r = opened.replay[k];
+    const int i = static_cast<int>(k) + 2;
+    EXPECT_EQ(r.lsn, lsns[static_cast<size_t>(i)]);
+    EXPECT_TRUE(r.payload.empty());
+    EXPECT_EQ(r.size, Payload(i, 100 + 7 * i).size());
+    absl::StatusOr<std::string> got = opened.spool->Read(r.lsn);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, Payload(i, 100 + 7 * i));
+  }
+}
+
+TEST(SpoolTest, ReadReportsARecordDamagedOnDiskAfterItWasWritten) {
+  const std::string dir = FreshDir("read_damaged");
+  Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+  absl::StatusOr<uint64_t> lsn = opened.spool->AppendAndWait(Payload(1, 300));
+  ASSERT_TRUE(lsn.ok()) << lsn.status();
+  const std::vector<std::string> wal = FilesWithSuffix(dir, ".wal");
+  ASSERT_EQ(wal.size(), 1u);
+  const std::string path = (fs::path(dir) / wal[0]).string();
+  std::string bytes = ReadAll(path);
+  const size_t at = bytes.find(Payload(1, 300));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 150] ^= 0x20;
+  {
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(static_cast<std::streamoff>(at + 150));
+    f.put(bytes[at + 150]);
+  }
+  absl::StatusOr<std::string> got = opened.spool->Read(*lsn);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss) << got.status();
+  EXPECT_NE(got.status().message().find("CRC"), std::string::npos) << got.status();
 }
 
 }  // namespace
