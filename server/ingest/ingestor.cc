@@ -14,6 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
+#include "server/common/failpoint.h"
 #include "server/common/status_macros.h"
 #include "server/ingest/spool_record.h"
 #include "server/log/log.h"
@@ -878,6 +879,11 @@ bool Ingestor::ShouldRetry(const absl::Status& status) const {
       case ec::kTooFewLiveReplicas:
       case ec::kUnknownStatusOfInsert:
       case ec::kSystemError:
+      // The same batch's earlier attempt (before a reconnect, or before chgate restarted) is
+      // still running in the server.
+      case ec::kQueryWithSameIdIsAlreadyRunning:
+      // A Replicated table whose ZooKeeper is away for a moment.
+      case ec::kKeeperException:
         return true;
       default:
         return false;
@@ -1247,6 +1253,7 @@ void Ingestor::Persist(std::shared_ptr<Pending> p) {
 
 void Ingestor::OnPersisted(const std::shared_ptr<Pending>& p, uint64_t payload_bytes,
                            absl::StatusOr<uint64_t> lsn) {
+  failpoint::Hit("persisted_before_ack");
   if (!lsn.ok()) {
     kLog.Throttled(log::Level::kError, "spool write failed; persisted request refused", p->label,
                    {{"table", p->label}, {"rows", p->rows}, {"error", lsn.status().message()}});
@@ -1445,6 +1452,7 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
     clock_->SleepUntil(resume);
   }
   if (block != nullptr && flush.intent_lsn != 0) {
+    failpoint::Hit("spool_intent_before_insert");
     attempt.query_id = absl::StrCat(options_.spool_id, "-", flush.intent_lsn);
     attempt.deduplication_key = attempt.query_id;
     status = InsertWithRetries(
@@ -1467,6 +1475,7 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
   std::vector<uint64_t> done = lsns;
   if (flush.intent_lsn != 0) done.push_back(flush.intent_lsn);
   if (sent && status.ok()) {
+    failpoint::Hit("insert_committed_before_mark");
     if (absl::Status st = spool->MarkCommitted(done); !st.ok()) {
       // The rows are in ClickHouse; the next start sends them again under the same identity.
       kLog.Error("spool: marking committed records failed",

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "server/common/failpoint.h"
 #include "server/common/status_macros.h"
 
 namespace chgate::spool {
@@ -644,6 +645,7 @@ absl::Status Spool::WriteChunk(const std::string& buf, bool sync) {
     done += *n;
   }
   bool sync_failed = false;
+  failpoint::Hit("spool_written_before_sync");
   if (st.ok() && sync) {
     st = SyncActive();
     sync_failed = !st.ok();

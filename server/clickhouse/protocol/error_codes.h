@@ -96,6 +96,8 @@ inline constexpr int32_t kNoActiveReplicas = 254;
 inline constexpr int32_t kNoAvailableReplica = 265;
 inline constexpr int32_t kAllConnectionTriesFailed = 279;
 inline constexpr int32_t kTooFewLiveReplicas = 285;
+// ZooKeeper (Keeper) errors: session expired, operation timeout, connection loss.
+inline constexpr int32_t kKeeperException = 999;
 inline constexpr int32_t kLimitExceeded = 290;
 inline constexpr int32_t kDatabaseAccessDenied = 291;
 inline constexpr int32_t kTooManyBytes = 307;
