@@ -30,7 +30,7 @@ CHGATE_CH_STATE_DIR ?= $(ROOT)/.local/clickhouse
 export CHGATE_CH_TCP_PORT CHGATE_CH_HTTP_PORT CHGATE_CH_TLS_PORT CHGATE_CH_STATE_DIR
 # chgate itself without them: it warns about CHGATE_* variables that name none of its options.
 CHGATE_ALONE := env -u CHGATE_CH_TCP_PORT -u CHGATE_CH_HTTP_PORT -u CHGATE_CH_TLS_PORT \
-	-u CHGATE_CH_STATE_DIR
+	-u CHGATE_CH_STATE_DIR -u CHGATE_CH_INTERSERVER_PORT -u CHGATE_ZK_PORT
 
 DEPS := $(ROOT)/deploy/install-deps.sh
 CTL := $(ROOT)/deploy/clickhouse/clickhousectl.sh
@@ -71,8 +71,8 @@ help:
 	@echo "                        each for FUZZ_SECONDS (default $(FUZZ_SECONDS)) from its corpus"
 	@echo "make build              configure and build in $(BUILD_DIR)/"
 	@echo "make deps               install missing Debian packages"
-	@echo "make clickhouse-start   start the local ClickHouse (127.0.0.1:$(CHGATE_CH_TCP_PORT))"
-	@echo "make clickhouse-stop    stop it"
+	@echo "make clickhouse-start   start the local ClickHouse (127.0.0.1:$(CHGATE_CH_TCP_PORT)) and its ZooKeeper"
+	@echo "make clickhouse-stop    stop them"
 	@echo "make clickhouse-status  is it running?"
 	@echo "make format             clang-format every tracked .h/.cc file"
 	@echo "make format-check       fail if a tracked .h/.cc file is not formatted"

@@ -17,8 +17,9 @@ PACKAGES=(
   prometheus-cpp-dev libabsl-dev libasio-dev liblz4-dev libzstd-dev libssl-dev openssl
   libspdlog-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  # local ClickHouse for integration tests
-  clickhouse-server clickhouse-client
+  # local ClickHouse for integration tests, and the ZooKeeper its Replicated tables need
+  # (deploy/clickhouse/clickhousectl.sh runs both; the zookeeper package has no service)
+  clickhouse-server clickhouse-client zookeeper
   # independent gRPC client for end-to-end checks
   python3 python3-grpcio python3-grpc-tools grpc-proto
   # tools the scripts use

@@ -61,5 +61,6 @@ BANNER
 
 # chgate warns about CHGATE_* variables that name none of its options: not the local server's.
 exec env -u CHGATE_CH_TCP_PORT -u CHGATE_CH_HTTP_PORT -u CHGATE_CH_TLS_PORT -u CHGATE_CH_STATE_DIR \
+  -u CHGATE_CH_INTERSERVER_PORT -u CHGATE_ZK_PORT \
   "$CHGATE" --endpoints="127.0.0.1:$CH_PORT" --listen="$LISTEN" --health-listen="$HEALTH" \
   --metrics-listen="$METRICS" "$@"
