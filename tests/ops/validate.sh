@@ -7,7 +7,8 @@
 #   alertmanager       amtool check-config and routes of deploy/alertmanager/, and every alert it
 #                      names exists in the rules
 #   monitoring copies  deploy/kubernetes/monitoring/chgate-alerts.yaml matches deploy/prometheus
-#   kubernetes         check_k8s.mjs: render, schemas, unknown fields, the sidecar contract
+#   kubernetes         check_k8s.mjs: render, schemas, unknown fields, the sidecar contract, the
+#                      spool's volume
 #   containers         check_containers.mjs: Dockerfile lint, compose config + schema, Prometheus
 #                      config, Grafana provisioning
 #   dashboard          check_dashboard.mjs: schema, ids, datasource, PromQL, metric names
@@ -133,6 +134,16 @@ run_negative_controls() {
   expect_fail "gateway API without TLS" "CHGATE_API_TLS_CERT_FILE" \
     env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
   cp deploy/kubernetes/gateway/gateway.env "$tmp/k8s/gateway/gateway.env"
+  # Spool: a bound its emptyDir cannot hold, and a gateway StatefulSet whose pod drifted from the
+  # gateway Deployment's.
+  sed -i 's/^CHGATE_SPOOL_MAX_BYTES=.*/CHGATE_SPOOL_MAX_BYTES=2GiB/' "$tmp/k8s/base/chgate.env"
+  expect_fail "spool bound too large for its volume" "CHGATE_SPOOL_MAX_BYTES (2GiB)" \
+    env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  cp deploy/kubernetes/base/chgate.env "$tmp/k8s/base/chgate.env"
+  sed -i 's/memory: 1344Mi/memory: 1400Mi/' "$tmp/k8s/gateway/deployment.yaml"
+  expect_fail "gateway StatefulSet pod drifted" "but for the spool's storage" \
+    env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  cp deploy/kubernetes/gateway/deployment.yaml "$tmp/k8s/gateway/deployment.yaml"
   # Dashboard: a misspelled gridPos key, a metric chgate does not export, a hard-coded datasource.
   jq '.panels[1].gridPos.width = 3' deploy/kubernetes/monitoring/chgate-dashboard.json >"$tmp/d1.json"
   expect_fail "dashboard unknown field" '"width"' env CHGATE_OPS_DASHBOARD="$tmp/d1.json" node $OPS/check_dashboard.mjs || rc=1
