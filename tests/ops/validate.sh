@@ -3,7 +3,8 @@
 # they need, builds chgate and starts the local ClickHouse first):
 #
 #   yamllint           every YAML file of the repository (.yamllint)
-#   alert rules        promtool check rules + test rules (deploy/prometheus/)
+#   alert rules        promtool check rules + test rules (deploy/prometheus/), and every alert's
+#                      runbook_url names its section of runbook.md
 #   alertmanager       amtool check-config and routes of deploy/alertmanager/, and every alert it
 #                      names exists in the rules
 #   monitoring copies  deploy/kubernetes/monitoring/chgate-alerts.yaml matches deploy/prometheus
@@ -67,7 +68,20 @@ run_yamllint() {
 }
 run_rules() {
   promtool check rules deploy/prometheus/chgate-alerts.yml &&
-    (cd deploy/prometheus && promtool test rules chgate-alerts.test.yml)
+    (cd deploy/prometheus && promtool test rules chgate-alerts.test.yml) &&
+    run_runbook
+}
+# Every alert links its own section of the runbook: runbook_url ends in the alert's name in lower
+# case (the anchor of its `## Name` heading), and the heading exists.
+run_runbook() {
+  local rules=deploy/prometheus/chgate-alerts.yml runbook=deploy/prometheus/runbook.md rc=0 name n=0
+  for name in $(sed -n 's/^ *- alert: //p' "$rules"); do
+    n=$((n + 1))
+    grep -q "runbook_url: $runbook#${name,,}\$" "$rules" || { echo "$name: no runbook_url $runbook#${name,,}"; rc=1; }
+    grep -qx "## $name" "$runbook" || { echo "$name: no section \"## $name\" in $runbook"; rc=1; }
+  done
+  ((rc == 0)) && echo "runbook: all $n alerts link their own section"
+  return $rc
 }
 
 # The Alertmanager example: a valid configuration, chgate's critical alerts reach the on-call and
