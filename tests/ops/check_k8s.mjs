@@ -10,10 +10,15 @@
 //      context, settings only from real CHGATE_* variables, API on loopback, the password from a
 //      Secret file, a grace period covering preStop + drain, a memory limit above the budget, and a
 //      PodMonitor that selects the pod's metrics port;
-//   5. the gateway (deploy/kubernetes/gateway): cert-manager Certificates against a small schema
-//      of their own (kubernetes-models has none), the API over TLS with its certificate, client
-//      CA, tokens and policy as files of Secrets, a Service for it, a NetworkPolicy that limits
-//      who reaches it, and the Certificate naming the Service.
+//   5. the gateway (deploy/kubernetes/gateway, and gateway-statefulset): cert-manager
+//      Certificates against a small schema of their own (kubernetes-models has none), the API over
+//      TLS with its certificate, client CA, tokens and policy as files of Secrets, a Service for
+//      it, a NetworkPolicy that limits who reaches it, and the Certificate naming the Service;
+//   6. the spool of persisted acks (CHGATE_SPOOL_DIR): a writable mount of its own, on an
+//      emptyDir on disk with a sizeLimit (and as much ephemeral-storage requested) or on a
+//      StatefulSet's volume claim writable through fsGroup, sized for the spool's bound plus one
+//      segment with a quarter to spare; a StatefulSet names a headless Service, and the
+//      gateway-statefulset pod equals the gateway Deployment's but for the spool's storage.
 //
 //   node tests/ops/check_k8s.mjs [--chgate build/server/chgate]
 import { readdirSync, existsSync, readFileSync, statSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
@@ -34,13 +39,16 @@ const K8S = process.env.CHGATE_OPS_K8S_DIR || repoPath("deploy/kubernetes");
 // The health service names chgate registers (server/service/health; checked live by
 // tests/ops/live_check.py and tests/e2e HealthTest).
 const HEALTH_NAMES = new Set(["", "liveness", "readiness", "buffer"]);
+// chgate's defaults of --spool-max-bytes and --spool-segment-bytes.
+const SPOOL_MAX_DEFAULT = "1GiB";
+const SPOOL_SEGMENT_DEFAULT = "64MiB";
 // Volume types the restricted Pod Security Standard allows.
 const RESTRICTED_VOLUMES = new Set(["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
   "persistentVolumeClaim", "projected", "secret"]);
 
 // --- 1. render ---------------------------------------------------------------------------------
 const dirs = ["base", ...readdirSync(join(K8S, "overlays")).map((d) => `overlays/${d}`), "monitoring",
-  "gateway"]
+  "gateway", "gateway-statefulset"]
   .filter((d) => existsSync(join(K8S, d, "kustomization.yaml")));
 const rendered = {};
 if (!have("kubectl")) {
@@ -173,11 +181,11 @@ const sleepSeconds = (hook) => hook?.sleep ? hook.sleep.seconds
   : hook?.exec?.command?.[0] === "sleep" ? Number(hook.exec.command[1]) : 0;
 
 for (const [d, docs] of Object.entries(rendered)) {
-  for (const dep of docs.filter((o) => o.kind === "Deployment")) {
-    const id = `${d}: Deployment/${dep.metadata.name}`;
+  for (const dep of docs.filter((o) => o.kind === "Deployment" || o.kind === "StatefulSet")) {
+    const id = `${d}: ${dep.kind}/${dep.metadata.name}`;
     const pod = dep.spec.template.spec;
     const legacy = d.includes("legacy");
-    const gateway = d === "gateway";
+    const gateway = d.startsWith("gateway");
     const init = pod.initContainers ?? [];
     let chgate = init.find((c) => c.name === "chgate");
     if (gateway) {
@@ -302,6 +310,15 @@ for (const [d, docs] of Object.entries(rendered)) {
     r.check(chgate.resources?.requests?.cpu && chgate.resources?.requests?.memory,
       `${id}: chgate has CPU and memory requests`);
 
+    checkSpool(id, dep, chgate, env);
+    if (dep.kind === "StatefulSet") {
+      const labels = dep.spec.template.metadata.labels ?? {};
+      const svc = docs.find((o) => o.kind === "Service" && o.metadata.name === dep.spec.serviceName);
+      r.check(svc?.spec.clusterIP === "None" &&
+        Object.entries(svc.spec.selector ?? {}).every(([k, v]) => labels[k] === v),
+      `${id}: serviceName ${dep.spec.serviceName} is a headless Service selecting the pods`);
+    }
+
     // The PodMonitor selects this pod and scrapes the named metrics port.
     const labels = dep.spec.template.metadata.labels ?? {};
     const monitors = docs.filter((o) => o.kind === "PodMonitor" &&
@@ -323,6 +340,62 @@ for (const [d, docs] of Object.entries(rendered)) {
         `${id}: PodMonitor ${pm.metadata.name} selects by the application's name, not every chgate pod of the namespace`);
     }
   }
+}
+
+// The spool of persisted acks. chgate writes nothing but CHGATE_SPOOL_DIR (its root filesystem is
+// read-only), so the directory must be a writable volume of its own: an emptyDir on the node's
+// disk (kept across chgate's restarts, lost with the pod) or a volume claim of a StatefulSet
+// (kept across pods). The kubelet evicts a pod whose emptyDir outgrows its sizeLimit, and chgate
+// cannot see that limit, so the spool's bound (CHGATE_SPOOL_MAX_BYTES, all segment files) plus
+// one segment must leave a quarter of the volume for what the bound does not count (quarantined
+// and dead-letter files) and for the file system's own share.
+function checkSpool(id, workload, chgate, env) {
+  const dir = env.CHGATE_SPOOL_DIR;
+  const pod = workload.spec.template.spec;
+  const claims = workload.spec.volumeClaimTemplates ?? [];
+  if (!dir) {
+    r.check(workload.kind !== "StatefulSet", `${id}: a StatefulSet is for the spool, but CHGATE_SPOOL_DIR is not set`);
+    return;
+  }
+  const mount = (chgate.volumeMounts ?? []).find((m) => m.mountPath === dir);
+  if (!r.check(mount && !mount.readOnly && !mount.subPath,
+    `${id}: CHGATE_SPOOL_DIR (${dir}) is a writable volume mount of its own`,
+    JSON.stringify(chgate.volumeMounts))) return;
+  const vol = (pod.volumes ?? []).find((v) => v.name === mount.name);
+  const claim = claims.find((c) => c.metadata?.name === mount.name);
+  let size;
+  let what;
+  if (claim && !vol) {
+    what = "volume claim";
+    size = claim.spec?.resources?.requests?.storage;
+    const psc = pod.securityContext ?? {};
+    const group = chgate.securityContext?.runAsGroup ?? psc.runAsGroup;
+    r.check(psc.fsGroup !== undefined && psc.fsGroup === group,
+      `${id}: the spool's volume is made writable for chgate's group (fsGroup ${psc.fsGroup} = runAsGroup ${group})`);
+    r.check((claim.spec?.accessModes ?? []).every((m) => m === "ReadWriteOnce" || m === "ReadWriteOncePod"),
+      `${id}: the spool's claim is ReadWriteOnce or ReadWriteOncePod (one replica writes it)`,
+      JSON.stringify(claim.spec?.accessModes));
+  } else if (vol?.emptyDir) {
+    what = "emptyDir";
+    size = vol.emptyDir.sizeLimit;
+    r.check(vol.emptyDir.medium === undefined || vol.emptyDir.medium === "",
+      `${id}: the spool's emptyDir is on disk (medium Memory would count against chgate's memory limit)`);
+    const request = chgate.resources?.requests?.["ephemeral-storage"];
+    r.check(size && request && parseQuantity(request) >= parseQuantity(size),
+      `${id}: chgate requests ephemeral-storage (${request}) >= the spool's sizeLimit (${size})`);
+  } else {
+    r.fail(`${id}: the spool's volume ${mount.name} is an emptyDir or one of the StatefulSet's volume claims`,
+      JSON.stringify(vol ?? null));
+    return;
+  }
+  if (workload.kind === "StatefulSet") {
+    r.check(what === "volume claim", `${id}: the StatefulSet keeps the spool on a volume claim`);
+  }
+  if (!r.check(Boolean(size), `${id}: the spool's ${what} has a size`)) return;
+  const max = env.CHGATE_SPOOL_MAX_BYTES ?? SPOOL_MAX_DEFAULT;
+  const segment = env.CHGATE_SPOOL_SEGMENT_BYTES ?? SPOOL_SEGMENT_DEFAULT;
+  r.check(parseSize(max) + parseSize(segment) <= 0.75 * parseQuantity(size),
+    `${id}: CHGATE_SPOOL_MAX_BYTES (${max}) + one segment (${segment}) <= 3/4 of the spool's ${what} (${size})`);
 }
 
 // Runs the legacy variant's postStart hook with stand-ins for chgate-cli (failing a given number
@@ -406,6 +479,43 @@ function checkGateway(id, dep, chgate, env, docs) {
   r.check(Boolean(cert) && cert.spec.dnsNames?.includes(`${svc?.metadata.name}.${ns}.svc`),
     `${id}: a Certificate writes the API's certificate Secret (${files.CHGATE_API_TLS_CERT_FILE}) and names the Service`,
     JSON.stringify(cert?.spec.dnsNames));
+}
+
+// gateway-statefulset runs the gateway's pod: its template may differ from the gateway
+// Deployment's only in the spool's storage (the Deployment's emptyDir, and the ephemeral-storage
+// requested for it), and in the generated ConfigMap's hash.
+function withoutSpoolStorage(template) {
+  const t = structuredClone(template);
+  t.spec.volumes = (t.spec.volumes ?? []).filter((v) => !v.emptyDir || v.name !== "spool");
+  for (const c of [...(t.spec.initContainers ?? []), ...t.spec.containers]) {
+    if (c.resources?.requests) delete c.resources.requests["ephemeral-storage"];
+    for (const e of c.envFrom ?? []) {
+      if (e.configMapRef?.name) e.configMapRef.name = e.configMapRef.name.replace(/-[a-z0-9]{10}$/, "");
+    }
+  }
+  return t;
+}
+function differences(a, b, path = "template", out = []) {
+  if (out.length >= 5) return out;
+  if (a && b && typeof a === "object" && typeof b === "object" && Array.isArray(a) === Array.isArray(b)) {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) differences(a[k], b[k], `${path}.${k}`, out);
+  } else if (JSON.stringify(a) !== JSON.stringify(b)) {
+    out.push(`${path}: ${JSON.stringify(a)} (Deployment) vs ${JSON.stringify(b)} (StatefulSet)`);
+  }
+  return out;
+}
+if (rendered["gateway-statefulset"]) {
+  const sts = rendered["gateway-statefulset"].find((o) => o.kind === "StatefulSet");
+  const gw = (rendered.gateway ?? []).find((o) => o.kind === "Deployment");
+  const deleted = !rendered["gateway-statefulset"].some((o) => o.kind === "Deployment");
+  r.check(Boolean(sts && gw) && deleted,
+    "gateway-statefulset: a StatefulSet replaces the gateway's Deployment");
+  if (sts && gw) {
+    const diff = differences(withoutSpoolStorage(gw.spec.template), withoutSpoolStorage(sts.spec.template));
+    r.check(diff.length === 0,
+      "gateway-statefulset: its pod equals the gateway Deployment's but for the spool's storage",
+      () => `edit gateway/deployment.yaml and gateway-statefulset/statefulset.yaml together:\n${diff.join("\n")}`);
+  }
 }
 
 // The monitoring kustomization: rules and dashboard present.

@@ -161,8 +161,9 @@ def main():
 
     workdir = ROOT / ".local/ops" / f"live-{os.getpid()}"
     workdir.mkdir(parents=True, exist_ok=True)
-    chgate = e2e.ChgateProcess(args.chgate, ch, ["--batch-max-delay=100ms"], health_host="0.0.0.0",
-                               name="live", database=DATABASE)
+    # With a spool: its series (the dashboard's Spool row, the spool alerts) exist only then.
+    chgate = e2e.ChgateProcess(args.chgate, ch, ["--batch-max-delay=100ms", f"--spool-dir={workdir / 'spool'}"],
+                               health_host="0.0.0.0", name="live", database=DATABASE)
     chgate.start()
     prom = None
     try:

@@ -3,11 +3,13 @@
 # they need, builds chgate and starts the local ClickHouse first):
 #
 #   yamllint           every YAML file of the repository (.yamllint)
-#   alert rules        promtool check rules + test rules (deploy/prometheus/)
+#   alert rules        promtool check rules + test rules (deploy/prometheus/), and every alert's
+#                      runbook_url names its section of runbook.md
 #   alertmanager       amtool check-config and routes of deploy/alertmanager/, and every alert it
 #                      names exists in the rules
 #   monitoring copies  deploy/kubernetes/monitoring/chgate-alerts.yaml matches deploy/prometheus
-#   kubernetes         check_k8s.mjs: render, schemas, unknown fields, the sidecar contract
+#   kubernetes         check_k8s.mjs: render, schemas, unknown fields, the sidecar contract, the
+#                      spool's volume
 #   containers         check_containers.mjs: Dockerfile lint, compose config + schema, Prometheus
 #                      config, Grafana provisioning
 #   dashboard          check_dashboard.mjs: schema, ids, datasource, PromQL, metric names
@@ -66,7 +68,20 @@ run_yamllint() {
 }
 run_rules() {
   promtool check rules deploy/prometheus/chgate-alerts.yml &&
-    (cd deploy/prometheus && promtool test rules chgate-alerts.test.yml)
+    (cd deploy/prometheus && promtool test rules chgate-alerts.test.yml) &&
+    run_runbook
+}
+# Every alert links its own section of the runbook: runbook_url ends in the alert's name in lower
+# case (the anchor of its `## Name` heading), and the heading exists.
+run_runbook() {
+  local rules=deploy/prometheus/chgate-alerts.yml runbook=deploy/prometheus/runbook.md rc=0 name n=0
+  for name in $(sed -n 's/^ *- alert: //p' "$rules"); do
+    n=$((n + 1))
+    grep -q "runbook_url: $runbook#${name,,}\$" "$rules" || { echo "$name: no runbook_url $runbook#${name,,}"; rc=1; }
+    grep -qx "## $name" "$runbook" || { echo "$name: no section \"## $name\" in $runbook"; rc=1; }
+  done
+  ((rc == 0)) && echo "runbook: all $n alerts link their own section"
+  return $rc
 }
 
 # The Alertmanager example: a valid configuration, chgate's critical alerts reach the on-call and
@@ -133,6 +148,16 @@ run_negative_controls() {
   expect_fail "gateway API without TLS" "CHGATE_API_TLS_CERT_FILE" \
     env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
   cp deploy/kubernetes/gateway/gateway.env "$tmp/k8s/gateway/gateway.env"
+  # Spool: a bound its emptyDir cannot hold, and a gateway StatefulSet whose pod drifted from the
+  # gateway Deployment's.
+  sed -i 's/^CHGATE_SPOOL_MAX_BYTES=.*/CHGATE_SPOOL_MAX_BYTES=2GiB/' "$tmp/k8s/base/chgate.env"
+  expect_fail "spool bound too large for its volume" "CHGATE_SPOOL_MAX_BYTES (2GiB)" \
+    env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  cp deploy/kubernetes/base/chgate.env "$tmp/k8s/base/chgate.env"
+  sed -i 's/memory: 1344Mi/memory: 1400Mi/' "$tmp/k8s/gateway/deployment.yaml"
+  expect_fail "gateway StatefulSet pod drifted" "but for the spool's storage" \
+    env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  cp deploy/kubernetes/gateway/deployment.yaml "$tmp/k8s/gateway/deployment.yaml"
   # Dashboard: a misspelled gridPos key, a metric chgate does not export, a hard-coded datasource.
   jq '.panels[1].gridPos.width = 3' deploy/kubernetes/monitoring/chgate-dashboard.json >"$tmp/d1.json"
   expect_fail "dashboard unknown field" '"width"' env CHGATE_OPS_DASHBOARD="$tmp/d1.json" node $OPS/check_dashboard.mjs || rc=1
