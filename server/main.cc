@@ -197,6 +197,7 @@ int Serve(const config::Config& config) {
   // Ingestor (declared first, destroyed last).
   std::unique_ptr<spool::Spool> spool;
   std::vector<spool::SpoolRecord> replay;
+  std::shared_ptr<metrics::SpoolCollectable> spool_collectable;  // the registry holds it weakly
   if (!config.spool_dir.empty()) {
     const absl::Time opening = absl::Now();
     absl::StatusOr<spool::Spool::Opened> opened =
@@ -228,27 +229,27 @@ int Serve(const config::Config& config) {
     ingest_options.spool = spool.get();
     ingest_options.spool_id = spool->id();
     const uint64_t max_bytes = config.spool_max_bytes;
-    metrics.RegisterCollectable(
-        std::make_shared<metrics::SpoolCollectable>([s = spool.get(), max_bytes] {
-          const spool::SpoolStats st = s->Stats();
-          const absl::Time now = absl::Now();
-          return metrics::SpoolSample{
-              .bytes = st.disk_bytes,
-              .max_bytes = max_bytes,
-              .segments = st.segments,
-              .pending_records = st.pending_records,
-              .oldest_pending_age_seconds =
-                  st.oldest_pending_time == absl::InfiniteFuture()
-                      ? 0
-                      : std::max(0.0, absl::ToDoubleSeconds(now - st.oldest_pending_time)),
-              .free_bytes = st.free_bytes,
-              .appends = st.appends,
-              .appended_bytes = st.bytes_appended,
-              .refusals = st.refusals,
-              .fsyncs = st.fsyncs,
-              .fsync_seconds = absl::ToDoubleSeconds(st.fsync_total),
-              .quarantined_bytes = st.bytes_quarantined};
-        }));
+    spool_collectable = std::make_shared<metrics::SpoolCollectable>([s = spool.get(), max_bytes] {
+      const spool::SpoolStats st = s->Stats();
+      const absl::Time now = absl::Now();
+      return metrics::SpoolSample{
+          .bytes = st.disk_bytes,
+          .max_bytes = max_bytes,
+          .segments = st.segments,
+          .pending_records = st.pending_records,
+          .oldest_pending_age_seconds =
+              st.oldest_pending_time == absl::InfiniteFuture()
+                  ? 0
+                  : std::max(0.0, absl::ToDoubleSeconds(now - st.oldest_pending_time)),
+          .free_bytes = st.free_bytes,
+          .appends = st.appends,
+          .appended_bytes = st.bytes_appended,
+          .refusals = st.refusals,
+          .fsyncs = st.fsyncs,
+          .fsync_seconds = absl::ToDoubleSeconds(st.fsync_total),
+          .quarantined_bytes = st.bytes_quarantined};
+    });
+    metrics.RegisterCollectable(spool_collectable);
   }
   ingest::ClickHouseInserter inserter(&pool);
   ingest::Ingestor ingestor(ingest_options, &inserter, ingest::RealClock(),

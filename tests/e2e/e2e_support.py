@@ -459,8 +459,9 @@ class ChgateProcess:
     """One chgate on free ports: API on 127.0.0.1, health on `health_host`, metrics on 127.0.0.1."""
 
     def __init__(self, binary, clickhouse, args=(), health_host="127.0.0.1", name="chgate",
-                 database=DATABASE, metrics_host="127.0.0.1"):
+                 database=DATABASE, metrics_host="127.0.0.1", env=None):
         self.binary = binary
+        self.extra_env = dict(env or {})  # set on top of the environment (CHGATE_* removed)
         self.clickhouse = clickhouse
         self.args = list(args)
         self.health_host = health_host
@@ -499,6 +500,7 @@ class ChgateProcess:
             self.log_path = work_dir() / f"{self.name}-{int(time.time() * 1000)}.log"
             self._log = open(self.log_path, "wb")
             env = {k: v for k, v in os.environ.items() if not k.startswith("CHGATE_")}
+            env.update(self.extra_env)
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
                                          stderr=subprocess.STDOUT, env=env,
                                          preexec_fn=_die_with_parent)
