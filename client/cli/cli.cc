@@ -64,7 +64,7 @@ std::vector<FlagSpec> InsertFlags() {
        "give batch n the idempotency key P-n: a batch that fails with UNAVAILABLE is sent again "
        "(up to 3 times, on a new stream), and a rerun after a failure does not insert committed "
        "batches twice"},
-      {"ack-mode", "MODE", "committed or accepted", "chgate's --ack-mode"},
+      {"ack-mode", "MODE", "committed, accepted or persisted", "chgate's --ack-mode"},
       {"max-in-flight", "N", "requests sent but not yet acknowledged",
        absl::StrCat(InsertArgs{}.max_in_flight)},
       {"stream-timeout", "DURATION", "deadline of the whole insert stream",
@@ -111,7 +111,7 @@ std::vector<FlagSpec> BenchFlags() {
       {"types", "T1,T2,...",
        "--mode block: the ClickHouse type of each --row value as the server prints it",
        "read from the table with SELECT ... LIMIT 0"},
-      {"ack-mode", "MODE", "committed or accepted", "chgate's --ack-mode"},
+      {"ack-mode", "MODE", "committed, accepted or persisted", "chgate's --ack-mode"},
       {"metrics-url", "URL",
        "http://HOST:PORT/metrics of chgate (its --metrics-listen), scraped before and after the "
        "run for chgate's CPU per request and per row (process_cpu_seconds_total)"},

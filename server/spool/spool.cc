@@ -238,6 +238,7 @@ absl::StatusOr<Spool::Opened> Spool::Open(std::string dir, SpoolOptions options)
   spool->DeleteCommittedSegments();
   opened.report.segments_deleted += spool->Stats().segments_deleted - deleted_before;
   spool->writer_ = std::thread([s = spool.get()] { s->WriterLoop(); });
+  spool->completer_ = std::thread([s = spool.get()] { s->CompleterLoop(); });
   opened.spool = std::move(spool);
   return opened;
 }
@@ -294,6 +295,7 @@ void Spool::Close() {
     stopping_ = true;
   }
   if (writer_.joinable()) writer_.join();
+  if (completer_.joinable()) completer_.join();
   if (active_fd_ >= 0) CloseActive();
   absl::MutexLock l(&mu_);
   closed_ = true;
@@ -507,11 +509,39 @@ void Spool::WriterLoop() {
       }
     }
     DeleteCommittedSegments();
-    for (Completion& c : completions) c.done(std::move(c.result));
-    completions.clear();
+    if (!completions.empty()) {
+      // Run by the completion thread, so the next batch's write and sync start at once.
+      absl::MutexLock l(&done_mu_);
+      for (Completion& c : completions) done_queue_.push_back(std::move(c));
+      completions.clear();
+    }
     if (stopping) {
       absl::MutexLock l(&mu_);
-      if (queue_.empty()) return;
+      if (queue_.empty()) break;
+    }
+  }
+  absl::MutexLock l(&done_mu_);
+  writer_done_ = true;
+}
+
+void Spool::CompleterLoop() {
+  std::vector<Completion> run;
+  while (true) {
+    bool last;
+    {
+      absl::MutexLock l(&done_mu_);
+      auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return writer_done_ || !done_queue_.empty();
+      };
+      done_mu_.Await(absl::Condition(&ready));
+      run.swap(done_queue_);
+      last = writer_done_;
+    }
+    for (Completion& c : run) c.done(std::move(c.result));
+    run.clear();
+    if (last) {
+      absl::MutexLock l(&done_mu_);
+      if (done_queue_.empty()) return;
     }
   }
 }

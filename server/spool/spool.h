@@ -2,18 +2,20 @@
 // ack mode where a request is acknowledged once it is on local disk and sent to ClickHouse later.
 //
 // Append() queues a record; one writer thread writes everything queued with one write and one
-// fdatasync (group commit) and then completes every caller of that batch with the record's LSN,
-// or the error. MarkCommitted() records that ClickHouse has the records; a segment file whose
-// every data record is committed is deleted. Open() recovers a directory: it validates every
-// record, cuts a torn tail (a crash mid-append), quarantines corrupt parts into `*.corrupt` files,
-// and hands back the records not yet committed, in LSN order, for replay. Bounds: max_bytes on
-// disk and min_free_bytes left on the file system; appends beyond them are refused at once.
+// fdatasync (group commit), and a completion thread then completes every caller of that batch
+// with the record's LSN, or the error, while the writer goes on with the next batch.
+// MarkCommitted() records that ClickHouse has the records; a segment file whose every data record
+// is committed is deleted. Open() recovers a directory: it validates every record, cuts a torn tail
+// (a crash mid-append), quarantines corrupt parts into `*.corrupt` files, and hands back the
+// records not yet committed, in LSN order, for replay. Bounds: max_bytes on disk and min_free_bytes
+// left on the file system; appends beyond them are refused at once.
 //
 // Thread safety: every public method may be called from any thread at once. Append's `done`
-// runs on the writer thread, outside the spool's lock; it must not block (AppendAndWait, Flush or
-// Close from inside it would wait for the very thread running it), but may call Append or
-// MarkCommitted. Lifetime: the Spool owns its files while open (an flock on <dir>/LOCK keeps a
-// second process out); Close(), or the destructor, writes and syncs what is queued first.
+// runs on the completion thread, in LSN order, outside the spool's lock; it must not block
+// (AppendAndWait, Flush or Close from inside it would wait for the very thread running it), but
+// may call Append or MarkCommitted. Lifetime: the Spool owns its files while open (an flock on
+// <dir>/LOCK keeps a second process out); Close(), or the destructor, writes and syncs what is
+// queued first.
 #pragma once
 
 #include <cstdint>
@@ -194,8 +196,9 @@ class Spool {
 
   Spool(std::string dir, SpoolOptions options);
 
-  // Writer thread.
+  // Writer thread, and the thread that runs the callbacks of what it wrote.
   void WriterLoop();
+  void CompleterLoop();
   void WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& completions);
   // Writes `buf` (records of `lsns` consecutive from `first_lsn`) at the end of the active
   // segment, syncing if `sync`; on an error truncates back so no partial record stays.
@@ -253,6 +256,10 @@ class Spool {
   absl::Time unsynced_since_ = absl::InfiniteFuture();  // commit records written, not synced
 
   std::thread writer_;
+  absl::Mutex done_mu_;
+  std::vector<Completion> done_queue_ ABSL_GUARDED_BY(done_mu_);
+  bool writer_done_ ABSL_GUARDED_BY(done_mu_) = false;
+  std::thread completer_;
 };
 
 struct Spool::Opened {
