@@ -55,6 +55,7 @@ ingest::IngestOptions IngestOptionsFrom(const config::Config& c) {
   options.convert.null_as_default = c.null_as_default;
   options.max_delay_ceiling = c.batch_max_delay_ceiling;
   options.slow_insert = c.slow_insert;
+  options.async_insert = c.async_insert;
   // One flush thread per connection the pool may open.
   options.flush_threads = c.pool_max_connections;
   return options;

@@ -311,6 +311,11 @@ const std::vector<Option>& Options() {
        Duration("liveness-stall-timeout", &Config::liveness_stall_timeout)},
       {"ack-mode", "committed", "default ack mode (see below)",
        OneOf("ack-mode", &Config::ack_mode, {"committed", "accepted", "persisted"})},
+      {"async-insert", "false",
+       "committed and accepted batches ask the server to merge them with other clients' INSERTs "
+       "(`async_insert=1, wait_for_async_insert=1`: acks still wait for the server's part); "
+       "servers from 21.11, ignored by older ones; never for `persisted` batches",
+       Bool("async-insert", &Config::async_insert), /*flag=*/true},
       {"spool-dir", "",
        "directory of the durable spool the `persisted` ack mode writes to (empty: no spool, and "
        "`persisted` requests fail with `FAILED_PRECONDITION`); one chgate per directory",

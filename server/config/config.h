@@ -86,6 +86,7 @@ struct Config {
   double ready_high_water{};
   double ready_low_water{};
   std::string ack_mode{};  // committed | accepted | persisted
+  bool async_insert{};
   // The durable spool of the persisted ack mode (empty: none).
   std::string spool_dir{};
   uint64_t spool_max_bytes{};

@@ -916,6 +916,7 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   }
   attempt.deduplication_key = attempt.query_id;
   attempt.trace = traces.first;
+  attempt.async = options_.async_insert;
   bool too_many_parts = false;
   absl::Status status = InsertWithRetries(
       batch, *block, attempt, [stop_at] { return stop_at; },

@@ -96,6 +96,10 @@ struct IngestOptions {
   absl::Duration max_delay_ceiling = absl::Seconds(5);
   absl::Duration slow_insert = absl::Seconds(2);
   int relax_after = 10;
+  // Ask the server to merge the INSERTs of committed and accepted batches with others' (the
+  // server's asynchronous inserts, from 21.11; see InsertAttempt::async). Spooled batches are
+  // never sent this way: their exactly-once rests on each being a block of its own.
+  bool async_insert = false;
   // The spool persisted requests are written to (AckMode::kPersisted; without one such requests
   // fail with FailedPrecondition), and a name for it that stays the same across restarts
   // (chgate keeps it in the spool directory): a spooled batch's query id and deduplication token

@@ -75,6 +75,11 @@ absl::Status ClickHouseInserter::Insert(const TableId& table, const clickhouse::
     query.settings.push_back(
         {.name = "insert_deduplication_token", .value = attempt.deduplication_key});
   }
+  if (attempt.async &&
+      (server.version_major > 21 || (server.version_major == 21 && server.version_minor >= 11))) {
+    query.settings.push_back({.name = "async_insert", .value = "1"});
+    query.settings.push_back({.name = "wait_for_async_insert", .value = "1"});
+  }
   const clickhouse::Block* blocks[] = {&block};
   DeadlineScope scope(conn.get(), pool_->options().connection.read_timeout, deadline);
   return conn->Insert(std::move(query), blocks);

@@ -34,6 +34,10 @@ struct InsertAttempt {
   // The trace the INSERT joins (servers of revision 54442 or later): that of the first traced
   // request in the batch.
   std::optional<text::TraceContext> trace;
+  // Let the server merge this INSERT with others into its parts (async_insert, servers from
+  // 21.11; ignored by older ones), and answer only once it has written them
+  // (wait_for_async_insert = 1), so the commit still means a part holds the rows.
+  bool async = false;
 };
 
 class Inserter {

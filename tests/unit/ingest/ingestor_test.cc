@@ -1008,7 +1008,9 @@ class PersistedTest : public IngestorTest {
 };
 
 TEST_F(PersistedTest, AcksOnceDurableThenSendsTheRowsFromTheSpool) {
-  Start(Options());
+  IngestOptions options = Options();
+  options.async_insert = true;  // never for spooled batches
+  Start(options);
   Outcome* a = SubmitPersisted(Rows(0, 3));
   Outcome* b = SubmitPersisted(Rows(3, 2));
   for (Outcome* o : {a, b}) {
@@ -1027,7 +1029,13 @@ TEST_F(PersistedTest, AcksOnceDurableThenSendsTheRowsFromTheSpool) {
   // The INSERT's identity is the spool's: its id and the LSN of the batch's intent.
   EXPECT_THAT(inserter_.calls[0].attempt.query_id, ::testing::StartsWith(spool_->id() + "-"));
   EXPECT_EQ(inserter_.calls[0].attempt.deduplication_key, inserter_.calls[0].attempt.query_id);
+  EXPECT_FALSE(inserter_.calls[0].attempt.async);
   EXPECT_EQ(spool_->Stats().pending_records, 0u);  // rows and intent committed
+  // A committed request of the same table goes through the server's asynchronous insert.
+  Submit(Rows(10, 1));
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 2u);
+  EXPECT_TRUE(inserter_.calls[1].attempt.async);
   EXPECT_EQ(ingestor_->Stats().spooled_rows, 0u);
 }
 

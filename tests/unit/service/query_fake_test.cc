@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -265,6 +266,45 @@ TEST_F(QueryFakeServerTest, TheCallersTraceContextReachesClickHouse) {
   EXPECT_EQ(info.span_id, 0xb7ad6b7169203331u);
   EXPECT_EQ(info.tracestate, "congo=t61rcWkgMzE");
   EXPECT_EQ(info.trace_flags, 1);
+}
+
+// What an INSERT asks of a 24.3 server (the fake's version): the batch's deduplication token,
+// and with `async` the server's asynchronous insert that still answers after writing the part;
+// a 21.8 server gets neither setting (it would refuse them as unknown).
+TEST(InserterFakeServerTest, SendsTheDeduplicationTokenAndAsyncInsertWhereTheServerHasThem) {
+  for (const uint64_t major : {24u, 21u}) {
+    cht::FakeServer fake({.revision = kRevision});
+    ch::QueryParams seen;
+    fake.Handshake({.version_major = major, .version_minor = major == 24 ? 3u : 8u});
+    fake.ExpectPacket(cht::ClientPacket::kQuery,
+                      [&](std::string_view bytes) { seen = ParseQuery(bytes); });
+    fake.ExpectPacket(cht::ClientPacket::kData);
+    fake.Send(cht::DataPacket(cht::HeaderBlock({{"id", "UInt64"}}), kRevision));
+    fake.ExpectPacket(cht::ClientPacket::kData);
+    fake.ExpectPacket(cht::ClientPacket::kData);  // the empty block that ends the INSERT
+    fake.Send(cht::EndOfStreamPacket());
+    fake.Start();
+    ch::Pool pool(cht::OneConnectionPool(fake.port()));
+    pool.Start();
+    ingest::ClickHouseInserter inserter(&pool);
+    const ch::Block block = cht::MakeBlock({{"id", cht::UInt64Column({1, 2})}});
+    const absl::Status st = inserter.Insert(
+        {"db", "t"}, block, {.query_id = "spool-7", .deduplication_key = "spool-7", .async = true},
+        absl::Now() + absl::Seconds(10));
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_TRUE(fake.Wait().ok()) << fake.Wait();
+    pool.Shutdown();
+    std::map<std::string, std::string> settings;
+    for (const auto& setting : seen.settings) settings[setting.name] = setting.value;
+    if (major == 24) {
+      EXPECT_EQ(settings["insert_deduplication_token"], "spool-7");
+      EXPECT_EQ(settings["async_insert"], "1");
+      EXPECT_EQ(settings["wait_for_async_insert"], "1");
+    } else {
+      EXPECT_TRUE(settings.empty());
+    }
+    EXPECT_EQ(seen.query_id, "spool-7");
+  }
 }
 
 }  // namespace
