@@ -14,23 +14,31 @@ per table (its documentation's advice); far above it, parts pile up until insert
   python3 tests/bench/capacity_model.py --pods 300 --rows 50 --target 1
       # one fleet: its INSERT rate and the smallest delay that keeps it under --target
 
-This is arithmetic, not a measurement: a simulated fleet against a live server is future work.
+This is arithmetic. tests/bench/fleet_sim.py checks it against a simulated fleet: chgate
+processes against the local server, parts counted in system.part_log.
 """
 
 import argparse
+import math
 import sys
 
 
-def inserts_per_second(rows_per_second, delay, max_rows):
-    """INSERTs per second from one sidecar for one table."""
+def inserts_per_second(rows_per_second, delay, max_rows, periodic=False):
+    """INSERTs per second from one sidecar for one table. Rows arrive at random (Poisson), or with
+    `periodic` every 1/r exactly (a load generator's fixed schedule): then a batch opened by one
+    row closes after `delay` holding floor(delay x r) + 1 rows, and the next opens with the row
+    after it, so the cycle is that many rows' worth of 1/r."""
     if rows_per_second <= 0:
         return 0.0
+    if periodic:
+        rows_per_batch = min(max_rows, math.floor(delay * rows_per_second) + 1)
+        return rows_per_second / rows_per_batch
     batch_open = min(delay, max_rows / rows_per_second)
     return 1.0 / (1.0 / rows_per_second + batch_open)
 
 
-def fleet_parts_per_second(pods, rows_per_second, delay, max_rows, partitions=1):
-    return pods * inserts_per_second(rows_per_second, delay, max_rows) * partitions
+def fleet_parts_per_second(pods, rows_per_second, delay, max_rows, partitions=1, periodic=False):
+    return pods * inserts_per_second(rows_per_second, delay, max_rows, periodic) * partitions
 
 
 def delay_for_target(pods, rows_per_second, max_rows, target, partitions=1):
@@ -89,6 +97,9 @@ def self_check():
     d = delay_for_target(100, 100, 100000, 1.0)
     assert fleet_parts_per_second(100, 100, d, 100000) <= 1.0 + 1e-9
     assert fleet_parts_per_second(100, 100, d * 0.99, 100000) > 1.0
+    # Periodic rows: sparser than the delay, each row is an INSERT; denser, a delay's worth + 1.
+    assert inserts_per_second(2, 0.2, 100000, periodic=True) == 2
+    assert abs(inserts_per_second(50, 0.2, 100000, periodic=True) - 50 / 11) < 1e-9
     # A rows cap too small for the target is reported, not hidden.
     assert delay_for_target(1000, 10000, 1000, 1.0) is None
 
