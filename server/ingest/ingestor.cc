@@ -837,8 +837,13 @@ absl::Status Ingestor::InsertWithRetries(
     const absl::Time stop = stop_at();
     const absl::Status status = inserter_->Insert(batch->table, block, attempt,
                                                   std::min(stop, clock_->Now() + attempt_timeout));
-    *too_many_parts = *too_many_parts ||
-                      clickhouse::ClickHouseCode(status) == clickhouse::error_code::kTooManyParts;
+    if (!*too_many_parts &&
+        clickhouse::ClickHouseCode(status) == clickhouse::error_code::kTooManyParts) {
+      // Raised at once, not when the retries end: the table's next batches wait longer while
+      // this one is still being retried.
+      *too_many_parts = true;
+      AdaptDelay(batch, /*too_many_parts=*/true, absl::ZeroDuration(), attempt.attempt);
+    }
     if (status.ok() || !ShouldRetry(status)) return status;
     absl::Duration cap =
         std::min(options_.retry.max_backoff,
@@ -927,7 +932,7 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
       },
       &too_many_parts);
   const absl::Time end = clock_->Now();
-  AdaptDelay(batch, too_many_parts, end - start, attempt.attempt);
+  if (!too_many_parts) AdaptDelay(batch, false, end - start, attempt.attempt);
   if (!status.ok()) {
     if (attempt.attempt > 1) {
       status = absl::Status(status.code(), absl::StrCat(status.message(), " (gave up after ",
@@ -1469,7 +1474,7 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
   const uint64_t bytes = block != nullptr ? block->ByteSize() : 0;
   block.reset();
   if (sent) {
-    AdaptDelay(batch, too_many_parts, end - start, attempt.attempt);
+    if (!too_many_parts) AdaptDelay(batch, false, end - start, attempt.attempt);
     if (observer_ != nullptr)
       observer_->BatchFlushed(batch->label, reason, rows, bytes, end - start);
   }

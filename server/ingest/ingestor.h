@@ -301,6 +301,7 @@ class Ingestor {
                   const absl::Status& status);
   // The INSERT of `block` with retries (backoff with full jitter) while `status` is retryable and
   // the clock is before stop_at(); `fields` adds the batch's own fields to the retry log lines.
+  // At the first TOO_MANY_PARTS it sets *too_many_parts and raises the table's delay at once.
   absl::Status InsertWithRetries(Batch* batch, const clickhouse::Block& block,
                                  InsertAttempt& attempt, const std::function<absl::Time()>& stop_at,
                                  const std::function<void(std::vector<log::Field>*)>& fields,
