@@ -13,7 +13,6 @@ mean; a few seconds of flushes are a sample). --smoke runs one small fleet for a
 the script works and checks nothing.
 """
 
-import argparse
 import json
 import subprocess
 import sys
@@ -26,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import capacity_model  # noqa: E402
 import e2e_support as e2e  # noqa: E402
+import small_bench  # noqa: E402
 
 DATABASE = e2e.DATABASE
 
@@ -65,20 +65,12 @@ def run_fleet(args, ch, pods, rows_per_s, delay):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    build = Path(e2e.default_chgate_binary()).parent.parent
-    parser.add_argument("--chgate", default=e2e.default_chgate_binary())
-    parser.add_argument("--cli", default=str(build / "client" / "chgate-cli"))
-    parser.add_argument("--duration", type=float, default=10)
+    parser = small_bench.bench_parser(__doc__, 10)
     parser.add_argument("--check", action="store_true")
-    parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
-    ch = e2e.ClickHouse()
-    problem = ch.check_reachable()
-    if problem is not None:
-        print(f"ClickHouse at {ch.address} is unreachable: {problem}", file=sys.stderr)
-        return 1 if ch.required else 77
-    ch.ensure_database()
+    ch, exit_code = small_bench.local_clickhouse()
+    if ch is None:
+        return exit_code
     if args.smoke:
         args.duration = 1.0
         fleets = [(2, 50, 0.2)]

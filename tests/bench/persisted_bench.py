@@ -13,7 +13,6 @@ of the e2e work dir, on the disk the checkout's temp dir is on). Nothing here as
 --smoke runs each case for a moment to prove the script works.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -51,22 +50,14 @@ def fdatasync_latency(directory, count):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    build = Path(e2e.default_chgate_binary()).parent.parent
-    parser.add_argument("--chgate", default=e2e.default_chgate_binary())
-    parser.add_argument("--cli", default=str(build / "client" / "chgate-cli"))
-    parser.add_argument("--duration", type=float, default=6)
+    parser = small_bench.bench_parser(__doc__, 6)
     parser.add_argument("--spool-dir", default=None)
-    parser.add_argument("--smoke", action="store_true", help="short runs; proves the script works")
     args = parser.parse_args()
     if args.smoke:
         args.duration = 0.5
-    ch = e2e.ClickHouse()
-    problem = ch.check_reachable()
-    if problem is not None:
-        print(f"ClickHouse at {ch.address} is unreachable: {problem}", file=sys.stderr)
-        return 1 if ch.required else 77
-    ch.ensure_database()
+    ch, exit_code = small_bench.local_clickhouse()
+    if ch is None:
+        return exit_code
     ch.query(f"CREATE TABLE IF NOT EXISTS {small_bench.TABLE} (id UInt64, msg String) ENGINE = Null")
     row = json.dumps({"id": 1, "msg": small_bench.MSG16})
     spool_root = Path(args.spool_dir) if args.spool_dir else e2e.work_dir() / "persisted-bench"

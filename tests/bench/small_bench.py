@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
 import e2e_support as e2e  # noqa: E402
 
 TABLE = "chgate_e2e.small_bench_null"
+BUILD = Path(e2e.default_chgate_binary()).parent.parent
 MSG16 = "0123456789abcdef"
 
 
@@ -106,25 +107,40 @@ def run_clickhouse_client(args, ch, statements):
             "rows_per_s": statements / wall}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    build = Path(e2e.default_chgate_binary()).parent.parent
+def bench_parser(doc, duration):
+    """The options every chgate-cli-driven bench script takes: --chgate, --cli, --duration and
+    --smoke (short runs that prove the script works)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--chgate", default=e2e.default_chgate_binary())
-    parser.add_argument("--cli", default=str(build / "client" / "chgate-cli"))
-    parser.add_argument("--native", default=str(build / "tests" / "chgate_native_bench"))
-    parser.add_argument("--client", default="clickhouse-client")
-    parser.add_argument("--duration", type=float, default=6)
+    parser.add_argument("--cli", default=str(BUILD / "client" / "chgate-cli"))
+    parser.add_argument("--duration", type=float, default=duration)
     parser.add_argument("--smoke", action="store_true", help="short runs; proves the script works")
-    args = parser.parse_args()
-    if args.smoke:
-        args.duration = 0.5
+    return parser
 
+
+def local_clickhouse():
+    """(the ClickHouse to bench against, None) or (None, the exit code when it is unreachable:
+    1 under CHGATE_REQUIRE_CLICKHOUSE=1, else 77, ctest's skip)."""
     ch = e2e.ClickHouse()
     problem = ch.check_reachable()
     if problem is not None:
         print(f"ClickHouse at {ch.address} is unreachable: {problem}", file=sys.stderr)
-        return 1 if ch.required else 77
+        return None, 1 if ch.required else 77
     ch.ensure_database()
+    return ch, None
+
+
+def main():
+    parser = bench_parser(__doc__, 6)
+    parser.add_argument("--native", default=str(BUILD / "tests" / "chgate_native_bench"))
+    parser.add_argument("--client", default="clickhouse-client")
+    args = parser.parse_args()
+    if args.smoke:
+        args.duration = 0.5
+
+    ch, exit_code = local_clickhouse()
+    if ch is None:
+        return exit_code
     ch.query(f"CREATE TABLE IF NOT EXISTS {TABLE} (id UInt64, msg String) ENGINE = Null")
     row = json.dumps({"id": 1, "msg": MSG16})
 
