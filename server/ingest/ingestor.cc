@@ -1233,8 +1233,7 @@ void Ingestor::Shutdown(absl::Time deadline) {
 // Persisted requests: the spool.
 
 void Ingestor::Persist(std::shared_ptr<Pending> p) {
-  const std::string payload =
-      EncodeRowsRecord(p->table, p->columns, p->idempotency_key, *p->staged);
+  std::string payload = EncodeRowsRecord(p->table, p->columns, p->idempotency_key, *p->staged);
   p->staged.reset();
   // Until it is written, the spool's queue holds the record: it stays counted as this request's.
   const uint64_t bytes = payload.size();
@@ -1244,9 +1243,9 @@ void Ingestor::Persist(std::shared_ptr<Pending> p) {
     p->on_admitted();
     p->on_admitted = nullptr;
   }
-  absl::Status st = options_.spool->Append(payload, [this, p, bytes](absl::StatusOr<uint64_t> lsn) {
-    OnPersisted(p, bytes, std::move(lsn));
-  });
+  absl::Status st = options_.spool->AppendOwned(
+      std::move(payload),
+      [this, p, bytes](absl::StatusOr<uint64_t> lsn) { OnPersisted(p, bytes, std::move(lsn)); });
   if (st.ok()) return;
   if (st.code() == absl::StatusCode::kFailedPrecondition) {
     st = absl::UnavailableError("chgate is shutting down (its spool is closed)");

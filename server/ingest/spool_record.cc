@@ -33,7 +33,9 @@ absl::Status Malformed(const absl::Status& cause) {
 
 std::string EncodeRowsRecord(const TableId& table, const std::vector<std::string>& columns,
                              std::string_view idempotency_key, const clickhouse::Block& block) {
-  clickhouse::GatherWriter out;
+  // The writer keeps its chunks across calls: encoding a record allocates only its string.
+  thread_local clickhouse::GatherWriter out;
+  out.Clear();
   WriteHead(out, SpoolRecordKind::kRows, table, columns);
   out.WriteString(idempotency_key);
   out.WriteVarUInt(block.rows());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -297,6 +298,11 @@ void Spool::Close() {
   if (writer_.joinable()) writer_.join();
   if (completer_.joinable()) completer_.join();
   if (active_fd_ >= 0) CloseActive();
+  {
+    absl::MutexLock w(&read_mu_);
+    for (const auto& [segment, fd] : read_fds_) (void)ops_->Close(fd);
+    read_fds_.clear();
+  }
   absl::MutexLock l(&mu_);
   closed_ = true;
 }
@@ -305,14 +311,18 @@ void Spool::Close() {
 // Callers' side.
 
 absl::Status Spool::Append(std::string_view payload, AppendCallback done) {
-  return AppendData(payload, std::move(done), /*exempt=*/false);
+  return AppendData(std::string(payload), std::move(done), /*exempt=*/false);
+}
+
+absl::Status Spool::AppendOwned(std::string payload, AppendCallback done) {
+  return AppendData(std::move(payload), std::move(done), /*exempt=*/false);
 }
 
 absl::Status Spool::AppendExempt(std::string_view payload, AppendCallback done) {
-  return AppendData(payload, std::move(done), /*exempt=*/true);
+  return AppendData(std::string(payload), std::move(done), /*exempt=*/true);
 }
 
-absl::Status Spool::AppendData(std::string_view payload, AppendCallback done, bool exempt) {
+absl::Status Spool::AppendData(std::string payload, AppendCallback done, bool exempt) {
   const uint64_t bytes = RecordSize(payload.size());
   if (payload.size() > kMaxPayloadSize || kSegmentHeaderSize + bytes > options_.segment_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("a record of ", payload.size(),
@@ -330,7 +340,7 @@ absl::Status Spool::AppendData(std::string_view payload, AppendCallback done, bo
   }
   const absl::Time now = absl::Now();
   if (queue_.empty()) first_queued_ = now;
-  queue_.push_back(Entry{Entry::Kind::kData, std::string(payload), std::move(done), now});
+  queue_.push_back(Entry{Entry::Kind::kData, std::move(payload), std::move(done), now});
   queued_bytes_ += bytes;
   ++queued_data_;
   return absl::OkStatus();
@@ -340,7 +350,7 @@ absl::StatusOr<uint64_t> Spool::AppendAndWait(std::string_view payload, bool exe
   absl::Notification done;
   absl::StatusOr<uint64_t> result;
   RETURN_IF_ERROR(AppendData(
-      payload,
+      std::string(payload),
       [&](absl::StatusOr<uint64_t> lsn) {
         result = std::move(lsn);
         done.Notify();
@@ -363,13 +373,26 @@ absl::StatusOr<std::string> Spool::Read(uint64_t lsn) const {
     path = segments_.at(where.segment).path;
   }
   // A pending record's segment is not deleted: only records no longer pending let it go.
-  ASSIGN_OR_RETURN(const int fd, ops_->Open(path, O_RDONLY, 0));
   std::string bytes(RecordSize(where.size), '\0');
-  absl::StatusOr<size_t> got = ops_->ReadAt(fd, bytes.data(), bytes.size(), where.offset);
-  const absl::Status closed = ops_->Close(fd);
-  RETURN_IF_ERROR(got.status());
-  RETURN_IF_ERROR(closed);
-  bytes.resize(*got);
+  std::optional<absl::StatusOr<size_t>> got;
+  {
+    absl::ReaderMutexLock r(&read_mu_);
+    auto it = read_fds_.find(where.segment);
+    if (it != read_fds_.end()) {
+      got = ops_->ReadAt(it->second, bytes.data(), bytes.size(), where.offset);
+    }
+  }
+  if (!got.has_value()) {
+    absl::MutexLock w(&read_mu_);
+    auto it = read_fds_.find(where.segment);
+    if (it == read_fds_.end()) {
+      ASSIGN_OR_RETURN(const int fd, ops_->Open(path, O_RDONLY, 0));
+      it = read_fds_.emplace(where.segment, fd).first;
+    }
+    got = ops_->ReadAt(it->second, bytes.data(), bytes.size(), where.offset);
+  }
+  RETURN_IF_ERROR(got->status());
+  bytes.resize(**got);
   ASSIGN_OR_RETURN(std::string_view payload, CheckDataRecord(bytes, lsn));
   bytes.erase(0, payload.data() - bytes.data());
   return bytes;
@@ -798,6 +821,14 @@ void Spool::DeleteCommittedSegments() {
   for (const auto& [first, path] : victims) {
     const absl::Status st = ops_->Unlink(path);
     if (!st.ok() && !absl::IsNotFound(st)) continue;  // tried again after the next batch
+    {
+      absl::MutexLock w(&read_mu_);
+      auto fd = read_fds_.find(first);
+      if (fd != read_fds_.end()) {
+        (void)ops_->Close(fd->second);
+        read_fds_.erase(fd);
+      }
+    }
     absl::MutexLock l(&mu_);
     auto it = segments_.find(first);
     disk_bytes_ -= it->second.bytes;

@@ -142,6 +142,8 @@ class Spool {
   // numbers); InvalidArgument when the record is larger than a segment; FailedPrecondition after
   // Close.
   [[nodiscard]] absl::Status Append(std::string_view payload, AppendCallback done);
+  // As Append, taking the payload's string instead of copying it.
+  [[nodiscard]] absl::Status AppendOwned(std::string payload, AppendCallback done);
   // As Append, but never refused for max_bytes or min_free_bytes: for small records that let
   // the spool shrink (chgate's batch intents, without which the pending records cannot be sent).
   // The write itself can still fail with ENOSPC.
@@ -214,7 +216,7 @@ class Spool {
 
   absl::Status CheckSpaceLocked(uint64_t record_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RefreshFreeBytesLocked(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status AppendData(std::string_view payload, AppendCallback done, bool exempt);
+  absl::Status AppendData(std::string payload, AppendCallback done, bool exempt);
   std::vector<LsnRange> CommittedRangesLocked(uint64_t from, uint64_t to) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -254,6 +256,12 @@ class Spool {
   bool roll_ = false;                 // the active segment is full: the next write starts a segment
   std::vector<Entry> retry_commits_;  // commit records whose write failed
   absl::Time unsynced_since_ = absl::InfiniteFuture();  // commit records written, not synced
+
+  // Read()'s descriptors, one per segment read from: opened at its first Read, closed when the
+  // segment is deleted or the spool closes. Reads share the lock; opening and closing take it
+  // alone, so no read uses a descriptor being closed.
+  mutable absl::Mutex read_mu_;
+  mutable std::map<uint64_t, int> read_fds_ ABSL_GUARDED_BY(read_mu_);
 
   std::thread writer_;
   absl::Mutex done_mu_;
