@@ -500,9 +500,81 @@ absl::StatusOr<std::shared_ptr<const TableSchema>> Ingestor::Schema(
   }
   auto schema = std::make_shared<const TableSchema>(*std::move(described));
   *fetched = true;
-  absl::MutexLock lock(&mu_);
-  schemas_[key] = {schema, clock_->Now()};
+  bool changed;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = schemas_.find(key);
+    changed = it == schemas_.end() || !SameTypes(*it->second.schema, *schema) ||
+              it->second.schema->server_time_zone != schema->server_time_zone;
+    schemas_[key] = {schema, clock_->Now()};
+  }
+  if (changed && options_.spool != nullptr) SaveHeaders();
   return schema;
+}
+
+void Ingestor::SaveHeaders() {
+  absl::MutexLock file(&headers_mu_);
+  std::vector<std::pair<std::string, std::shared_ptr<const TableSchema>>> snapshot;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, entry] : schemas_) snapshot.emplace_back(key, entry.schema);
+  }
+  std::vector<std::pair<std::string, const TableSchema*>> headers;
+  for (const auto& [key, schema] : snapshot) headers.emplace_back(key, schema.get());
+  const std::string bytes = EncodeHeaders(headers);
+  spool::FileOps* ops = spool::DefaultFileOps();
+  const std::string path = absl::StrCat(options_.spool->dir(), "/headers");
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  absl::StatusOr<int> fd = ops->Open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  absl::Status st = fd.status();
+  size_t written = 0;
+  while (st.ok() && written < bytes.size()) {
+    absl::StatusOr<size_t> n = ops->Write(*fd, bytes.data() + written, bytes.size() - written);
+    st = n.status();
+    if (st.ok()) written += *n;
+  }
+  if (st.ok()) st = ops->DataSync(*fd);
+  if (fd.ok()) (void)ops->Close(*fd);
+  if (st.ok()) st = ops->Rename(tmp, path);
+  if (!st.ok()) {
+    kLog.Throttled(log::Level::kWarn, "spool: table headers not saved", "",
+                   {{"file", path}, {"error", st.message()}});
+  }
+}
+
+void Ingestor::LoadHeaders() {
+  spool::FileOps* ops = spool::DefaultFileOps();
+  const std::string path = absl::StrCat(options_.spool->dir(), "/headers");
+  absl::StatusOr<int> fd = ops->Open(path, O_RDONLY, 0);
+  if (absl::IsNotFound(fd.status())) return;
+  absl::Status st = fd.status();
+  std::string bytes;
+  if (st.ok()) {
+    absl::StatusOr<uint64_t> size = ops->FileSize(*fd);
+    st = size.status();
+    if (st.ok()) {
+      bytes.resize(*size);
+      absl::StatusOr<size_t> got = ops->ReadAt(*fd, bytes.data(), bytes.size(), 0);
+      st = got.status();
+      if (st.ok()) bytes.resize(*got);
+    }
+    (void)ops->Close(*fd);
+  }
+  absl::StatusOr<std::vector<KnownHeader>> known =
+      st.ok() ? DecodeHeaders(bytes) : absl::StatusOr<std::vector<KnownHeader>>(st);
+  if (!known.ok()) {
+    kLog.Warn("spool: saved table headers unreadable; ignored",
+              {{"file", path}, {"error", known.status().message()}});
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  for (KnownHeader& h : *known) {
+    // Stale from the start: the first request asks ClickHouse, and uses this one only while
+    // ClickHouse does not answer.
+    schemas_.try_emplace(h.key,
+                         SchemaEntry{std::make_shared<const TableSchema>(std::move(h.schema)),
+                                     absl::InfinitePast()});
+  }
 }
 
 void Ingestor::ForgetSchemas(const TableId& table) {
@@ -1597,7 +1669,9 @@ void Ingestor::DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows
 
 RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records) {
   RecoverySummary summary;
-  if (options_.spool == nullptr || records.empty()) return summary;
+  if (options_.spool == nullptr) return summary;
+  LoadHeaders();
+  if (records.empty()) return summary;
   struct Found {
     SpoolRecordHeader header;
     uint64_t size = 0;

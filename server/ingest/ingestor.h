@@ -196,7 +196,8 @@ class Ingestor {
   }
 
   // Takes the records the spool's Open handed back for replay (a spool opened with
-  // replay_payloads false: they are read back as needed). Batches that were sent before the
+  // replay_payloads false: they are read back as needed), after loading the table headers saved
+  // beside the spool. Batches that were sent before the
   // restart (their intent is in the spool) are sent again as they were, with the same identity;
   // the other records queue for their tables, in LSN order, ahead of any new request. Call once,
   // before Submit.
@@ -259,6 +260,11 @@ class Ingestor {
                                                             const std::vector<std::string>& columns,
                                                             absl::Time deadline, bool refresh,
                                                             bool* fetched);
+  // The cached headers, kept in <spool-dir>/headers (with a spool): saved when one is new or
+  // changed, loaded by Recover as stale entries, so that while ClickHouse does not answer after
+  // a restart, persisted requests for known tables are still converted and acked.
+  void SaveHeaders() ABSL_LOCKS_EXCLUDED(mu_);
+  void LoadHeaders() ABSL_LOCKS_EXCLUDED(mu_);
   // Drops every cached header of `table` (any column list).
   void ForgetSchemas(const TableId& table) ABSL_LOCKS_EXCLUDED(mu_);
   // Converts the request's rows or block into p->staged, laid out as `schema`.
@@ -356,6 +362,7 @@ class Ingestor {
   mutable bool above_high_water_ ABSL_GUARDED_BY(mu_) = false;  // Ready()'s hysteresis state
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t spooled_rows_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Mutex headers_mu_;  // one SaveHeaders at a time (taken before mu_)
   // When Shutdown's drain ends: spooled flushes stop retrying then (their records stay in the
   // spool for the next start).
   absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();

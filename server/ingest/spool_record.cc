@@ -1,6 +1,7 @@
 #include "server/ingest/spool_record.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
@@ -14,6 +15,7 @@ constexpr uint8_t kVersion = 1;
 constexpr uint64_t kMaxColumns = 1 << 20;
 constexpr uint64_t kMaxLsns = 1 << 26;
 constexpr uint64_t kMaxName = 1 << 20;
+constexpr std::string_view kHeadersMagic = "CHGHDR01";
 
 void WriteHead(clickhouse::GatherWriter& out, SpoolRecordKind kind, const TableId& table,
                const std::vector<std::string>& columns) {
@@ -51,6 +53,55 @@ std::string EncodeIntentRecord(const TableId& table, const std::vector<std::stri
   out.WriteVarUInt(lsns.size());
   for (uint64_t lsn : lsns) out.WriteVarUInt(lsn);
   return out.ToString();
+}
+
+std::string EncodeHeaders(const std::vector<std::pair<std::string, const TableSchema*>>& headers) {
+  clickhouse::GatherWriter out;
+  out.Write(kHeadersMagic);
+  out.WriteVarUInt(headers.size());
+  for (const auto& [key, schema] : headers) {
+    out.WriteString(key);
+    out.WriteString(schema->server_time_zone);
+    out.WriteVarUInt(schema->names.size());
+    for (size_t i = 0; i < schema->names.size(); ++i) {
+      out.WriteString(schema->names[i]);
+      out.WriteString(schema->prototypes[i]->type_name());
+    }
+  }
+  return out.ToString();
+}
+
+absl::StatusOr<std::vector<KnownHeader>> DecodeHeaders(std::string_view bytes) {
+  if (bytes.substr(0, kHeadersMagic.size()) != kHeadersMagic) {
+    return absl::DataLossError("not a headers file");
+  }
+  clickhouse::MemoryReadBuffer in(bytes.substr(kHeadersMagic.size()));
+  std::vector<KnownHeader> out;
+  uint64_t n = 0;
+  absl::Status st = in.ReadVarUInt(&n);
+  for (uint64_t h = 0; st.ok() && h < n; ++h) {
+    KnownHeader known;
+    uint64_t columns = 0;
+    st = in.ReadString(&known.key, kMaxName);
+    if (st.ok()) st = in.ReadString(&known.schema.server_time_zone, kMaxName);
+    if (st.ok()) st = in.ReadVarUInt(&columns);
+    if (st.ok() && columns > kMaxColumns) st = absl::DataLossError("too many columns");
+    bool usable = true;
+    for (uint64_t c = 0; st.ok() && c < columns; ++c) {
+      std::string name, type;
+      st = in.ReadString(&name, kMaxName);
+      if (st.ok()) st = in.ReadString(&type, kMaxName);
+      if (!st.ok()) break;
+      absl::StatusOr<clickhouse::ColumnPtr> column = clickhouse::CreateColumn(type);
+      usable = usable && column.ok();
+      if (!column.ok()) continue;
+      known.schema.names.push_back(std::move(name));
+      known.schema.prototypes.push_back(*std::move(column));
+    }
+    if (st.ok() && usable) out.push_back(std::move(known));
+  }
+  if (!st.ok()) return Malformed(st);
+  return out;
 }
 
 absl::StatusOr<SpoolRecordHeader> DecodeSpoolRecord(std::string_view payload,

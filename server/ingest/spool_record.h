@@ -43,6 +43,19 @@ std::string EncodeRowsRecord(const TableId& table, const std::vector<std::string
 std::string EncodeIntentRecord(const TableId& table, const std::vector<std::string>& columns,
                                const std::vector<uint64_t>& lsns);
 
+// The INSERT headers chgate has seen, kept beside the spool (<spool-dir>/headers) so that after a
+// restart with ClickHouse unreachable, persisted requests for those tables are still converted
+// and acked (the header is checked again once ClickHouse answers):
+//   "CHGHDR01" | VarUInt n | n x (String key | String time zone | VarUInt columns
+//                                 | columns x (String name | String type))
+struct KnownHeader {
+  std::string key;  // the Ingestor's cache key: table and column list
+  TableSchema schema;
+};
+std::string EncodeHeaders(const std::vector<std::pair<std::string, const TableSchema*>>& headers);
+// DataLoss for bytes that are not such a file; types chgate cannot make a column of are skipped.
+absl::StatusOr<std::vector<KnownHeader>> DecodeHeaders(std::string_view bytes);
+
 // Reads a record's header, and for kRows with `block` its rows into `*block` (replacing it).
 // DataLoss for bytes that are not a record of a known kind and version.
 absl::StatusOr<SpoolRecordHeader> DecodeSpoolRecord(std::string_view payload,

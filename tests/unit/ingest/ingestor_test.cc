@@ -1103,6 +1103,30 @@ TEST_F(PersistedTest, ARepeatedIdempotencyKeyAfterARestartIsNotSpooledTwice) {
   EXPECT_EQ(inserter_.calls[0].rows_text, "0\txxx\n1\txxx\n");
 }
 
+TEST_F(PersistedTest, AfterARestartWithClickHouseDownKnownTablesAreStillAcked) {
+  Start(Options());
+  ASSERT_TRUE(SubmitPersisted(Rows(0, 2))->result.status.ok());
+  FlushDue();
+  Crash();
+  inserter_.describe_error = absl::UnavailableError("connection refused");
+  Start(Options());
+  // The header saved beside the spool converts the rows; ClickHouse was asked first.
+  const int describes = inserter_.describes;
+  Outcome* after = SubmitPersisted(Rows(2, 2));
+  ASSERT_TRUE(after->done);
+  EXPECT_TRUE(after->result.status.ok()) << after->result.status;
+  EXPECT_TRUE(after->result.persisted);
+  EXPECT_GT(inserter_.describes, describes);
+  // A table never seen has no header to fall back on.
+  Outcome* unknown_table = Submit(Rows(0, 1), absl::Seconds(30), "other", AckMode::kPersisted);
+  ASSERT_TRUE(unknown_table->done);
+  EXPECT_EQ(unknown_table->result.status.code(), absl::StatusCode::kUnavailable);
+  inserter_.describe_error = absl::OkStatus();
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 2u);
+  EXPECT_EQ(inserter_.calls[1].rows_text, "2\txxx\n3\txxx\n");
+}
+
 TEST_F(PersistedTest, ClickHouseDownKeepsTheRowsInTheSpoolNotInMemory) {
   IngestOptions o = Options();
   o.retry.max_elapsed = absl::Seconds(1);  // per attempt, for a spooled batch
