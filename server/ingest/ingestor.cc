@@ -522,23 +522,11 @@ void Ingestor::SaveHeaders() {
   std::vector<std::pair<std::string, const TableSchema*>> headers;
   for (const auto& [key, schema] : snapshot) headers.emplace_back(key, schema.get());
   const std::string bytes = EncodeHeaders(headers);
-  spool::FileOps* ops = spool::DefaultFileOps();
-  const std::string path = absl::StrCat(options_.spool->dir(), "/headers");
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  absl::StatusOr<int> fd = ops->Open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  absl::Status st = fd.status();
-  size_t written = 0;
-  while (st.ok() && written < bytes.size()) {
-    absl::StatusOr<size_t> n = ops->Write(*fd, bytes.data() + written, bytes.size() - written);
-    st = n.status();
-    if (st.ok()) written += *n;
-  }
-  if (st.ok()) st = ops->DataSync(*fd);
-  if (fd.ok()) (void)ops->Close(*fd);
-  if (st.ok()) st = ops->Rename(tmp, path);
+  const absl::Status st =
+      spool::WriteFileAtomically(spool::DefaultFileOps(), options_.spool->dir(), "headers", bytes);
   if (!st.ok()) {
     kLog.Throttled(log::Level::kWarn, "spool: table headers not saved", "",
-                   {{"file", path}, {"error", st.message()}});
+                   {{"file", "headers"}, {"error", st.message()}});
   }
 }
 
@@ -1597,7 +1585,7 @@ void Ingestor::DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows
   spool::FileOps* ops = spool::DefaultFileOps();
   const std::string dir = absl::StrCat(options_.spool->dir(), "/dead-letter");
   const std::string name = absl::StrFormat("%016x.batch", flush.intent_lsn);
-  const std::string path = absl::StrCat(dir, "/", name);
+
   // The file: a text header (table, columns, error), a blank line, then each record as
   // u64 LSN | u32 size | payload (little-endian; the payload is the spool's rows record).
   std::string out = absl::StrCat(
@@ -1619,26 +1607,7 @@ void Ingestor::DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows
     out += *payload;
   }
   if (st.ok()) st = ops->MakeDir(dir);
-  if (st.ok()) {
-    absl::StatusOr<int> fd = ops->Open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    st = fd.status();
-    size_t written = 0;
-    while (st.ok() && written < out.size()) {
-      absl::StatusOr<size_t> n = ops->Write(*fd, out.data() + written, out.size() - written);
-      st = n.status();
-      if (st.ok()) written += *n;
-    }
-    if (st.ok()) st = ops->DataSync(*fd);
-    if (fd.ok()) (void)ops->Close(*fd);
-  }
-  if (st.ok()) {
-    absl::StatusOr<int> dfd = ops->Open(dir, O_RDONLY | O_DIRECTORY, 0);
-    st = dfd.status();
-    if (st.ok()) {
-      st = ops->Sync(*dfd);
-      (void)ops->Close(*dfd);
-    }
-  }
+  if (st.ok()) st = spool::WriteFileAtomically(ops, dir, name, out);
   if (!st.ok()) {
     // Kept in the spool instead: the next start tries again.
     kLog.Error(

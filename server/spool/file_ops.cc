@@ -161,4 +161,31 @@ absl::Status ErrnoStatus(int error_number, const char* call, const std::string& 
                       absl::StrCat(call, " ", path, ": ", std::strerror(error_number)));
 }
 
+absl::Status WriteFileAtomically(FileOps* ops, const std::string& dir, const std::string& name,
+                                 std::string_view data) {
+  const std::string path = absl::StrCat(dir, "/", name);
+  const std::string tmp = absl::StrCat(path, ".tmp");
+  absl::StatusOr<int> fd = ops->Open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!fd.ok()) return fd.status();
+  absl::Status st = absl::OkStatus();
+  size_t written = 0;
+  while (st.ok() && written < data.size()) {
+    absl::StatusOr<size_t> n = ops->Write(*fd, data.data() + written, data.size() - written);
+    st = n.status();
+    if (st.ok() && *n == 0)
+      st = absl::UnavailableError(absl::StrCat("write made no progress: ", tmp));
+    if (st.ok()) written += *n;
+  }
+  if (st.ok()) st = ops->DataSync(*fd);
+  const absl::Status closed = ops->Close(*fd);
+  if (st.ok()) st = closed;
+  if (st.ok()) st = ops->Rename(tmp, path);
+  if (!st.ok()) return st;
+  absl::StatusOr<int> dfd = ops->Open(dir, O_RDONLY | O_DIRECTORY, 0);
+  if (!dfd.ok()) return dfd.status();
+  st = ops->Sync(*dfd);
+  (void)ops->Close(*dfd);
+  return st;
+}
+
 }  // namespace chgate::spool

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -44,6 +45,11 @@ class FileOps {
   // flock(LOCK_EX | LOCK_NB): FailedPrecondition when another open file description holds it.
   virtual absl::Status LockExclusive(int fd) = 0;
 };
+
+// Writes `data` as the file `dir`/`name`, whole or not at all: into `name`.tmp, fdatasync, rename
+// over `name`, then fsync of `dir`. The first error is returned (the .tmp file may stay).
+absl::Status WriteFileAtomically(FileOps* ops, const std::string& dir, const std::string& name,
+                                 std::string_view data);
 
 // The kernel's calls. A process-wide instance; never destroyed.
 FileOps* DefaultFileOps();

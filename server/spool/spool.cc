@@ -264,18 +264,7 @@ absl::Status Spool::LoadOrMakeId() {
   std::random_device random;
   std::string id;
   for (int i = 0; i < 4; ++i) absl::StrAppend(&id, absl::Hex(random(), absl::kZeroPad8));
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  ASSIGN_OR_RETURN(const int fd, ops_->Open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-  const std::string line = absl::StrCat(id, "\n");
-  absl::StatusOr<size_t> wrote = ops_->Write(fd, line.data(), line.size());
-  absl::Status st = wrote.status();
-  if (st.ok() && *wrote != line.size()) st = absl::UnavailableError("short write of the spool id");
-  if (st.ok()) st = ops_->DataSync(fd);
-  const absl::Status closed = ops_->Close(fd);
-  RETURN_IF_ERROR(st);
-  RETURN_IF_ERROR(closed);
-  RETURN_IF_ERROR(ops_->Rename(tmp, path));
-  RETURN_IF_ERROR(SyncDir());
+  RETURN_IF_ERROR(WriteFileAtomically(ops_, dir_, "ID", absl::StrCat(id, "\n")));
   id_ = std::move(id);
   return absl::OkStatus();
 }
