@@ -43,6 +43,8 @@ namespace {
 constexpr log::Component kLog("main");
 constexpr log::Component kTlsLog("tls");
 constexpr log::Component kAuthLog("api");
+// How long past --drain-timeout the process may take to end.
+constexpr absl::Duration kExitGrace = absl::Milliseconds(900);
 
 // The TLS context of ClickHouse connections, or null when no endpoint uses TLS. Prints the
 // warning an operator must see when certificates go unchecked.
@@ -356,11 +358,27 @@ int Serve(const config::Config& config) {
   stop_health.Notify();
   health.join();
   watchdog.join();
+  // The process ends within the drain deadline and a second whatever ClickHouse does: after the
+  // drain every ClickHouse operation still in flight is interrupted (pool.Abort() below), and
+  // should anything hold the process past the grace (a destructor joining a thread that no
+  // interrupt reaches), this thread ends it. It touches nothing the return path destroys.
+  std::thread([deadline] {
+    absl::SleepFor(deadline + kExitGrace - absl::Now());
+    kLog.Error("chgate: exiting 1: still not stopped after the drain deadline",
+               {{"grace", kExitGrace}});
+    log::CurrentLogger().Finish();
+    std::_Exit(1);
+  }).detach();
   const uint64_t dropped_before = ingestor.Stats().rows_dropped;
   std::thread stopper([&] { (*server)->Shutdown(deadline); });
   ingestor.Shutdown(deadline);
   stopper.join();
-  pool.Shutdown();
+  // Past the drain: header lookups of refused requests, and flushes that did not finish by the
+  // deadline, are interrupted now rather than waiting for --read-timeout.
+  if (const size_t interrupted = pool.Abort(); interrupted > 0) {
+    kLog.Warn("drain over: ClickHouse operations still in flight interrupted",
+              {{"interrupted", uint64_t{interrupted}}});
+  }
   const ingest::IngestStats stats = ingestor.Stats();
   const uint64_t dropped = stats.rows_dropped - dropped_before;
   // A drain that lost rows (or left their fate open) exits 1, so the loss shows where exit codes
@@ -373,6 +391,19 @@ int Serve(const config::Config& config) {
                 {"flushes_in_flight", stats.flushes_in_flight}});
   } else {
     kLog.Info("chgate: stopped", {{"rows_dropped", uint64_t{0}}});
+  }
+  if (spool != nullptr) {
+    // Acknowledged rows not yet in ClickHouse: safe only if the spool's volume outlives this
+    // process (a chgate restart, or a PersistentVolumeClaim); an emptyDir goes with the pod.
+    const spool::SpoolStats left = spool->Stats();
+    if (left.pending_records > 0) {
+      kLog.Error(
+          "chgate: acknowledged rows left in the spool; they are sent at the next start "
+          "on the same spool directory, and lost if its volume goes with the pod",
+          {{"rows", stats.spooled_rows},
+           {"records", left.pending_records},
+           {"spool_dir", config.spool_dir}});
+    }
   }
   if (stats.flushes_in_flight > 0) {
     // A flush still waiting for an unresponsive ClickHouse would hold the Ingestor's destructor

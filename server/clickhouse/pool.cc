@@ -41,8 +41,9 @@ void PooledConnection::Release() {
 }
 
 void PooledConnection::Discard() {
-  conn_.reset();  // Return() counts a null connection as closed
-  Release();
+  if (pool_ == nullptr) return;
+  pool_->Return(std::move(conn_), endpoint_, created_, /*discard=*/true);
+  pool_ = nullptr;
 }
 
 Pool::Pool(PoolOptions options) : options_(std::move(options)) {
@@ -78,6 +79,13 @@ void Pool::Shutdown() {
   }
 }
 
+size_t Pool::Abort() {
+  Shutdown();
+  absl::MutexLock lock(&mu_);
+  for (Connection* conn : lent_) conn->Cancel();
+  return lent_.size();
+}
+
 size_t Pool::OpenCountLocked() const { return idle_.size() + in_use_ + opening_; }
 
 std::vector<EndpointStats> Pool::Stats() const {
@@ -85,9 +93,12 @@ std::vector<EndpointStats> Pool::Stats() const {
   return stats_;
 }
 
-void Pool::Return(std::unique_ptr<Connection> conn, size_t endpoint, absl::Time created) {
+void Pool::Return(std::unique_ptr<Connection> conn, size_t endpoint, absl::Time created,
+                  bool discard) {
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
+  lent_.erase(conn.get());
+  if (discard) conn.reset();  // counted as closed, not as broken
   --in_use_;
   --stats_[endpoint].in_use;
   if (conn == nullptr || !conn->usable() || shutdown_) {
@@ -126,6 +137,7 @@ absl::StatusOr<PooledConnection> Pool::Acquire(absl::Time deadline) {
         --stats_[candidate->endpoint].idle;
         ++stats_[candidate->endpoint].in_use;
         ++in_use_;
+        lent_.insert(candidate->conn.get());
       } else {
         ++opening_;
       }
@@ -181,8 +193,14 @@ absl::StatusOr<PooledConnection> Pool::Open(absl::Time deadline) {
     absl::MutexLock lock(&mu_);
     RecordConnect(e, conn.status(), absl::Now(), /*probe=*/false);
     if (conn.ok()) {
+      if (shutdown_) {
+        // Aborted while connecting: nothing may start on it.
+        --opening_;
+        return absl::CancelledError("connection pool is shut down");
+      }
       --opening_;
       ++in_use_;
+      lent_.insert(conn->get());
       ++stats_[e].in_use;
       if (!errors.empty()) {
         kLog.Throttled(

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,6 +123,10 @@ class Pool {
 
   // Closes idle connections and refuses new Acquire() calls.
   void Shutdown();
+  // Shutdown(), and interrupts every operation on a connection in use (Connection::Cancel): a
+  // blocked read or write fails at once, so the caller returns within its own bookkeeping time
+  // whatever the server does. For a drain deadline. Returns how many were interrupted.
+  size_t Abort();
 
  private:
   friend class PooledConnection;
@@ -132,7 +137,9 @@ class Pool {
     absl::Time idle_since;
   };
 
-  void Return(std::unique_ptr<Connection> conn, size_t endpoint, absl::Time created);
+  // Takes back a connection; `discard` closes it (counted as closed, not as broken).
+  void Return(std::unique_ptr<Connection> conn, size_t endpoint, absl::Time created,
+              bool discard = false);
   absl::StatusOr<PooledConnection> Open(absl::Time deadline);
   void Maintain();
   // The connection options for endpoint `e` (its host, port and TLS).
@@ -153,6 +160,8 @@ class Pool {
   std::vector<absl::Time> last_attempt_ ABSL_GUARDED_BY(mu_);  // connect or probe, per endpoint
   std::vector<absl::Time> down_since_ ABSL_GUARDED_BY(mu_);    // first failure after a success
   size_t in_use_ ABSL_GUARDED_BY(mu_) = 0;
+  // The connections handed out, for Abort(); each is removed (in Return) before it is closed.
+  std::set<Connection*> lent_ ABSL_GUARDED_BY(mu_);
   size_t opening_ ABSL_GUARDED_BY(mu_) = 0;
   size_t next_endpoint_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;

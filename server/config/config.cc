@@ -306,7 +306,8 @@ const std::vector<Option>& Options() {
        Share("ready-low-water", &Config::ready_low_water, /*zero_ok=*/true, /*one_ok=*/false)},
       {"liveness-stall-timeout", "5m",
        "health name `liveness` turns NOT_SERVING (the kubelet restarts chgate) when the batch "
-       "scheduler has not run, or a conversion or flush has not ended, for this long; must exceed "
+       "scheduler has not run, or a conversion or a ClickHouse attempt has neither started nor "
+       "ended, for this long (a batch retried through an outage is progress); must exceed "
        "`--retry-max-elapsed` + `--read-timeout`",
        Duration("liveness-stall-timeout", &Config::liveness_stall_timeout)},
       {"ack-mode", "committed", "default ack mode (see below)",

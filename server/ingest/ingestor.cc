@@ -34,7 +34,11 @@ class RealClockImpl final : public Clock {
   }
 };
 
+// The watchdog entry of the worker or flush thread running this code (null elsewhere).
+thread_local std::atomic<int64_t>* tls_progress = nullptr;
+
 // The `code` field of log lines: the ClickHouse error code, or the status code's name.
+
 std::string ErrorCodeLabel(const absl::Status& status) {
   if (auto code = clickhouse::ClickHouseCode(status)) return absl::StrCat(*code);
   return absl::AsciiStrToUpper(absl::StatusCodeToString(status.code()));
@@ -134,6 +138,8 @@ struct Ingestor::SpoolEntry {
 struct Ingestor::SpooledFlush {
   std::vector<SpoolEntry> entries;
   uint64_t intent_lsn = 0;
+  // Records of a replayed intent that could not be read back (then nothing is sent).
+  std::vector<uint64_t> unreadable;
 };
 
 struct Ingestor::Batch {
@@ -213,6 +219,50 @@ bool IsTableChangeError(const absl::Status& status) {
          status.code() == absl::StatusCode::kNotFound;
 }
 
+// Whether ClickHouse (or chgate's own check against the INSERT's header) refused the rows
+// themselves: this block can never be inserted into the table as it is now. For spooled
+// batches these are the only errors that end in the dead-letter directory; everything else
+// (space, ZooKeeper, permissions, a missing table, quotas, read-only replicas, timeouts) is
+// something the server or its operator can fix, and is retried without end.
+bool IsDataError(const absl::Status& status) {
+  namespace ec = clickhouse::error_code;
+  if (std::optional<int32_t> code = clickhouse::ClickHouseCode(status)) {
+    switch (*code) {
+      case ec::kCannotParseText:
+      case ec::kCannotParseEscapeSequence:
+      case ec::kCannotParseQuotedString:
+      case ec::kCannotParseInputAssertionFailed:
+      case ec::kCannotParseDate:
+      case ec::kCannotParseDatetime:
+      case ec::kCannotParseNumber:
+      case ec::kCannotReadArrayFromText:
+      case ec::kIncorrectData:
+      case ec::kSizeOfFixedStringDoesntMatch:
+      case ec::kSizesOfArraysDoesntMatch:
+      case ec::kArgumentOutOfBound:
+      case ec::kValueIsOutOfRangeOfDataType:
+      case ec::kDecimalOverflow:
+      case ec::kCannotInsertNullInOrdinaryColumn:
+      case ec::kViolatedConstraint:
+      // The table's columns are no longer the block's.
+      case ec::kIncorrectNumberOfColumns:
+      case ec::kThereIsNoColumn:
+      case ec::kNotFoundColumnInBlock:
+      case ec::kDuplicateColumn:
+      case ec::kNoSuchColumnInTable:
+      case ec::kNumberOfColumnsDoesntMatch:
+      case ec::kTypeMismatch:
+      case ec::kIllegalColumn:
+      case ec::kCannotConvertType:
+        return true;
+      default:
+        return false;
+    }
+  }
+  // chgate's comparison of the block with the header the server sent for the INSERT.
+  return status.code() == absl::StatusCode::kInvalidArgument;
+}
+
 bool SameTypes(const TableSchema& a, const TableSchema& b) {
   if (a.names != b.names) return false;
   for (size_t i = 0; i < a.prototypes.size(); ++i) {
@@ -279,8 +329,16 @@ void Ingestor::WorkerLoop(bool flush_queue, size_t slot) {
       queue.pop_front();
     }
     busy_since_[slot].store(absl::ToUnixNanos(clock_->Now()), std::memory_order_relaxed);
+    tls_progress = &busy_since_[slot];
     task();
+    tls_progress = nullptr;
     busy_since_[slot].store(0, std::memory_order_relaxed);
+  }
+}
+
+void Ingestor::Progressed() const {
+  if (tls_progress != nullptr) {
+    tls_progress->store(absl::ToUnixNanos(clock_->Now()), std::memory_order_relaxed);
   }
 }
 
@@ -298,10 +356,10 @@ absl::Status Ingestor::CheckProgress(absl::Duration stall) const {
     if (since == 0) continue;
     const absl::Duration busy = now - absl::FromUnixNanos(since);
     if (busy > stall) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(i < options_.worker_threads ? "a conversion thread" : "a flush thread",
-                       " has been inside one task for ", absl::FormatDuration(busy), " (limit ",
-                       absl::FormatDuration(stall), ")"));
+      return absl::DeadlineExceededError(absl::StrCat(
+          i < options_.worker_threads ? "a conversion thread" : "a flush thread",
+          " has made no progress (no task or ClickHouse attempt started or ended) for ",
+          absl::FormatDuration(busy), " (limit ", absl::FormatDuration(stall), ")"));
     }
   }
   return absl::OkStatus();
@@ -895,8 +953,10 @@ absl::Status Ingestor::InsertWithRetries(
       batch->spooled ? options_.retry.max_elapsed : absl::InfiniteDuration();
   while (true) {
     const absl::Time stop = stop_at();
+    Progressed();  // an attempt starts: retrying on schedule is progress, not a stall
     const absl::Status status = inserter_->Insert(batch->table, block, attempt,
                                                   std::min(stop, clock_->Now() + attempt_timeout));
+    Progressed();
     if (!*too_many_parts &&
         clickhouse::ClickHouseCode(status) == clickhouse::error_code::kTooManyParts) {
       // Raised at once, not when the retries end: the table's next batches wait longer while
@@ -904,7 +964,11 @@ absl::Status Ingestor::InsertWithRetries(
       *too_many_parts = true;
       AdaptDelay(batch, /*too_many_parts=*/true, absl::ZeroDuration(), attempt.attempt);
     }
-    if (status.ok() || !ShouldRetry(status)) return status;
+    // A spooled batch has acknowledged rows and no caller waiting: only rows the table can
+    // never take end its retries (see IsDataError); the drain's end stops them too.
+    if (status.ok() || (batch->spooled ? IsDataError(status) : !ShouldRetry(status))) {
+      return status;
+    }
     absl::Duration cap =
         std::min(options_.retry.max_backoff,
                  options_.retry.initial_backoff * std::pow(2.0, std::min(attempt.attempt - 1, 30)));
@@ -1455,13 +1519,22 @@ std::unique_ptr<clickhouse::Block> Ingestor::ReadSpooled(Batch* batch, SpooledFl
     }
     kept.push_back(e);
   }
+  if (!lost.empty()) {
+    absl::MutexLock lock(&mu_);
+    rows_dropped_ += lost_rows;
+  }
+  if (flush.intent_lsn != 0 && !lost.empty()) {
+    // An intent is sent whole or not at all: a smaller block under its identity would be a new
+    // block to ClickHouse (a duplicate of what the first attempt may have written). The caller
+    // sets the batch aside, marking it committed in one record with its intent.
+    flush.unreadable = std::move(lost);
+    return nullptr;
+  }
   flush.entries = std::move(kept);
   if (!lost.empty()) {
     if (absl::Status st = options_.spool->MarkCommitted(lost); !st.ok()) {
       kLog.Error("spool: marking unreadable records failed", {{"error", st.message()}});
     }
-    absl::MutexLock lock(&mu_);
-    rows_dropped_ += lost_rows;
   }
   return block;
 }
@@ -1478,6 +1551,14 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
   // Read the records first: their columns decide how many go into this INSERT.
   std::vector<SpoolEntry> later;
   std::unique_ptr<clickhouse::Block> block = ReadSpooled(batch, flush, &later);
+  if (!flush.unreadable.empty()) {
+    SetAsideDamagedIntent(batch, flush);
+    {
+      absl::MutexLock lock(&mu_);
+      spooled_rows_ -= std::min(spooled_rows_, queued_rows);
+    }
+    return FinishFlush(batch, 0, 0);
+  }
   if (!later.empty()) {
     absl::MutexLock lock(&mu_);
     for (auto it = later.rbegin(); it != later.rend(); ++it) {
@@ -1515,6 +1596,7 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
       break;
     }
     clock_->SleepUntil(resume);
+    Progressed();
   }
   if (block != nullptr && flush.intent_lsn != 0) {
     failpoint::Hit("spool_intent_before_insert");
@@ -1557,7 +1639,7 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
     }
     absl::MutexLock lock(&mu_);
     rows_committed_ += rows;
-  } else if (sent && !ShouldRetry(status)) {
+  } else if (sent && IsDataError(status)) {
     if (IsTableChangeError(status)) ForgetSchemas(batch->table);
     if (observer_ != nullptr) {
       observer_->FlushFailed(batch->label, status, clickhouse::ClickHouseCode(status));
@@ -1580,6 +1662,28 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
   FinishFlush(batch, 0, 0);
 }
 
+void Ingestor::SetAsideDamagedIntent(Batch* batch, const SpooledFlush& flush) {
+  uint64_t rows = 0;
+  for (const SpoolEntry& e : flush.entries) {
+    if (std::find(flush.unreadable.begin(), flush.unreadable.end(), e.lsn) ==
+        flush.unreadable.end()) {
+      rows += e.rows;
+    }
+  }
+  const std::string lsns = absl::StrJoin(flush.unreadable, ",");
+  kLog.Error(
+      "spooled batch damaged: not sent again, since a smaller block under its identity would be "
+      "stored as a new one; its readable records go to the dead-letter directory",
+      {{"table", batch->label},
+       {"intent_lsn", flush.intent_lsn},
+       {"unreadable_lsns", lsns},
+       {"readable_records", flush.entries.size() - flush.unreadable.size()},
+       {"readable_rows", rows}});
+  DeadLetter(batch, flush, rows,
+             absl::DataLossError(absl::StrCat("records ", lsns, " of batch intent ",
+                                              flush.intent_lsn, " are unreadable in the spool")));
+}
+
 void Ingestor::DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
                           const absl::Status& status) {
   spool::FileOps* ops = spool::DefaultFileOps();
@@ -1592,8 +1696,17 @@ void Ingestor::DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows
       "chgate dead letter v1\ntable: ", batch->label,
       "\ncolumns: ", absl::StrJoin(batch->columns, ","), "\nrecords: ", flush.entries.size(),
       "\nrows: ", rows, "\nerror: ", absl::StrReplaceAll(status.ToString(), {{"\n", " "}}), "\n\n");
+  if (!flush.unreadable.empty()) {
+    // Insert "unreadable:" before the blank line that ends the header.
+    out.insert(out.size() - 1,
+               absl::StrCat("unreadable: ", absl::StrJoin(flush.unreadable, ","), "\n"));
+  }
   absl::Status st = absl::OkStatus();
   for (const SpoolEntry& e : flush.entries) {
+    if (std::find(flush.unreadable.begin(), flush.unreadable.end(), e.lsn) !=
+        flush.unreadable.end()) {
+      continue;
+    }
     absl::StatusOr<std::string> payload = options_.spool->Read(e.lsn);
     if (!payload.ok()) {
       st = payload.status();
@@ -1674,57 +1787,75 @@ RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records
   for (const auto& [lsn, f] : rows) summary.rows += f.header.rows;
   const absl::Time now = clock_->Now();
   std::vector<uint64_t> empty_intents;
-  absl::MutexLock lock(&mu_);
-  for (const auto& [intent_lsn, f] : intents) {
-    SpooledFlush flush{.intent_lsn = intent_lsn};
-    for (uint64_t lsn : f.header.lsns) {
-      auto it = rows.find(lsn);
-      if (it == rows.end()) {
-        ++summary.orphaned;
+  std::vector<std::pair<Batch*, SpooledFlush>> damaged;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [intent_lsn, f] : intents) {
+      SpooledFlush flush{.intent_lsn = intent_lsn};
+      for (uint64_t lsn : f.header.lsns) {
+        auto it = rows.find(lsn);
+        if (it == rows.end()) {
+          ++summary.orphaned;
+          flush.unreadable.push_back(lsn);
+          flush.entries.push_back(SpoolEntry{lsn, 0, 0, now});
+          continue;
+        }
+        flush.entries.push_back(SpoolEntry{lsn, it->second.header.rows, it->second.size, now});
+        rows.erase(it);
+      }
+      if (flush.unreadable.size() == flush.entries.size()) {
+        // None of its records is pending: nothing can be sent under this identity.
+        if (!flush.entries.empty()) {
+          kLog.Error(
+              "spooled batch intent without any of its records; nothing to send",
+              {{"intent_lsn", intent_lsn}, {"missing_lsns", absl::StrJoin(flush.unreadable, ",")}});
+        }
+        empty_intents.push_back(intent_lsn);
         continue;
       }
-      flush.entries.push_back(SpoolEntry{lsn, it->second.header.rows, it->second.size, now});
-      spooled_rows_ += it->second.header.rows;
-      rows.erase(it);
+      Batch& batch = SpooledBatchLocked(
+          absl::StrCat(BatchKey(f.header.table, f.header.columns), kSpooledKeySuffix),
+          f.header.table, f.header.columns);
+      if (!flush.unreadable.empty()) {
+        ++summary.damaged_intents;
+        damaged.emplace_back(&batch, std::move(flush));
+        continue;
+      }
+      for (const SpoolEntry& e : flush.entries) spooled_rows_ += e.rows;
+      ++summary.intents;
+      batch.replays.push_back(std::move(flush));
     }
-    if (flush.entries.empty()) {
-      empty_intents.push_back(intent_lsn);
-      continue;
+    for (const auto& [lsn, f] : rows) {
+      Batch& batch = SpooledBatchLocked(
+          absl::StrCat(BatchKey(f.header.table, f.header.columns), kSpooledKeySuffix),
+          f.header.table, f.header.columns);
+      if (!f.header.idempotency_key.empty()) {
+        // A caller that resends a request it saw no answer for finds it done.
+        KeyEntry& key = keys_[f.header.idempotency_key];
+        key.done = true;
+        key.result = Result{.status = absl::OkStatus(), .rows = f.header.rows, .persisted = true};
+        key.expires = now + options_.idempotency_window;
+        done_keys_.push_back({f.header.idempotency_key, key.expires});
+      }
+      QueueSpooledLocked(batch, SpoolEntry{lsn, f.header.rows, f.size, now});
     }
-    ++summary.intents;
-    Batch& batch = SpooledBatchLocked(
-        absl::StrCat(BatchKey(f.header.table, f.header.columns), kSpooledKeySuffix), f.header.table,
-        f.header.columns);
-    batch.replays.push_back(std::move(flush));
-  }
-  for (const auto& [lsn, f] : rows) {
-    Batch& batch = SpooledBatchLocked(
-        absl::StrCat(BatchKey(f.header.table, f.header.columns), kSpooledKeySuffix), f.header.table,
-        f.header.columns);
-    if (!f.header.idempotency_key.empty()) {
-      // A caller that resends a request it saw no answer for finds it done.
-      KeyEntry& key = keys_[f.header.idempotency_key];
-      key.done = true;
-      key.result = Result{.status = absl::OkStatus(), .rows = f.header.rows, .persisted = true};
-      key.expires = now + options_.idempotency_window;
-      done_keys_.push_back({f.header.idempotency_key, key.expires});
+    for (auto& [key, batch] : batches_) {
+      if (batch->spooled && !batch->replays.empty()) StartFlushLocked(*batch, FlushReason::kReplay);
     }
-    QueueSpooledLocked(batch, SpoolEntry{lsn, f.header.rows, f.size, now});
-  }
-  for (auto& [key, batch] : batches_) {
-    if (batch->spooled && !batch->replays.empty()) StartFlushLocked(*batch, FlushReason::kReplay);
-  }
-  if (!empty_intents.empty()) {
-    if (absl::Status st = options_.spool->MarkCommitted(empty_intents); !st.ok()) {
-      kLog.Error("spool: marking empty intents failed", {{"error", st.message()}});
+    if (!empty_intents.empty()) {
+      if (absl::Status st = options_.spool->MarkCommitted(empty_intents); !st.ok()) {
+        kLog.Error("spool: marking empty intents failed", {{"error", st.message()}});
+      }
     }
   }
+  for (auto& [batch, flush] : damaged) SetAsideDamagedIntent(batch, flush);
   if (observer_ != nullptr) observer_->SpoolReplayed(summary.records);
   kLog.Info("spool replayed", {{"records", summary.records},
                                {"rows", summary.rows},
                                {"batches_resent_as_before", summary.intents},
                                {"unreadable_records", summary.unreadable},
-                               {"orphaned_intent_entries", summary.orphaned}});
+                               {"orphaned_intent_entries", summary.orphaned},
+                               {"damaged_batches_set_aside", summary.damaged_intents}});
   return summary;
 }
 

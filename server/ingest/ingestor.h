@@ -163,6 +163,7 @@ struct RecoverySummary {
   uint64_t intents = 0;     // batches to re-send exactly as they were (sent before the crash)
   uint64_t unreadable = 0;  // records that could not be read back (counted as lost)
   uint64_t orphaned = 0;    // intent entries whose row records are gone
+  uint64_t damaged_intents = 0;  // intents with some records gone: set aside, not sent
 };
 
 class Ingestor {
@@ -212,11 +213,15 @@ class Ingestor {
   IngestStats Stats() const;
 
   // The liveness watchdog's question: do the Ingestor's loops make progress? Not OK when the
-  // batch scheduler has not run for `stall`, or a worker or flush thread has been inside one task
-  // (a conversion, a header lookup, a flush with its retries) for longer than `stall`: every such
-  // task ends by its deadline or the retry window, so either means chgate is wedged. Lock-free,
-  // so it answers even when a thread holds the Ingestor's mutex forever.
+  // batch scheduler has not run for `stall`, or a worker or flush thread has made no progress
+  // for longer than `stall`: progress is a task starting or ending, or a ClickHouse attempt
+  // starting or ending (a spooled batch retried through a long outage makes progress at every
+  // attempt; a thread blocked in one call does not). Each attempt ends by its own timeout, so a
+  // stall means chgate is wedged. Lock-free, so it answers even when a thread holds the
+  // Ingestor's mutex forever.
   absl::Status CheckProgress(absl::Duration stall) const;
+  // Records progress of the calling worker or flush thread (see CheckProgress).
+  void Progressed() const;
 
   // Stops taking requests (they fail with Unavailable), flushes every batch and waits for the
   // flushes until `deadline`; requests still pending then fail with Unavailable.
@@ -303,6 +308,10 @@ class Ingestor {
   std::unique_ptr<clickhouse::Block> ReadSpooled(Batch* batch, SpooledFlush& flush,
                                                  std::vector<SpoolEntry>* later);
   // Moves a batch ClickHouse refused for good to <spool>/dead-letter/ and marks it committed.
+  // A replayed intent some of whose records are unreadable or gone: never sent (a smaller block
+  // under its identity would be stored as a new one); its readable records are dead-lettered
+  // with the intent, and the loss is logged with the LSNs.
+  void SetAsideDamagedIntent(Batch* batch, const SpooledFlush& flush);
   void DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
                   const absl::Status& status);
   // The INSERT of `block` with retries (backoff with full jitter) while `status` is retryable and

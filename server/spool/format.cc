@@ -190,7 +190,10 @@ SegmentScan ScanSegment(std::string_view data, uint64_t name_lsn) {
              GetLe32(data.data() + kSegmentHeaderSize - 4)) {
     scan.bad_reason = "segment header CRC mismatch";
   } else if (GetLe32(data.data() + 8) != kFormatVersion) {
-    scan.bad_reason = absl::StrCat("unknown format version ", GetLe32(data.data() + 8));
+    scan.version = GetLe32(data.data() + 8);
+    scan.unknown_version = true;
+    scan.bad_reason = absl::StrCat("unknown format version ", scan.version);
+    return scan;
   } else if (GetLe64(data.data() + 16) != name_lsn) {
     scan.bad_reason = absl::StrCat("header's first LSN ", GetLe64(data.data() + 16),
                                    " disagrees with the file name");

@@ -82,6 +82,10 @@ struct SegmentScan {
   // somewhere after good_end. Distinguishes a torn tail (garbage up to the end) from corruption
   // with good data behind it.
   bool valid_record_after_bad = false;
+  // The header is intact (magic, CRC) but names a format version this code does not know: not
+  // damage, a spool written by another chgate version. Nothing after the header was read.
+  bool unknown_version = false;
+  uint32_t version = 0;
 };
 
 // Validates the segment bytes `data` of the file named for `name_lsn`: the header, then records

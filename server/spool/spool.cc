@@ -1,3 +1,13 @@
+// The rule every step here keeps: nothing is deleted before the record that makes deleting it
+// safe is durable. A segment file goes only when every data record in it is covered by a commit
+// record (or a segment's commit snapshot) that was written and fdatasync'ed; until then the
+// segment keeps counting those records (Segment::pending_data), even though MarkCommitted has
+// taken them out of `pending_` at once. Deleting earlier would let a crash lose the rows of a
+// batch intent whose own record survives, and a replay would then send a smaller block under
+// the old identity, which ClickHouse stores as a new one (a duplicate). Recovery syncs every
+// segment it reads before acting on what it read, so a commit mark seen only in the page cache
+// never justifies a deletion either. tests/unit/spool/spool_test.cc crashes at every file
+// operation (a simulated disk that loses what was not synced) and checks this.
 #include "server/spool/spool.h"
 
 #include <fcntl.h>
@@ -30,6 +40,7 @@ struct Spool::Entry {
   std::string payload;
   AppendCallback done;  // kData and kBarrier
   absl::Time enqueued;
+  std::vector<uint64_t> committed;  // kCommit: the LSNs its record marks committed
   uint64_t bytes() const { return kind == Kind::kBarrier ? 0 : RecordSize(payload.size()); }
 };
 
@@ -50,6 +61,9 @@ class Spool::Recovery {
       if (auto lsn = ParseSegmentFileName(name)) firsts.push_back(*lsn);
     }
     std::sort(firsts.begin(), firsts.end());
+    // Before anything is changed: a segment of another format version (written by a newer
+    // chgate, say, before a rollback) stops the start with every file left as it is.
+    for (uint64_t first : firsts) RETURN_IF_ERROR(CheckVersion(first));
     for (size_t i = 0; i < firsts.size(); ++i) {
       RETURN_IF_ERROR(RecoverSegment(firsts[i], i + 1 == firsts.size()));
     }
@@ -65,6 +79,27 @@ class Spool::Recovery {
     uint64_t size = 0;
   };
 
+  absl::Status CheckVersion(uint64_t first) {
+    const std::string name = SegmentFileName(first);
+    ASSIGN_OR_RETURN(const int fd,
+                     ops_->Open(absl::StrCat(spool_.dir_, "/", name), O_RDONLY, 0));
+    std::string head(kSegmentHeaderSize, '\0');
+    absl::StatusOr<size_t> got = ops_->ReadAt(fd, head.data(), head.size(), 0);
+    const absl::Status closed = ops_->Close(fd);
+    RETURN_IF_ERROR(got.status());
+    RETURN_IF_ERROR(closed);
+    head.resize(*got);
+    const SegmentScan scan = ScanSegment(head, first);
+    if (scan.unknown_version) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "spool segment ", spool_.dir_, "/", name, " has format version ", scan.version,
+          "; this chgate reads version ", kFormatVersion,
+          ". No file was changed: start a chgate that reads version ", scan.version,
+          " on this directory to drain it"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status RecoverSegment(uint64_t first, bool last) {
     const std::string name = SegmentFileName(first);
     const std::string path = absl::StrCat(spool_.dir_, "/", name);
@@ -79,6 +114,9 @@ class Spool::Recovery {
 
   absl::Status RecoverOpenSegment(int fd, uint64_t first, bool last, const std::string& name,
                                   const std::string& path) {
+    // What was read may so far be only in the page cache (a process that died before its sync):
+    // make it durable before its commit marks let any segment go.
+    RETURN_IF_ERROR(ops_->DataSync(fd));
     ASSIGN_OR_RETURN(const uint64_t size, ops_->FileSize(fd));
     std::string data(size, '\0');
     ASSIGN_OR_RETURN(const size_t got, ops_->ReadAt(fd, data.data(), data.size(), 0));
@@ -400,14 +438,17 @@ absl::Status Spool::MarkCommitted(const std::vector<uint64_t>& lsns) {
   for (uint64_t lsn : lsns) {
     auto it = pending_.find(lsn);
     if (it == pending_.end()) continue;
-    --segments_[it->second.segment].pending_data;
+    // The segment keeps counting the record until the commit record is durable (the rule at
+    // the top of this file).
+    not_durable_commits_.emplace(lsn, it->second.segment);
     pending_.erase(it);
     newly.push_back(lsn);
   }
   if (newly.empty()) return absl::OkStatus();
   const absl::Time now = absl::Now();
   if (queue_.empty()) first_queued_ = now;
-  Entry e{Entry::Kind::kCommit, EncodeCommitPayload(RangesOf(std::move(newly))), nullptr, now};
+  Entry e{Entry::Kind::kCommit, EncodeCommitPayload(RangesOf(newly)), nullptr, now,
+          std::move(newly)};
   queued_bytes_ += e.bytes();
   queue_.push_back(std::move(e));
   return absl::OkStatus();
@@ -639,6 +680,12 @@ void Spool::WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& compl
         case Entry::Kind::kCommit:
           ++rec_lsn;
           ++rec;
+          if (sync) {
+            ReleaseCommitsLocked(e.committed);
+          } else {
+            written_unsynced_commits_.insert(written_unsynced_commits_.end(), e.committed.begin(),
+                                             e.committed.end());
+          }
           break;
         case Entry::Kind::kBarrier:
           completions.push_back(Completion{std::move(e.done), uint64_t{0}});
@@ -715,6 +762,10 @@ absl::Status Spool::SyncActive() {
   const absl::Duration took = absl::Now() - start;
   if (st.ok()) unsynced_since_ = absl::InfiniteFuture();
   absl::MutexLock l(&mu_);
+  if (st.ok()) {
+    ReleaseCommitsLocked(written_unsynced_commits_);
+    written_unsynced_commits_.clear();
+  }
   ++stats_.fsyncs;
   stats_.fsync_total += took;
   stats_.fsync_last = took;
@@ -737,11 +788,17 @@ absl::Status Spool::StartSegment() {
   const std::string path = absl::StrCat(dir_, "/", SegmentFileName(first));
   std::string buf = EncodeSegmentHeader(first);
   uint64_t lsn_end = first;
+  // Every commit made so far is in the snapshot (each such LSN lies in a kept segment, since
+  // its segment still counts it), so once the snapshot is synced they are all durable.
+  std::vector<uint64_t> covered;
   {
     absl::MutexLock l(&mu_);
     RefreshFreeBytesLocked(/*force=*/true);
     const uint64_t from = segments_.empty() ? first : segments_.begin()->first;
     const std::vector<LsnRange> committed = CommittedRangesLocked(from, first);
+    for (const auto& [lsn, segment] : not_durable_commits_) {
+      if (lsn >= from && lsn < first) covered.push_back(lsn);
+    }
     if (!committed.empty()) {
       AppendRecord(buf, lsn_end++, RecordType::kCommit, EncodeCommitPayload(committed));
     }
@@ -785,6 +842,8 @@ absl::Status Spool::StartSegment() {
   active_broken_ = false;
   writer_lsn_ = lsn_end;
   absl::MutexLock l(&mu_);
+  ReleaseCommitsLocked(covered);
+  written_unsynced_commits_.clear();  // all among `covered`: written before this snapshot
   segments_[first] = Segment{path, buf.size(), 0};
   disk_bytes_ += buf.size();
   written_since_check_ += buf.size();
@@ -792,6 +851,16 @@ absl::Status Spool::StartSegment() {
   has_active_ = true;
   durable_lsn_end_ = writer_lsn_;
   return absl::OkStatus();
+}
+
+void Spool::ReleaseCommitsLocked(const std::vector<uint64_t>& lsns) {
+  for (uint64_t lsn : lsns) {
+    auto it = not_durable_commits_.find(lsn);
+    if (it == not_durable_commits_.end()) continue;  // released already (by a snapshot)
+    auto seg = segments_.find(it->second);
+    if (seg != segments_.end() && seg->second.pending_data > 0) --seg->second.pending_data;
+    not_durable_commits_.erase(it);
+  }
 }
 
 void Spool::DeleteCommittedSegments() {

@@ -182,7 +182,8 @@ class Spool {
   struct Segment {
     std::string path;
     uint64_t bytes = 0;
-    uint64_t pending_data = 0;  // kData records not yet committed
+    // kData records not covered by a durable commit record (see the rule in spool.cc).
+    uint64_t pending_data = 0;
   };
   struct Pending {
     absl::Time appended;
@@ -212,6 +213,8 @@ class Spool {
   absl::Status StartSegment();
   void CloseActive();
   void DeleteCommittedSegments();
+  // `lsns` are now covered by a durable commit record: their segments stop counting them.
+  void ReleaseCommitsLocked(const std::vector<uint64_t>& lsns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SyncDir();
 
   absl::Status CheckSpaceLocked(uint64_t record_bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -241,6 +244,10 @@ class Spool {
   bool has_active_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t disk_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  // Marked committed, but no durable commit record says so yet: LSN -> its segment's first LSN.
+  std::map<uint64_t, uint64_t> not_durable_commits_ ABSL_GUARDED_BY(mu_);
+  // Of those, the ones whose commit record is written to the active segment, awaiting its sync.
+  std::vector<uint64_t> written_unsynced_commits_ ABSL_GUARDED_BY(mu_);
   uint64_t durable_lsn_end_ ABSL_GUARDED_BY(mu_) = 0;  // every LSN below was written
   uint64_t free_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t written_since_check_ ABSL_GUARDED_BY(mu_) = 0;  // bytes written since the statvfs

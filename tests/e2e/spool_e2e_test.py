@@ -6,13 +6,18 @@ run by clickhousectl.sh) and a plain MergeTree table.
   /usr/bin/python3 tests/e2e/spool_e2e_test.py --chgate build/server/chgate [unittest args]
 
 Environment (besides e2e_support.py's):
-  CHGATE_SPOOL_CRASHES   crashes in the crash loop (default 6: CI's bounded run; the documented
-                         full run is 25)
+  CHGATE_SPOOL_CRASHES   rounds of the crash loop (default 12: CI's bounded run; the documented
+                         full run is 100)
+  CHGATE_SPOOL_SEED      the random seed of the crash loop (default: the time; printed)
 
 The crash loop. Writer threads send 100-row requests with ACK_MODE_PERSISTED to both tables and
 record which were acknowledged. Each round kills chgate at one of its kill points and starts it
-again on the same spool directory:
-  - a SIGKILL from outside at a random moment (mid-append, mid-flush, anywhere);
+again on the same spool directory, with segments of 1 MiB so they roll and are deleted all along:
+  - a SIGKILL from outside at a random moment (mid-append, mid-flush, anywhere), 0.5-3 s into
+    the round;
+  - every fourth round an outage: ClickHouse is stopped (SIGSTOP) while the writers go on, so a
+    backlog builds in the spool, chgate is killed in the outage, and the next round starts with
+    that backlog draining (the moment a kill right after a commit is most likely);
   - failpoints (CHGATE_FAILPOINTS) that make chgate kill itself exactly: after the spool's write
     and before its fdatasync, after the fdatasync and before the ack, after the batch intent and
     before the INSERT, after ClickHouse committed and before the spool recorded it.
@@ -40,7 +45,7 @@ import e2e_support as e2e  # noqa: E402
 from e2e_support import DATABASE, V  # noqa: E402
 
 CHGATE = e2e.default_chgate_binary()
-CRASHES = int(os.environ.get("CHGATE_SPOOL_CRASHES", "6"))
+CRASHES = int(os.environ.get("CHGATE_SPOOL_CRASHES", "12"))
 ROWS_PER_REQUEST = 100
 KILL_POINTS = ["outside", "spool_written_before_sync", "persisted_before_ack",
                "spool_intent_before_insert", "insert_committed_before_mark"]
@@ -213,29 +218,42 @@ class SpoolTestCase(unittest.TestCase):
 
 
 class CrashLoopTest(SpoolTestCase):
+    SEGMENT = ["--spool-segment-bytes=1MiB"]
+
     def test_every_acknowledged_row_exactly_once_on_replicated_across_crashes(self):
         repl, plain = self.make_tables(uuid.uuid4().hex[:8])
         writers = Writers(self.stubs, [repl, plain])
-        proc = self.chgate()
+        proc = self.chgate(extra_args=self.SEGMENT)
         writers.point_at(proc.api_address)
         writers.start()
-        rng = random.Random(int(os.environ.get("CHGATE_SPOOL_SEED", str(int(time.time())))))
+        writers.wait_acked()  # both tables' headers are known (saved beside the spool)
+        seed = int(os.environ.get("CHGATE_SPOOL_SEED", str(int(time.time()))))
+        report(f"crash loop: {CRASHES} rounds, seed {seed}")
+        rng = random.Random(seed)
         kills = {p: 0 for p in KILL_POINTS}
+        outages = 0
         try:
             for crash in range(CRASHES):
                 point = KILL_POINTS[crash % len(KILL_POINTS)]
-                time.sleep(rng.uniform(0.5, 1.5))  # steady load on the running chgate
-                if point == "outside":
-                    time.sleep(rng.uniform(0, 0.3))
+                if crash % 4 == 3:
+                    # An outage: the spool fills while ClickHouse is stopped; chgate dies in it.
+                    with e2e.PausedClickHouse(self.ch):
+                        time.sleep(rng.uniform(1.0, 3.0))
+                        proc.kill()
+                    outages += 1
+                    point = "outside"
+                elif point == "outside":
+                    time.sleep(rng.uniform(0.5, 3.0))  # steady load on the running chgate
                     proc.kill()
                 else:
+                    time.sleep(rng.uniform(0.5, 1.5))
                     proc.kill()  # stopped before it is started again with the failpoint armed
-                    proc = self.chgate(failpoints=f"{point}=0.05")
+                    proc = self.chgate(failpoints=f"{point}=0.05", extra_args=self.SEGMENT)
                     writers.point_at(proc.api_address)
                     if proc.wait(timeout=30) is None:  # the failpoint did not fire
                         proc.kill()
                 kills[point] += 1
-                proc = self.chgate()
+                proc = self.chgate(extra_args=self.SEGMENT)
                 writers.point_at(proc.api_address)
             time.sleep(1.0)
             writers.stop()
@@ -247,7 +265,9 @@ class CrashLoopTest(SpoolTestCase):
         for point in KILL_POINTS[1:]:
             fired = log.count(f"failpoint {point}")
             report(f"kill point {point}: {fired} of {kills[point]} rounds died there")
-        report(f"kills from outside: {kills['outside']}")
+        report(f"kills from outside: {kills['outside']}, {outages} of them in an outage")
+        damaged = log.count("spooled batch damaged")
+        self.assertEqual(damaged, 0, "a batch intent lost records in the spool")
         for table, replicated in ((repl, True), (plain, False)):
             counts = self.request_counts(table)
             acked = writers.acked[table]
@@ -319,6 +339,82 @@ class FaultTest(SpoolTestCase):
         n = self.check_exactly_once(writers, repl)
         report(f"ZooKeeper paused 12 s: {acked_while_paused} requests acked by then, {n} in all, "
                f"each once")
+
+    def test_an_outage_longer_than_the_stall_timeout_keeps_liveness_serving(self):
+        """A spooled batch retried through a long outage is progress, not a stall: liveness stays
+        SERVING (the kubelet must not restart chgate while it holds the backlog), and the backlog
+        lands once ClickHouse is back."""
+        repl, _ = self.make_tables(uuid.uuid4().hex[:8])
+        stall = 6
+        proc = self.chgate(extra_args=[f"--liveness-stall-timeout={stall}s", "--read-timeout=2s",
+                                       "--connect-timeout=2s", "--retry-max-elapsed=3s"])
+        writers = self.run_load(proc, [repl], 0)
+        writers.wait_acked()
+        states = []
+        try:
+            with e2e.PausedClickHouse(self.ch):
+                acked_before = sum(len(a) for a in writers.acked.values())
+                deadline = time.monotonic() + 3 * stall
+                while time.monotonic() < deadline:
+                    states.append(proc.health("liveness"))
+                    time.sleep(0.5)
+                acked_in_outage = sum(len(a) for a in writers.acked.values()) - acked_before
+        finally:
+            writers.stop()
+        self.assertEqual(set(states), {"SERVING"}, proc.log_tail())
+        self.assertNotIn("liveness NOT_SERVING", proc.log_text())
+        self.assertGreater(acked_in_outage, 0, "nothing was acknowledged during the outage")
+        self.drain(proc)
+        self.assertEqual(proc.stop(), 0, proc.log_tail())
+        n = self.check_exactly_once(writers, repl)
+        report(f"outage of {3 * stall} s (stall timeout {stall} s): liveness SERVING in all "
+               f"{len(states)} checks, {acked_in_outage} requests acked in the outage, {n} in all, "
+               f"each once")
+
+    def test_shutdown_ends_within_the_drain_timeout_with_clickhouse_paused(self):
+        """SIGTERM with ClickHouse stopped mid-conversation (connections open, silent) and a
+        request waiting for its table's header: the process is gone within --drain-timeout + 1 s,
+        and rows it had acknowledged stay in the spool for the next start."""
+        repl, _ = self.make_tables(uuid.uuid4().hex[:8])
+        unknown = f"spool_unknown_{uuid.uuid4().hex[:8]}"
+        self.ch.recreate_table(unknown, "id UInt64, writer UInt32, payload String")
+        drain = 4
+        proc = self.chgate(extra_args=[f"--drain-timeout={drain}s", "--read-timeout=60s"])
+        writers = self.run_load(proc, [repl], 0)
+        writers.wait_acked()
+        import grpc
+        with e2e.PausedClickHouse(self.ch):
+            time.sleep(1.0)  # flushes now wait for the silent server
+            # A table chgate has never seen: its header lookup waits for the server too.
+            channel = grpc.insecure_channel(proc.api_address)
+            stub = self.stubs.pb_grpc.IngestStub(channel)
+            rows = [self.pb.Row(values=[V.u(1), V.u(0), V.s("x")])]
+            call = stub.Insert.future(self.pb.InsertRequest(
+                table=f"{DATABASE}.{unknown}", columns=["id", "writer", "payload"],
+                rows=self.pb.RowSet(rows=rows), ack_mode=self.pb.ACK_MODE_PERSISTED), timeout=60)
+            time.sleep(0.5)
+            writers.stop()
+            started = time.monotonic()
+            proc.signal(signal.SIGTERM)
+            code = proc.wait(timeout=drain + 30)
+            took = time.monotonic() - started
+            try:
+                call.result(timeout=5)
+            except grpc.RpcError:
+                pass
+            channel.close()
+        self.assertIsNotNone(code, "chgate did not exit")
+        report(f"SIGTERM with ClickHouse paused: exited {code} after {took:.2f} s "
+               f"(--drain-timeout={drain}s)")
+        self.assertLess(took, drain + 1.0 + 0.5, proc.log_tail())
+        log = proc.log_text()
+        if "acknowledged rows left in the spool" not in log:
+            self.assertIn("chgate: stopped", log)
+        # The next start sends whatever was left.
+        proc = self.chgate()
+        self.drain(proc)
+        self.assertEqual(proc.stop(), 0, proc.log_tail())
+        self.check_exactly_once(writers, repl)
 
     def test_a_full_spool_refuses_and_never_exceeds_its_bound(self):
         repl, _ = self.make_tables(uuid.uuid4().hex[:8])

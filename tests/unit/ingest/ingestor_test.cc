@@ -920,6 +920,63 @@ TEST(IngestorWatchdogTest, AFlushThatDoesNotEndFailsTheProgressCheckUntilItEnds)
   EXPECT_TRUE(ingestor.CheckProgress(stall).ok());
 }
 
+// An inserter that fails at once (ClickHouse unreachable) until Release().
+class UnreachableInserter final : public Inserter {
+ public:
+  absl::StatusOr<TableSchema> Describe(const TableId& table,
+                                       const std::vector<std::string>& columns,
+                                       absl::Time deadline) override {
+    return schemas_.Describe(table, columns, deadline);
+  }
+  absl::Status Insert(const TableId&, const clickhouse::Block&, const InsertAttempt&,
+                      absl::Time) override {
+    absl::MutexLock l(&mu_);
+    ++attempts_;
+    if (released_) return absl::OkStatus();
+    return absl::UnavailableError("connection refused");
+  }
+  void AwaitAttempts(int n) {
+    absl::MutexLock l(&mu_);
+    auto enough = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return attempts_ >= n; };
+    mu_.Await(absl::Condition(&enough));
+  }
+  void Release() {
+    absl::MutexLock l(&mu_);
+    released_ = true;
+  }
+
+ private:
+  FakeInserter schemas_;
+  absl::Mutex mu_;
+  int attempts_ ABSL_GUARDED_BY(mu_) = 0;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+TEST(IngestorWatchdogTest, ABatchRetriedOnScheduleThroughAnOutageIsProgressNotAStall) {
+  UnreachableInserter inserter;
+  IngestOptions o;
+  o.limits = {.max_rows = 1, .max_bytes = 1 << 20, .max_delay = absl::Milliseconds(10)};
+  o.retry = {.initial_backoff = absl::Milliseconds(10),
+             .max_backoff = absl::Milliseconds(40),
+             .max_elapsed = absl::Minutes(1)};
+  Ingestor ingestor(o, &inserter, RealClock());
+  const absl::Duration stall = absl::Milliseconds(300);
+  clickhouse::Block block = Rows(0, 1);
+  absl::Notification done;
+  ingestor.Submit({.table = "events", .block = &block, .deadline = absl::Now() + absl::Minutes(1)},
+                  nullptr, [&done](Result) { done.Notify(); });
+  inserter.AwaitAttempts(2);
+  // Three stall limits of one flush task retrying: never a stall.
+  for (int i = 0; i < 9; ++i) {
+    absl::SleepFor(stall / 3);
+    const absl::Status progress = ingestor.CheckProgress(stall);
+    EXPECT_TRUE(progress.ok()) << progress;
+  }
+  EXPECT_FALSE(done.HasBeenNotified());
+  inserter.Release();
+  done.WaitForNotification();
+}
+
 TEST(IngestorWatchdogTest, AConversionThreadThatDoesNotReturnFailsTheProgressCheck) {
   FakeInserter inserter;
   IngestOptions o;

@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/spool/crc32c.h"
 #include "server/spool/file_ops.h"
@@ -537,6 +539,34 @@ TEST(SpoolTest, RemovesASegmentWhoseHeaderACrashCutShort) {
   EXPECT_EQ(opened.report.bytes_cut, 10u);
   EXPECT_TRUE(opened.report.quarantined.empty());
   EXPECT_FALSE(fs::exists(fs::path(dir) / started));
+}
+
+TEST(SpoolTest, ASegmentOfAnotherFormatVersionStopsTheStartAndChangesNoFile) {
+  const std::string dir = FreshDir("version");
+  {
+    Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+    for (int i = 0; i < 30; ++i) ASSERT_TRUE(opened.spool->AppendAndWait(Payload(i, 200)).ok());
+  }
+  // A newer chgate's segment: version 2 in an otherwise intact header (CRC fixed), and a torn
+  // tail behind it that a recovery would cut.
+  std::vector<std::string> segments = FilesWithSuffix(dir, ".wal");
+  ASSERT_GE(segments.size(), 2u);
+  const std::string newest = (fs::path(dir) / segments.back()).string();
+  std::string bytes = ReadAll(newest);
+  bytes[8] = 2;
+  const uint32_t crc = Crc32c(std::string_view(bytes).substr(0, kSegmentHeaderSize - 4));
+  for (int i = 0; i < 4; ++i) bytes[kSegmentHeaderSize - 4 + i] = static_cast<char>(crc >> (8 * i));
+  bytes += "torn";
+  WriteAll(newest, bytes);
+  std::map<std::string, std::string> before;
+  for (const auto& e : fs::directory_iterator(dir)) before[e.path().string()] = ReadAll(e.path());
+
+  absl::StatusOr<Spool::Opened> opened = Spool::Open(dir, SmallOptions());
+  ASSERT_EQ(opened.status().code(), absl::StatusCode::kFailedPrecondition) << opened.status();
+  EXPECT_THAT(std::string(opened.status().message()), ::testing::HasSubstr("format version 2"));
+  std::map<std::string, std::string> after;
+  for (const auto& e : fs::directory_iterator(dir)) after[e.path().string()] = ReadAll(e.path());
+  EXPECT_EQ(after, before);
 }
 
 TEST(SpoolTest, RefusesASecondSpoolOnTheSameDirectory) {
