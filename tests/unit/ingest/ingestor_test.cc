@@ -8,6 +8,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
@@ -1018,11 +1019,14 @@ class PersistedTest : public IngestorTest {
     std::filesystem::remove_all(dir_);
   }
   // Opens the spool (recovering it) and an Ingestor on it that replays what it found.
-  RecoverySummary Start(IngestOptions o, spool::SpoolOptions so = {}) {
+  // `after_open` runs between the spool's recovery and the Ingestor's (to damage a record).
+  RecoverySummary Start(IngestOptions o, spool::SpoolOptions so = {},
+                        const std::function<void()>& after_open = nullptr) {
     so.replay_payloads = false;
     so.min_free_bytes = 1;
     absl::StatusOr<spool::Spool::Opened> opened = spool::Spool::Open(dir_, so);
     EXPECT_TRUE(opened.ok()) << opened.status();
+    if (after_open) after_open();
     spool_ = std::move(opened->spool);
     o.spool = spool_.get();
     o.spool_id = spool_->id();
@@ -1220,6 +1224,72 @@ TEST_F(PersistedTest, ABatchClickHouseRefusesForGoodGoesToTheDeadLetterDirectory
   EXPECT_THAT(text, HasSubstr("table: default.events"));
   EXPECT_THAT(text, HasSubstr("Type mismatch"));
   EXPECT_THAT(text, HasSubstr("rows: 2"));
+}
+
+TEST_F(PersistedTest, ErrorsAnOperatorCanFixAreRetriedWithoutEndNotDeadLettered) {
+  Start(Options());
+  // No space, ZooKeeper away, permissions, a table being migrated, a quota, a read-only user:
+  // each fixed by someone in time, none a reason to set acknowledged rows aside.
+  inserter_.script = {ClickHouseError(243, "Cannot reserve 1.00 MiB, not enough space"),
+                      ClickHouseError(225, "Cannot use ZooKeeper"),
+                      ClickHouseError(497, "Not enough privileges"),
+                      ClickHouseError(60, "Table default.events doesn't exist"),
+                      ClickHouseError(81, "Database default doesn't exist"),
+                      ClickHouseError(201, "Quota for user exceeded"),
+                      ClickHouseError(164, "Cannot execute query in readonly mode"),
+                      ClickHouseError(242, "Table is in readonly mode"),
+                      absl::DeadlineExceededError("read timed out")};
+  SubmitPersisted(Rows(0, 2));
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 10u);
+  for (const InsertCall& call : inserter_.calls) {
+    EXPECT_EQ(call.attempt.query_id, inserter_.calls[0].attempt.query_id);  // the same batch
+    EXPECT_EQ(call.rows_text, inserter_.calls[0].rows_text);
+  }
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/dead-letter"));
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 0u);
+}
+
+TEST_F(PersistedTest, AReplayedBatchWithAnUnreadableRecordIsSetAsideNotSentSmaller) {
+  Start(Options());
+  SubmitPersisted(Rows(0, 3));  // LSN 1, the first record of the first segment
+  SubmitPersisted(Rows(3, 3));  // LSN 2
+  for (int i = 0; i < 100; ++i) inserter_.script.push_back(absl::UnavailableError("reset"));
+  clock_.Advance(absl::Milliseconds(250));
+  ingestor_->Poll();
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(2));  // the intent (LSN 3) is written
+  ASSERT_GE(inserter_.calls.size(), 1u);
+  const std::string identity = inserter_.calls[0].attempt.query_id;
+  Crash();
+  inserter_.calls.clear();
+  inserter_.script.clear();
+  // Damage on disk after the spool checked it at open: LSN 1 no longer reads back.
+  const RecoverySummary summary = Start(Options(), {}, [&] {
+    const std::string segment = dir_ + "/0000000000000001.wal";
+    std::fstream f(segment, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good()) << segment;
+    f.seekp(spool::kSegmentHeaderSize + spool::kRecordHeaderSize + 8);
+    f.put('\x7f');
+  });
+  EXPECT_EQ(summary.damaged_intents, 1u);
+  EXPECT_EQ(summary.intents, 0u);
+  FlushDue();
+  ingestor_->RunPending();
+  for (const InsertCall& call : inserter_.calls) {
+    EXPECT_NE(call.attempt.query_id, identity) << "a smaller block under the old identity";
+  }
+  EXPECT_TRUE(inserter_.calls.empty()) << "the readable record went out on its own";
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/dead-letter")) {
+    files.push_back(e.path().string());
+  }
+  ASSERT_EQ(files.size(), 1u);
+  std::ifstream in(files[0], std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_THAT(text, HasSubstr("unreadable: 1\n"));
+  EXPECT_THAT(text, HasSubstr("rows: 3\n"));
 }
 
 TEST_F(PersistedTest, PersistedNeedsASpoolAndAFullSpoolRefusesWithResourceExhausted) {
