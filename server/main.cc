@@ -372,13 +372,14 @@ int Serve(const config::Config& config) {
   const uint64_t dropped_before = ingestor.Stats().rows_dropped;
   std::thread stopper([&] { (*server)->Shutdown(deadline); });
   ingestor.Shutdown(deadline);
-  stopper.join();
-  // Past the drain: header lookups of refused requests, and flushes that did not finish by the
-  // deadline, are interrupted now rather than waiting for --read-timeout.
+  // Past the drain: header lookups, flushes and queries still waiting for ClickHouse are
+  // interrupted now rather than at --read-timeout (the API server's shutdown waits for the calls
+  // they hold).
   if (const size_t interrupted = pool.Abort(); interrupted > 0) {
     kLog.Warn("drain over: ClickHouse operations still in flight interrupted",
               {{"interrupted", uint64_t{interrupted}}});
   }
+  stopper.join();
   const ingest::IngestStats stats = ingestor.Stats();
   const uint64_t dropped = stats.rows_dropped - dropped_before;
   // A drain that lost rows (or left their fate open) exits 1, so the loss shows where exit codes

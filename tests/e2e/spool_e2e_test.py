@@ -407,9 +407,9 @@ class FaultTest(SpoolTestCase):
         report(f"SIGTERM with ClickHouse paused: exited {code} after {took:.2f} s "
                f"(--drain-timeout={drain}s)")
         self.assertLess(took, drain + 1.0 + 0.5, proc.log_tail())
-        log = proc.log_text()
-        if "acknowledged rows left in the spool" not in log:
-            self.assertIn("chgate: stopped", log)
+        # Ended by its own drain path (the pool's operations interrupted), not by the backstop
+        # that kills a process still running a second after the deadline.
+        self.assertNotIn("still not stopped after the drain deadline", proc.log_text())
         # The next start sends whatever was left.
         proc = self.chgate()
         self.drain(proc)
