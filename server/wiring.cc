@@ -1,6 +1,54 @@
 #include "server/wiring.h"
 
+#include "absl/strings/str_cat.h"
+#include "server/common/secret_file.h"
+#include "server/log/log.h"
+
 namespace chgate {
+namespace {
+constexpr log::Component kTlsLog("tls");
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<clickhouse::TlsClientContext>> ClickHouseTlsFrom(
+    const config::Config& c) {
+  bool any = false;
+  for (const auto& ep : c.endpoints) any = any || ep.tls;
+  if (!any) return nullptr;
+  if (c.clickhouse_tls_insecure_skip_verify) {
+    kTlsLog.Warn(
+        "--clickhouse-tls-insecure-skip-verify: ClickHouse's certificate is not verified; anyone "
+        "on the network path can impersonate the server and read every row and password sent to "
+        "it");
+  }
+  auto tls = clickhouse::TlsClientContext::Create({
+      .ca_file = c.clickhouse_tls_ca_file,
+      .cert_file = c.clickhouse_tls_cert_file,
+      .key_file = c.clickhouse_tls_key_file,
+      .server_name = c.clickhouse_tls_server_name,
+      .insecure_skip_verify = c.clickhouse_tls_insecure_skip_verify,
+  });
+  if (!tls.ok()) {
+    return absl::Status(tls.status().code(),
+                        absl::StrCat("ClickHouse TLS: ", tls.status().message()));
+  }
+  return *std::move(tls);
+}
+
+absl::StatusOr<clickhouse::ConnectionOptions> ClickHouseConnectionFrom(
+    const config::Config& c, std::shared_ptr<clickhouse::TlsClientContext> tls) {
+  clickhouse::ConnectionOptions connection = ConnectionOptionsFrom(c);
+  connection.tls = std::move(tls);
+  if (!c.password_file.empty()) {
+    // Re-read when the Secret behind it is rotated: new connections use the new password.
+    auto password = SecretFile::Open(c.password_file);
+    if (!password.ok()) {
+      return absl::Status(password.status().code(),
+                          absl::StrCat("--password-file: ", password.status().message()));
+    }
+    connection.password_file = *std::move(password);
+  }
+  return connection;
+}
 
 clickhouse::ConnectionOptions ConnectionOptionsFrom(const config::Config& c) {
   clickhouse::ConnectionOptions options;
@@ -66,6 +114,9 @@ spool::SpoolOptions SpoolOptionsFrom(const config::Config& c) {
   options.segment_bytes = c.spool_segment_bytes;
   options.max_bytes = c.spool_max_bytes;
   options.replay_payloads = false;
+  // Enough for a record's table, column list and idempotency key (its header) in nearly every
+  // case; longer headers are read back whole.
+  options.replay_head_bytes = 4096;
   return options;
 }
 

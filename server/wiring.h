@@ -4,8 +4,12 @@
 // defaults, so a default cannot drift between the Config and a component.
 #pragma once
 
+#include <memory>
+
+#include "absl/status/statusor.h"
 #include "server/clickhouse/connection.h"
 #include "server/clickhouse/pool.h"
+#include "server/clickhouse/wire/tls.h"
 #include "server/config/config.h"
 #include "server/ingest/ingestor.h"
 #include "server/service/query_service.h"
@@ -16,6 +20,15 @@ namespace chgate {
 // Database, user, password, compression and timeouts (not TLS, counters or the password file,
 // which main sets up).
 clickhouse::ConnectionOptions ConnectionOptionsFrom(const config::Config& c);
+// The TLS context of ClickHouse connections, or null when no endpoint uses TLS. Logs the warning
+// an operator must see when certificates go unchecked. Errors: the files' (InvalidArgument,
+// NotFound), prefixed "ClickHouse TLS: ".
+absl::StatusOr<std::shared_ptr<clickhouse::TlsClientContext>> ClickHouseTlsFrom(
+    const config::Config& c);
+// ConnectionOptionsFrom with `tls` and the password file (re-read when it changes). Errors: the
+// password file's, prefixed "--password-file: ".
+absl::StatusOr<clickhouse::ConnectionOptions> ClickHouseConnectionFrom(
+    const config::Config& c, std::shared_ptr<clickhouse::TlsClientContext> tls);
 // The endpoints and the pool's limits around `connection`.
 clickhouse::PoolOptions PoolOptionsFrom(const config::Config& c,
                                         const clickhouse::ConnectionOptions& connection);

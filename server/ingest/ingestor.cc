@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "absl/strings/ascii.h"
@@ -16,6 +17,7 @@
 #include "server/clickhouse/protocol/packets.h"
 #include "server/common/failpoint.h"
 #include "server/common/status_macros.h"
+#include "server/ingest/dead_letter.h"
 #include "server/ingest/spool_record.h"
 #include "server/log/log.h"
 #include "server/sql/identifier.h"
@@ -161,6 +163,9 @@ struct Ingestor::Batch {
   // A spooled batch (persisted requests) holds no rows in memory, only where they are in the
   // spool: `rows` and `bytes` count its queue, and `block`/`pendings`/`schema` stay empty.
   bool spooled = false;
+  // When the table's deduplication window is to be looked at next (spooled batches; touched only
+  // by the batch's one flush in flight).
+  absl::Time dedup_check_at = absl::InfinitePast();
   std::vector<std::string> columns;    // the INSERT's column list (as the requests gave it)
   std::deque<SpoolEntry> spool_queue;  // in LSN order
   std::deque<SpooledFlush> replays;    // intents found by Recover, sent first, as they were
@@ -186,6 +191,13 @@ std::string BatchKey(const TableId& table, const std::vector<std::string>& colum
 // How long a header refresh may take while an older header is at hand, and how long that one
 // is used after a refresh failed for a connection problem before the next try.
 constexpr absl::Duration kSchemaRefreshTimeout = absl::Seconds(5);
+// How long after its commit a spooled batch may still be sent again: a crash, the restart
+// (with the kubelet's back-off) and the replay. A Replicated table's deduplication window should
+// cover at least this much of its INSERTs.
+constexpr absl::Duration kReplayHorizon = absl::Minutes(5);
+// How often a table's deduplication window is looked at again (after a failed look: sooner).
+constexpr absl::Duration kDedupCheckInterval = absl::Hours(1);
+constexpr absl::Duration kDedupRetryInterval = absl::Minutes(10);
 
 std::string SchemaKey(const TableId& table, const std::vector<std::string>& columns) {
   return absl::StrCat(table.database.size(), ":", table.database, table.table.size(), ":",
@@ -1599,6 +1611,7 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
     Progressed();
   }
   if (block != nullptr && flush.intent_lsn != 0) {
+    CheckDedupWindow(batch);
     failpoint::Hit("spool_intent_before_insert");
     attempt.query_id = absl::StrCat(options_.spool_id, "-", flush.intent_lsn);
     attempt.deduplication_key = attempt.query_id;
@@ -1644,7 +1657,7 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
     if (observer_ != nullptr) {
       observer_->FlushFailed(batch->label, status, clickhouse::ClickHouseCode(status));
     }
-    DeadLetter(batch, flush, rows, status);
+    WriteDeadLetter(batch, flush, rows, status);
   } else if (!lsns.empty()) {
     // The drain ended (or the spool closed) first: the records stay pending in the spool and go
     // out after the restart, under the same identity if the intent was written.
@@ -1660,6 +1673,53 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
     spooled_rows_ -= std::min(spooled_rows_, queued_rows);
   }
   FinishFlush(batch, 0, 0);
+}
+
+void Ingestor::CheckDedupWindow(Batch* batch) {
+  const absl::Time now = clock_->Now();
+  if (now < batch->dedup_check_at) return;
+  absl::StatusOr<DedupWindow> w =
+      inserter_->DedupWindowOf(batch->table, now + kSchemaRefreshTimeout);
+  if (!w.ok()) {
+    batch->dedup_check_at = now + kDedupRetryInterval;
+    if (!absl::IsUnimplemented(w.status())) {
+      kLog.Throttled(log::Level::kWarn, "table's deduplication window could not be read",
+                     batch->label, {{"table", batch->label}, {"error", w.status().message()}});
+    }
+    return;
+  }
+  batch->dedup_check_at = now + kDedupCheckInterval;
+  if (!w->replicated) {
+    kLog.Throttled(log::Level::kInfo,
+                   "persisted rows go to a table without block deduplication (not Replicated): "
+                   "a crash between a commit and the spool's record of it sends that batch again",
+                   batch->label, {{"table", batch->label}});
+    return;
+  }
+  // Seconds of the table's INSERTs the window holds: its blocks at the table's rate, and never
+  // more than its age limit.
+  double covers = std::numeric_limits<double>::infinity();
+  if (w->inserts_per_second.has_value() && *w->inserts_per_second > 0) {
+    covers = static_cast<double>(w->window_blocks) / *w->inserts_per_second;
+  }
+  if (w->window_seconds > 0) covers = std::min(covers, static_cast<double>(w->window_seconds));
+  if (observer_ != nullptr) observer_->DedupWindowCovers(batch->label, covers);
+  const double horizon = absl::ToDoubleSeconds(kReplayHorizon);
+  if (covers < horizon) {
+    const double per_second = w->inserts_per_second.value_or(0);
+    kLog.Throttled(
+        log::Level::kWarn,
+        "table's deduplication window is shorter than a replay after a crash may take: a batch "
+        "sent again then can be stored twice; raise replicated_deduplication_window",
+        batch->label,
+        {{"table", batch->label},
+         {"window_blocks", w->window_blocks},
+         {"window_seconds", w->window_seconds},
+         {"inserts_per_second", per_second},
+         {"covers_seconds", covers},
+         {"needed_seconds", horizon},
+         {"suggested_window_blocks", static_cast<uint64_t>(std::ceil(per_second * horizon * 2))}});
+  }
 }
 
 void Ingestor::SetAsideDamagedIntent(Batch* batch, const SpooledFlush& flush) {
@@ -1679,28 +1739,24 @@ void Ingestor::SetAsideDamagedIntent(Batch* batch, const SpooledFlush& flush) {
        {"unreadable_lsns", lsns},
        {"readable_records", flush.entries.size() - flush.unreadable.size()},
        {"readable_rows", rows}});
-  DeadLetter(batch, flush, rows,
-             absl::DataLossError(absl::StrCat("records ", lsns, " of batch intent ",
-                                              flush.intent_lsn, " are unreadable in the spool")));
+  WriteDeadLetter(
+      batch, flush, rows,
+      absl::DataLossError(absl::StrCat("records ", lsns, " of batch intent ", flush.intent_lsn,
+                                       " are unreadable in the spool")));
 }
 
-void Ingestor::DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
-                          const absl::Status& status) {
+void Ingestor::WriteDeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
+                               const absl::Status& status) {
   spool::FileOps* ops = spool::DefaultFileOps();
-  const std::string dir = absl::StrCat(options_.spool->dir(), "/dead-letter");
-  const std::string name = absl::StrFormat("%016x.batch", flush.intent_lsn);
-
-  // The file: a text header (table, columns, error), a blank line, then each record as
-  // u64 LSN | u32 size | payload (little-endian; the payload is the spool's rows record).
-  std::string out = absl::StrCat(
-      "chgate dead letter v1\ntable: ", batch->label,
-      "\ncolumns: ", absl::StrJoin(batch->columns, ","), "\nrecords: ", flush.entries.size(),
-      "\nrows: ", rows, "\nerror: ", absl::StrReplaceAll(status.ToString(), {{"\n", " "}}), "\n\n");
-  if (!flush.unreadable.empty()) {
-    // Insert "unreadable:" before the blank line that ends the header.
-    out.insert(out.size() - 1,
-               absl::StrCat("unreadable: ", absl::StrJoin(flush.unreadable, ","), "\n"));
-  }
+  const std::string dir = options_.spool->dead_letter_dir();
+  const std::string name = DeadLetterFileName(flush.intent_lsn);
+  ingest::DeadLetter letter{.table = batch->table,
+                            .columns = batch->columns,
+                            .records = flush.entries.size(),
+                            .rows = rows,
+                            .identity = absl::StrCat(options_.spool_id, "-", flush.intent_lsn),
+                            .unreadable = flush.unreadable,
+                            .error = status.ToString()};
   absl::Status st = absl::OkStatus();
   for (const SpoolEntry& e : flush.entries) {
     if (std::find(flush.unreadable.begin(), flush.unreadable.end(), e.lsn) !=
@@ -1712,15 +1768,13 @@ void Ingestor::DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows
       st = payload.status();
       break;
     }
-    char head[12];
-    for (int i = 0; i < 8; ++i) head[i] = static_cast<char>((e.lsn >> (8 * i)) & 0xFFu);
-    const uint64_t size = payload->size();
-    for (int i = 0; i < 4; ++i) head[8 + i] = static_cast<char>((size >> (8 * i)) & 0xFFu);
-    out.append(head, sizeof(head));
-    out += *payload;
+    letter.payloads.push_back({e.lsn, *std::move(payload)});
   }
+  const std::string out = EncodeDeadLetter(letter);
+  letter.payloads.clear();
   if (st.ok()) st = ops->MakeDir(dir);
   if (st.ok()) st = spool::WriteFileAtomically(ops, dir, name, out);
+  if (st.ok()) options_.spool->AddSetAside(out.size());
   if (!st.ok()) {
     // Kept in the spool instead: the next start tries again.
     kLog.Error(
@@ -1750,6 +1804,7 @@ void Ingestor::DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows
 }
 
 RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records) {
+  const absl::Time started = absl::Now();
   RecoverySummary summary;
   if (options_.spool == nullptr) return summary;
   LoadHeaders();
@@ -1763,12 +1818,18 @@ RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records
   for (const spool::SpoolRecord& r : records) {
     absl::StatusOr<std::string> read;
     std::string_view payload = r.payload;
-    if (payload.empty()) {
+    absl::StatusOr<SpoolRecordHeader> h = absl::DataLossError("not read");
+    if (payload.empty() && !r.head.empty()) {
+      // The head the spool's scan checked: enough unless the header is longer.
+      h = DecodeSpoolRecord(r.head);
+    }
+    if (!h.ok() && payload.empty()) {
       read = options_.spool->Read(r.lsn);
       if (read.ok()) payload = *read;
     }
-    absl::StatusOr<SpoolRecordHeader> h =
-        read.ok() || !r.payload.empty() ? DecodeSpoolRecord(payload) : read.status();
+    if (!h.ok()) {
+      h = read.ok() || !r.payload.empty() ? DecodeSpoolRecord(payload) : read.status();
+    }
     if (!h.ok()) {
       kLog.Error("spool record unreadable at start; it is dropped",
                  {{"lsn", r.lsn}, {"error", h.status().message()}});
@@ -1850,12 +1911,14 @@ RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records
   }
   for (auto& [batch, flush] : damaged) SetAsideDamagedIntent(batch, flush);
   if (observer_ != nullptr) observer_->SpoolReplayed(summary.records);
-  kLog.Info("spool replayed", {{"records", summary.records},
-                               {"rows", summary.rows},
-                               {"batches_resent_as_before", summary.intents},
-                               {"unreadable_records", summary.unreadable},
-                               {"orphaned_intent_entries", summary.orphaned},
-                               {"damaged_batches_set_aside", summary.damaged_intents}});
+  kLog.Info("spool replayed",
+            {{"records", summary.records},
+             {"rows", summary.rows},
+             {"batches_resent_as_before", summary.intents},
+             {"unreadable_records", summary.unreadable},
+             {"orphaned_intent_entries", summary.orphaned},
+             {"damaged_batches_set_aside", summary.damaged_intents},
+             {"took", absl::Trunc(absl::Now() - started, absl::Milliseconds(1))}});
   return summary;
 }
 

@@ -158,11 +158,11 @@ struct IngestStats {
 
 // What Recover found in the spool.
 struct RecoverySummary {
-  uint64_t records = 0;     // pending row records
-  uint64_t rows = 0;        // in them
-  uint64_t intents = 0;     // batches to re-send exactly as they were (sent before the crash)
-  uint64_t unreadable = 0;  // records that could not be read back (counted as lost)
-  uint64_t orphaned = 0;    // intent entries whose row records are gone
+  uint64_t records = 0;          // pending row records
+  uint64_t rows = 0;             // in them
+  uint64_t intents = 0;          // batches to re-send exactly as they were (sent before the crash)
+  uint64_t unreadable = 0;       // records that could not be read back (counted as lost)
+  uint64_t orphaned = 0;         // intent entries whose row records are gone
   uint64_t damaged_intents = 0;  // intents with some records gone: set aside, not sent
 };
 
@@ -312,8 +312,12 @@ class Ingestor {
   // under its identity would be stored as a new one); its readable records are dead-lettered
   // with the intent, and the loss is logged with the LSNs.
   void SetAsideDamagedIntent(Batch* batch, const SpooledFlush& flush);
-  void DeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
-                  const absl::Status& status);
+  // At a table's first spooled flush (then hourly): reads its deduplication window and recent
+  // INSERT rate, reports how much time the window covers, and warns when that is shorter than
+  // a replay after a crash may take.
+  void CheckDedupWindow(Batch* batch);
+  void WriteDeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
+                       const absl::Status& status);
   // The INSERT of `block` with retries (backoff with full jitter) while `status` is retryable and
   // the clock is before stop_at(); `fields` adds the batch's own fields to the retry log lines.
   // At the first TOO_MANY_PARTS it sets *too_many_parts and raises the table's delay at once.

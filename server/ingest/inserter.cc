@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/common/status_macros.h"
@@ -83,6 +85,99 @@ absl::Status ClickHouseInserter::Insert(const TableId& table, const clickhouse::
   const clickhouse::Block* blocks[] = {&block};
   DeadlineScope scope(conn.get(), pool_->options().connection.read_timeout, deadline);
   return conn->Insert(std::move(query), blocks);
+}
+
+namespace {
+
+// A ClickHouse string literal.
+std::string Literal(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\\' || c == '\'') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('\'');
+  return out;
+}
+
+// The first row's columns of `sql` as text (empty when it returns no row).
+absl::StatusOr<std::vector<std::string>> FirstRow(clickhouse::Connection& conn,
+                                                  const std::string& sql) {
+  std::vector<std::string> row;
+  RETURN_IF_ERROR(conn.Select({.query = sql}, [&](const clickhouse::Block& block) {
+    if (!row.empty() || block.rows() == 0) return absl::OkStatus();
+    for (size_t c = 0; c < block.column_count(); ++c) {
+      row.emplace_back();
+      block.column(c).column->FormatValue(0, false, &row.back());
+    }
+    return absl::OkStatus();
+  }));
+  return row;
+}
+
+// `name = N` in a table's SETTINGS clause (engine_full), if set there.
+std::optional<uint64_t> TableSetting(std::string_view engine_full, std::string_view name) {
+  const size_t settings = engine_full.rfind("SETTINGS ");
+  if (settings == std::string_view::npos) return std::nullopt;
+  std::string_view rest = engine_full.substr(settings);
+  for (size_t at = rest.find(name); at != std::string_view::npos; at = rest.find(name, at + 1)) {
+    const bool starts = at == 0 || rest[at - 1] == ' ' || rest[at - 1] == ',';
+    std::string_view after = rest.substr(at + name.size());
+    while (!after.empty() && after.front() == ' ') after.remove_prefix(1);
+    if (!starts || after.empty() || after.front() != '=') continue;
+    after.remove_prefix(1);
+    while (!after.empty() && after.front() == ' ') after.remove_prefix(1);
+    size_t digits = 0;
+    while (digits < after.size() && after[digits] >= '0' && after[digits] <= '9') ++digits;
+    uint64_t v;
+    if (digits > 0 && absl::SimpleAtoi(absl::string_view(after.data(), digits), &v)) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<DedupWindow> ClickHouseInserter::DedupWindowOf(const TableId& table,
+                                                              absl::Time deadline) {
+  ASSIGN_OR_RETURN(clickhouse::PooledConnection conn, pool_->Acquire(deadline));
+  DeadlineScope scope(conn.get(), pool_->options().connection.read_timeout, deadline);
+  const std::string where =
+      absl::StrCat("database = ", Literal(table.database), " AND name = ", Literal(table.table));
+  ASSIGN_OR_RETURN(std::vector<std::string> t,
+                   FirstRow(*conn, absl::StrCat("SELECT engine, engine_full FROM system.tables "
+                                                "WHERE ",
+                                                where)));
+  DedupWindow w;
+  if (t.size() < 2) return absl::NotFoundError(absl::StrCat("no table ", where));
+  w.replicated = absl::StartsWith(t[0], "Replicated");
+  if (!w.replicated) return w;
+  ASSIGN_OR_RETURN(
+      std::vector<std::string> defaults,
+      FirstRow(*conn,
+               "SELECT toString(sumIf(toUInt64OrZero(value), name = "
+               "'replicated_deduplication_window')), toString(sumIf(toUInt64OrZero(value), name = "
+               "'replicated_deduplication_window_seconds')) FROM system.merge_tree_settings"));
+  uint64_t blocks = 0, seconds = 0;
+  if (defaults.size() == 2) {
+    (void)absl::SimpleAtoi(defaults[0], &blocks);
+    (void)absl::SimpleAtoi(defaults[1], &seconds);
+  }
+  w.window_blocks = TableSetting(t[1], "replicated_deduplication_window").value_or(blocks);
+  w.window_seconds =
+      TableSetting(t[1], "replicated_deduplication_window_seconds").value_or(seconds);
+  // The rate of new parts from every writer, where the server logs them.
+  absl::StatusOr<std::vector<std::string>> parts = FirstRow(
+      *conn,
+      absl::StrCat("SELECT toString(count()) FROM system.part_log WHERE event_type = 'NewPart' AND "
+                   "event_time > now() - 300 AND database = ",
+                   Literal(table.database), " AND table = ", Literal(table.table)));
+  uint64_t n = 0;
+  if (parts.ok() && parts->size() == 1 && absl::SimpleAtoi((*parts)[0], &n)) {
+    w.inserts_per_second = static_cast<double>(n) / 300.0;
+  } else if (!conn->usable()) {
+    return parts.status();
+  }
+  return w;
 }
 
 }  // namespace chgate::ingest

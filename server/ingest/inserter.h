@@ -40,6 +40,18 @@ struct InsertAttempt {
   bool async = false;
 };
 
+// What protects a table against a batch sent twice (a replay after a crash): block
+// deduplication on Replicated tables keeps the hashes of the last `window_blocks` blocks (and
+// only those younger than `window_seconds`, 0: no age limit).
+struct DedupWindow {
+  bool replicated = false;
+  uint64_t window_blocks = 0;
+  uint64_t window_seconds = 0;
+  // New parts (INSERTs) per second into the table over the last minutes, from every writer
+  // (system.part_log when the server keeps it); nullopt when the server cannot tell.
+  std::optional<double> inserts_per_second;
+};
+
 class Inserter {
  public:
   virtual ~Inserter() = default;
@@ -52,6 +64,13 @@ class Inserter {
   // One INSERT of `block`; OK only when ClickHouse answered EndOfStream (committed).
   virtual absl::Status Insert(const TableId& table, const clickhouse::Block& block,
                               const InsertAttempt& attempt, absl::Time deadline) = 0;
+  // The table's deduplication window and recent INSERT rate. Unimplemented by default (fakes);
+  // otherwise the errors of a query.
+  virtual absl::StatusOr<DedupWindow> DedupWindowOf(const TableId& table, absl::Time deadline) {
+    (void)table;
+    (void)deadline;
+    return absl::UnimplementedError("no deduplication window");
+  }
 };
 
 // `INSERT INTO db.table (a, b) VALUES`, every name quoted (sql::QuoteIdentifier) (no column list
@@ -68,6 +87,9 @@ class ClickHouseInserter final : public Inserter {
                                        absl::Time deadline) override;
   absl::Status Insert(const TableId& table, const clickhouse::Block& block,
                       const InsertAttempt& attempt, absl::Time deadline) override;
+  // From system.tables (engine, engine_full's SETTINGS), system.merge_tree_settings and
+  // system.part_log (when the server has it).
+  absl::StatusOr<DedupWindow> DedupWindowOf(const TableId& table, absl::Time deadline) override;
 
  private:
   clickhouse::Pool* pool_;

@@ -72,6 +72,12 @@ class IngestObserver {
   virtual void RequestBytes(uint64_t bytes) = 0;
   // Records of persisted requests found in the spool at start, to be sent again.
   virtual void SpoolReplayed(uint64_t records) = 0;
+  // How many seconds of a Replicated table's INSERTs (from every writer) its block
+  // deduplication window covers (see Ingestor's check at a table's first spooled flush).
+  virtual void DedupWindowCovers(const std::string& table, double seconds) {
+    (void)table;
+    (void)seconds;
+  }
 };
 
 }  // namespace chgate::ingest

@@ -52,8 +52,10 @@ constexpr char kSpoolRefusals[] = "chgate_spool_refusals_total";
 constexpr char kSpoolFsyncs[] = "chgate_spool_fsyncs_total";
 constexpr char kSpoolFsyncSeconds[] = "chgate_spool_fsync_seconds_total";
 constexpr char kSpoolQuarantined[] = "chgate_spool_quarantined_bytes_total";
+constexpr char kSpoolSetAside[] = "chgate_spool_set_aside_bytes";
 constexpr char kBatchesFailed[] = "chgate_batches_failed_total";
 constexpr char kBatchMaxDelay[] = "chgate_batch_max_delay_seconds";
+constexpr char kDedupWindow[] = "chgate_dedup_window_seconds";
 constexpr char kWaitingRequests[] = "chgate_ingest_waiting_requests";
 constexpr char kMemoryBudget[] = "chgate_memory_budget_bytes";
 constexpr char kMemoryRequests[] = "chgate_memory_request_bytes";
@@ -507,6 +509,12 @@ Metrics::Metrics()
       &Build(BuildGauge(), r, kBatchMaxDelay,
              "The table's configured batch delay (--batch-max-delay, or its --table-limits "
              "delay): the longest a row waits before its batch is flushed.");
+  ingest_.dedup_window = &Build(
+      BuildGauge(), r, kDedupWindow,
+      "How many seconds of a Replicated table's INSERTs (from every writer) its block "
+      "deduplication window covers (replicated_deduplication_window at the table's INSERT rate, "
+      "at most replicated_deduplication_window_seconds); +Inf when the rate is unknown. A "
+      "persisted batch sent again after a crash later than this may be stored twice.");
   ingest_.rows_dropped = &Build(
       BuildCounter(), r, kRowsDropped,
       "Rows chgate lost: accepted_flush_failed = acknowledged in accepted mode, then their flush "
@@ -630,7 +638,7 @@ std::vector<std::string> Metrics::MetricNames() {
       kSpoolMaxBytes,       kSpoolSegments,    kSpoolPending,
       kSpoolOldestAge,      kSpoolFreeBytes,   kSpoolAppends,
       kSpoolAppendedBytes,  kSpoolRefusals,    kSpoolFsyncs,
-      kSpoolFsyncSeconds,   kSpoolQuarantined, kProcessResident,
+      kSpoolFsyncSeconds,   kSpoolQuarantined, kSpoolSetAside,   kDedupWindow,   kProcessResident,
       kProcessVirtual,      kProcessStart,     kProcessOpenFds,
       kProcessMaxFds,
   };
@@ -745,7 +753,15 @@ std::vector<prometheus::MetricFamily> SpoolCollectable::Collect() const {
   add(kSpoolFsyncSeconds, "Time spent in the spool's fdatasync calls.", kCounter, s.fsync_seconds);
   add(kSpoolQuarantined, "Corrupt spool bytes moved aside at start (<segment>.corrupt files).",
       kCounter, d(s.quarantined_bytes));
+  add(kSpoolSetAside,
+      "Bytes of dead-letter and quarantined (*.corrupt) files beside the spool; they count "
+      "against --spool-max-bytes.",
+      kGauge, d(s.set_aside_bytes));
   return families;
+}
+
+void IngestMetricsObserver::DedupWindowCovers(const std::string& table, double seconds) {
+  m_->dedup_window->Add({{"table", table}}).Set(seconds);
 }
 
 void IngestMetricsObserver::DelayChanged(const std::string& table, absl::Duration delay) {

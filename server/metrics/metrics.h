@@ -125,6 +125,7 @@ struct IngestMetrics {
   prometheus::Family<prometheus::Counter>* rows_dropped = nullptr;      // {table, reason}
   prometheus::Family<prometheus::Counter>* batches_failed = nullptr;    // {table}
   prometheus::Family<prometheus::Gauge>* batch_max_delay = nullptr;     // {table}
+  prometheus::Family<prometheus::Gauge>* dedup_window = nullptr;        // {table}
   prometheus::Gauge* buffered_rows = nullptr;
   prometheus::Gauge* buffered_bytes = nullptr;
   prometheus::Gauge* buffer_budget_bytes = nullptr;
@@ -202,6 +203,7 @@ class IngestMetricsObserver final : public ingest::IngestObserver {
   void WaitingRequests(size_t requests) override;
   void RequestBytes(uint64_t bytes) override;
   void SpoolReplayed(uint64_t records) override;
+  void DedupWindowCovers(const std::string& table, double seconds) override;
 
  private:
   const IngestMetrics* const m_;
@@ -302,6 +304,7 @@ struct SpoolSample {
   uint64_t fsyncs = 0;
   double fsync_seconds = 0;
   uint64_t quarantined_bytes = 0;
+  uint64_t set_aside_bytes = 0;  // dead-letter and *.corrupt files, counted against max_bytes
 };
 
 // Exports the chgate_spool_* gauges and counters from `sample` (called on the exposer's thread;

@@ -1,6 +1,11 @@
 #include "server/spool/crc32c.h"
 
 #include <array>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
 
 namespace chgate::spool {
 namespace {
@@ -31,9 +36,7 @@ inline uint32_t LoadLe32(const unsigned char* p) {
          static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
 }
 
-}  // namespace
-
-uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
+uint32_t ExtendSoftware(uint32_t crc, const void* data, size_t size) {
   const auto* p = static_cast<const unsigned char*>(data);
   uint32_t c = ~crc;
   while (size >= 8) {
@@ -47,6 +50,42 @@ uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
   }
   while (size-- > 0) c = (c >> 8) ^ kTables[0][(c ^ *p++) & 0xFFu];
   return ~c;
+}
+
+#if defined(__x86_64__)
+// The SSE 4.2 crc32 instruction computes CRC-32C itself, 8 bytes per instruction: about ten
+// times the tables' speed, which matters where every record is checked (each append, each
+// read-back, and the scan of every segment at start).
+__attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const void* data,
+                                                          size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t c = ~crc;
+  while (size >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+    p += 8;
+    size -= 8;
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  while (size-- > 0) c32 = _mm_crc32_u8(c32, *p++);
+  return ~c32;
+}
+
+const bool kHaveHardware = __builtin_cpu_supports("sse4.2");
+#endif
+
+}  // namespace
+
+uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
+#if defined(__x86_64__)
+  if (kHaveHardware) return ExtendHardware(crc, data, size);
+#endif
+  return ExtendSoftware(crc, data, size);
+}
+
+uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t size) {
+  return ExtendSoftware(crc, data, size);
 }
 
 }  // namespace chgate::spool

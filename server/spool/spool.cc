@@ -74,6 +74,7 @@ class Spool::Recovery {
  private:
   struct Data {
     std::string payload;  // only with replay_payloads
+    std::string head;     // without: the first replay_head_bytes of it
     uint64_t segment = 0;
     uint64_t offset = 0;
     uint64_t size = 0;
@@ -81,8 +82,7 @@ class Spool::Recovery {
 
   absl::Status CheckVersion(uint64_t first) {
     const std::string name = SegmentFileName(first);
-    ASSIGN_OR_RETURN(const int fd,
-                     ops_->Open(absl::StrCat(spool_.dir_, "/", name), O_RDONLY, 0));
+    ASSIGN_OR_RETURN(const int fd, ops_->Open(absl::StrCat(spool_.dir_, "/", name), O_RDONLY, 0));
     std::string head(kSegmentHeaderSize, '\0');
     absl::StatusOr<size_t> got = ops_->ReadAt(fd, head.data(), head.size(), 0);
     const absl::Status closed = ops_->Close(fd);
@@ -91,11 +91,11 @@ class Spool::Recovery {
     head.resize(*got);
     const SegmentScan scan = ScanSegment(head, first);
     if (scan.unknown_version) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "spool segment ", spool_.dir_, "/", name, " has format version ", scan.version,
-          "; this chgate reads version ", kFormatVersion,
-          ". No file was changed: start a chgate that reads version ", scan.version,
-          " on this directory to drain it"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("spool segment ", spool_.dir_, "/", name, " has format version ",
+                       scan.version, "; this chgate reads version ", kFormatVersion,
+                       ". No file was changed: start a chgate that reads version ", scan.version,
+                       " on this directory to drain it"));
     }
     return absl::OkStatus();
   }
@@ -149,9 +149,12 @@ class Spool::Recovery {
       next_lsn_ = std::max(next_lsn_, r.lsn + 1);
       if (r.type == RecordType::kData) {
         ++report_.data_records;
+        const bool whole = spool_.options_.replay_payloads;
         data_[r.lsn] =
-            Data{spool_.options_.replay_payloads ? std::string(r.payload) : std::string(), first,
-                 r.offset, r.payload.size()};
+            Data{whole ? std::string(r.payload) : std::string(),
+                 whole ? std::string()
+                       : std::string(r.payload.substr(0, spool_.options_.replay_head_bytes)),
+                 first, r.offset, r.payload.size()};
       } else {
         ASSIGN_OR_RETURN(std::vector<LsnRange> ranges, DecodeCommitPayload(r.payload));
         commits_.insert(commits_.end(), ranges.begin(), ranges.end());
@@ -219,7 +222,7 @@ class Spool::Recovery {
       }
       spool_.pending_[lsn] = Pending{now, d.segment, d.offset, d.size};
       ++spool_.segments_[d.segment].pending_data;
-      replay.push_back(SpoolRecord{lsn, std::move(d.payload), d.size});
+      replay.push_back(SpoolRecord{lsn, std::move(d.payload), d.size, std::move(d.head)});
     }
     report_.replayed_records = replay.size();
     report_.next_lsn = next_lsn_;
@@ -270,6 +273,8 @@ absl::StatusOr<Spool::Opened> Spool::Open(std::string dir, SpoolOptions options)
     absl::MutexLock l(&spool->mu_);
     spool->RefreshFreeBytesLocked(/*force=*/true);
   }
+  spool->ScanSetAside();
+  spool->last_set_aside_scan_ = absl::Now();
   // Appends go to a new segment: the recovered ones stay as they are, and the new one's commit
   // snapshot lets the committed ones go.
   RETURN_IF_ERROR(spool->StartSegment());
@@ -482,15 +487,17 @@ SpoolStats Spool::Stats() const {
       pending_.empty() ? absl::InfiniteFuture() : pending_.begin()->second.appended;
   s.queued_records = queued_data_;
   s.free_bytes = free_bytes_;
+  s.set_aside_bytes = set_aside_bytes_;
   return s;
 }
 
 absl::Status Spool::CheckSpaceLocked(uint64_t record_bytes) {
-  if (disk_bytes_ + queued_bytes_ + record_bytes > options_.max_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "spool full: ", disk_bytes_, " bytes in segment files + ", queued_bytes_, " queued + ",
-        record_bytes, " for this record exceed max_bytes ", options_.max_bytes, " (",
-        pending_.size(), " records wait for ClickHouse to commit them)"));
+  if (disk_bytes_ + set_aside_bytes_ + queued_bytes_ + record_bytes > options_.max_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("spool full: ", disk_bytes_, " bytes in segment files + ", set_aside_bytes_,
+                     " in dead-letter and quarantined files + ", queued_bytes_, " queued + ",
+                     record_bytes, " for this record exceed max_bytes ", options_.max_bytes, " (",
+                     pending_.size(), " records wait for ClickHouse to commit them)"));
   }
   RefreshFreeBytesLocked(/*force=*/false);
   // What the last statvfs saw, less what was written since.
@@ -503,6 +510,33 @@ absl::Status Spool::CheckSpaceLocked(uint64_t record_bytes) {
                      record_bytes, " for this record"));
   }
   return absl::OkStatus();
+}
+
+void Spool::AddSetAside(uint64_t bytes) {
+  absl::MutexLock l(&mu_);
+  set_aside_bytes_ += bytes;
+}
+
+void Spool::ScanSetAside() {
+  uint64_t total = 0;
+  auto add_files = [&](const std::string& dir, bool corrupt_only) -> bool {
+    absl::StatusOr<std::vector<std::string>> names = ops_->ListDir(dir);
+    if (absl::IsNotFound(names.status())) return true;
+    if (!names.ok()) return false;
+    for (const std::string& name : *names) {
+      if (corrupt_only && name.find(".corrupt") == std::string::npos) continue;
+      absl::StatusOr<int> fd = ops_->Open(absl::StrCat(dir, "/", name), O_RDONLY, 0);
+      if (!fd.ok()) continue;  // removed meanwhile
+      absl::StatusOr<uint64_t> size = ops_->FileSize(*fd);
+      (void)ops_->Close(*fd);
+      if (size.ok()) total += *size;
+    }
+    return true;
+  };
+  if (!add_files(dir_, /*corrupt_only=*/true) || !add_files(dead_letter_dir(), false)) return;
+  absl::MutexLock l(&mu_);
+  set_aside_bytes_ = total;
+  stats_.set_aside_bytes = total;
 }
 
 void Spool::RefreshFreeBytesLocked(bool force) {
@@ -540,7 +574,8 @@ void Spool::WriterLoop() {
       auto has_work = [this]()
                           ABSL_NO_THREAD_SAFETY_ANALYSIS { return stopping_ || !queue_.empty(); };
       mu_.AwaitWithDeadline(absl::Condition(&has_work),
-                            unsynced_since_ + options_.commit_sync_delay);
+                            std::min(unsynced_since_ + options_.commit_sync_delay,
+                                     last_set_aside_scan_ + options_.set_aside_scan_interval));
       if (options_.group_commit_delay > absl::ZeroDuration() && queued_data_ > 0 && !stopping_) {
         auto full = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
           return stopping_ || queued_bytes_ >= options_.max_batch_bytes;
@@ -562,6 +597,11 @@ void Spool::WriterLoop() {
       }
     }
     DeleteCommittedSegments();
+    if (const absl::Time now = absl::Now();
+        now >= last_set_aside_scan_ + options_.set_aside_scan_interval) {
+      last_set_aside_scan_ = now;
+      ScanSetAside();
+    }
     if (!completions.empty()) {
       // Run by the completion thread, so the next batch's write and sync start at once.
       absl::MutexLock l(&done_mu_);

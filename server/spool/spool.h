@@ -62,6 +62,14 @@ struct SpoolOptions {
   // sizes, and the caller reads each with Read() when it needs it, so recovering a large spool
   // does not hold it all in memory.
   bool replay_payloads = true;
+  // Without replay_payloads: how many leading bytes of each record to replay Open hands back
+  // (SpoolRecord::head), read during the scan it makes anyway, so the caller learns what a record
+  // is about without reading it again.
+  uint64_t replay_head_bytes = 0;
+  // How often the writer thread adds up the bytes set aside beside the segments (dead letters
+  // and quarantined *.corrupt files, which count against max_bytes), besides at Open and
+  // AddSetAside. Files removed by hand (`chgate spool delete`) free their room by the next scan.
+  absl::Duration set_aside_scan_interval = absl::Seconds(10);
   // The file operations; tests inject faults. Must outlive the Spool.
   FileOps* file_ops = DefaultFileOps();
 };
@@ -71,6 +79,9 @@ struct SpoolRecord {
   uint64_t lsn = 0;
   std::string payload;  // empty unless SpoolOptions::replay_payloads
   uint64_t size = 0;    // of the payload
+  // Without replay_payloads: the payload's first SpoolOptions::replay_head_bytes (all of it when
+  // shorter), checked with the rest of the record at Open.
+  std::string head;
 };
 
 // What Open() found and did.
@@ -116,6 +127,8 @@ struct SpoolStats {
   // From Open's recovery.
   uint64_t bytes_cut = 0;
   uint64_t bytes_quarantined = 0;
+  // Bytes of the dead-letter directory and of quarantined *.corrupt files, as last added up.
+  uint64_t set_aside_bytes = 0;
 };
 
 class Spool {
@@ -172,6 +185,12 @@ class Spool {
 
   SpoolStats Stats() const;
   const std::string& dir() const { return dir_; }
+  // Where batches refused for good are kept (<dir>/dead-letter): their bytes, and those of
+  // quarantined files, count against max_bytes.
+  std::string dead_letter_dir() const { return dir_ + "/dead-letter"; }
+  // Counts `bytes` just written to the dead-letter directory at once (the periodic scan would
+  // find them later).
+  void AddSetAside(uint64_t bytes);
   // The spool's name: 32 random hex digits made when the directory was first opened, kept in
   // <dir>/ID, the same across restarts (and different for a new directory, whose LSNs start
   // over).
@@ -225,6 +244,9 @@ class Spool {
 
   // Reads <dir>/ID, or makes it.
   absl::Status LoadOrMakeId();
+  // Adds up the bytes of quarantined files and of the dead-letter directory into
+  // set_aside_bytes_ (file-system errors leave the last sum).
+  void ScanSetAside();
 
   const std::string dir_;
   std::string id_;
@@ -250,6 +272,7 @@ class Spool {
   std::vector<uint64_t> written_unsynced_commits_ ABSL_GUARDED_BY(mu_);
   uint64_t durable_lsn_end_ ABSL_GUARDED_BY(mu_) = 0;  // every LSN below was written
   uint64_t free_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t set_aside_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t written_since_check_ ABSL_GUARDED_BY(mu_) = 0;  // bytes written since the statvfs
   absl::Time free_checked_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   SpoolStats stats_ ABSL_GUARDED_BY(mu_);
@@ -263,6 +286,7 @@ class Spool {
   bool roll_ = false;                 // the active segment is full: the next write starts a segment
   std::vector<Entry> retry_commits_;  // commit records whose write failed
   absl::Time unsynced_since_ = absl::InfiniteFuture();  // commit records written, not synced
+  absl::Time last_set_aside_scan_ = absl::InfinitePast();
 
   // Read()'s descriptors, one per segment read from: opened at its first Read, closed when the
   // segment is deleted or the spool closes. Reads share the lock; opening and closing take it

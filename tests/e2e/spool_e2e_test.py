@@ -32,6 +32,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -365,6 +366,11 @@ class FaultTest(SpoolTestCase):
         self.assertNotIn("liveness NOT_SERVING", proc.log_text())
         self.assertGreater(acked_in_outage, 0, "nothing was acknowledged during the outage")
         self.drain(proc)
+        # The Replicated table's deduplication window was read at its first persisted flush: 100
+        # blocks at the INSERT rate system.part_log shows (the local server keeps one).
+        covers = e2e.metric_sum(proc.scrape(), "chgate_dedup_window_seconds",
+                                table=f"{DATABASE}.{repl}")
+        self.assertGreater(covers, 0, proc.log_tail())
         self.assertEqual(proc.stop(), 0, proc.log_tail())
         n = self.check_exactly_once(writers, repl)
         report(f"outage of {3 * stall} s (stall timeout {stall} s): liveness SERVING in all "
@@ -479,6 +485,94 @@ class FaultTest(SpoolTestCase):
         self.assertLess(len(lost), len(acked), "nothing after the damage was replayed")
         report(f"corrupt segment: {quarantined:.0f} bytes quarantined; {len(acked)} acked requests, "
                f"{len(lost)} lost with the damaged bytes, the rest once")
+
+
+class DeadLetterCommandsTest(SpoolTestCase):
+    """`chgate spool list/show/reinsert/delete` on batches ClickHouse refused for good: the table's
+    column changed type between the ack and the INSERT."""
+
+    def spool_command(self, *args):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CHGATE_")}
+        r = subprocess.run([CHGATE, "spool", *args, f"--spool-dir={self.spool_dir}",
+                            f"--endpoints={self.ch.address}", f"--database={DATABASE}"],
+                           capture_output=True, text=True, timeout=60, env=env)
+        return r.returncode, r.stdout, r.stderr
+
+    def dead_letter_after_a_type_change(self, proc, table, first, rows):
+        import grpc
+        channel = grpc.insecure_channel(proc.api_address)
+        stub = self.stubs.pb_grpc.IngestStub(channel)
+        request = self.pb.InsertRequest(
+            table=f"{DATABASE}.{table}", columns=["id", "writer", "payload"],
+            rows=self.pb.RowSet(rows=[self.pb.Row(values=[V.u(first + i), V.u(7), V.s(f"p{i}")])
+                                      for i in range(rows)]),
+            ack_mode=self.pb.ACK_MODE_PERSISTED)
+        self.assertEqual(stub.Insert(request, timeout=10).rows, rows)
+        channel.close()
+        # Before the batch's delay passes: the INSERT then meets a String column.
+        self.ch.query(f"ALTER TABLE {DATABASE}.{table} MODIFY COLUMN writer String")
+        before = set(self.spool_dir.glob("dead-letter/*.batch"))
+        self.assertTrue(e2e.wait_until(
+            lambda: set(self.spool_dir.glob("dead-letter/*.batch")) - before, timeout=30),
+            proc.log_tail())
+        return (set(self.spool_dir.glob("dead-letter/*.batch")) - before).pop().name
+
+    def test_list_show_reinsert_and_delete(self):
+        suffix = uuid.uuid4().hex[:8]
+        table, other = f"spool_dl_{suffix}", f"spool_dl_other_{suffix}"
+        columns = "id UInt64, writer UInt32, payload String"
+        self.ch.recreate_table(table, columns)
+        self.ch.recreate_table(other, columns)
+        proc = self.chgate(extra_args=[
+            f"--table-limits={DATABASE}.{table}:delay=2s;{DATABASE}.{other}:delay=2s"])
+        name = self.dead_letter_after_a_type_change(proc, table, 1000, 20)
+        self.assertIn("moved to the dead-letter directory", proc.log_text())
+
+        rc, out, err = self.spool_command("list")
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split("\t")[:5], ["file", "time", "table", "records", "rows"])
+        row = next(line.split("\t") for line in lines[1:] if line.startswith(name))
+        self.assertEqual(row[2], f"{DATABASE}.{table}")
+        self.assertEqual(row[4], "20")
+
+        rc, out, err = self.spool_command("show", name, "--format=jsonl")
+        self.assertEqual(rc, 0, err)
+        import json
+        shown = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([r["id"] for r in shown], [str(1000 + i) for i in range(20)])
+        self.assertEqual(shown[3], {"id": "1003", "writer": "7", "payload": "p3"})
+        rc, out, err = self.spool_command("show", name)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.splitlines()[0], "id\twriter\tpayload")
+
+        # Once the cause is known: into a table of the old layout, then the file is gone.
+        rc, out, err = self.spool_command("reinsert", name, f"--into={DATABASE}.{other}")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("inserted 20 rows", out)
+        self.assertEqual(self.ch.scalar(f"SELECT count(), sum(id) FROM {DATABASE}.{other}"),
+                         f"20\t{sum(range(1000, 1020))}")
+        self.assertFalse((self.spool_dir / "dead-letter" / name).exists())
+
+        # Into its own table once its layout is back, under the batch's identity.
+        name = self.dead_letter_after_a_type_change(proc, other, 2000, 5)
+        self.ch.query(f"ALTER TABLE {DATABASE}.{other} MODIFY COLUMN writer UInt32")
+        rc, out, err = self.spool_command("reinsert", name, "--keep")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.ch.scalar(f"SELECT count() FROM {DATABASE}.{other} WHERE id >= 2000"),
+                         "5")
+        self.assertTrue((self.spool_dir / "dead-letter" / name).exists())
+        rc, out, err = self.spool_command("delete", name)
+        self.assertEqual(rc, 0, err)
+        self.assertFalse((self.spool_dir / "dead-letter" / name).exists())
+        rc, out, err = self.spool_command("show", name)
+        self.assertEqual(rc, 1)
+        rc, out, err = self.spool_command("frobnicate")
+        self.assertEqual(rc, 2)
+        self.assertIn("unknown command", err)
+        self.assertEqual(proc.stop(), 0, proc.log_tail())
+        report(f"dead letters: listed, shown, re-inserted into another table and into their own, "
+               f"deleted")
 
 
 def main():

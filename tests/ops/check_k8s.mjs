@@ -177,8 +177,19 @@ function envOf(container, docs) {
 }
 const portOf = (addr) => Number(String(addr).split(":").pop());
 const isLoopback = (addr) => /^(127\.\d+\.\d+\.\d+|localhost|\[::1\]):\d+$/.test(addr);
+// `chgate spool wait-drained [--at-least=D] [--timeout=D]` as a preStop exec command: null when
+// the hook is something else.
+const waitDrained = (hook) => {
+  const cmd = hook?.exec?.command ?? [];
+  if (!/(^|\/)chgate$/.test(cmd[0] ?? "") || cmd[1] !== "spool" || cmd[2] !== "wait-drained") return null;
+  const opt = (name, dflt) => parseDuration(cmd.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? dflt);
+  return { atLeast: opt("at-least", "0s"), timeout: opt("timeout", "30s") };
+};
+// How long a preStop hook may hold the container (the most), and how long it surely holds it.
 const sleepSeconds = (hook) => hook?.sleep ? hook.sleep.seconds
-  : hook?.exec?.command?.[0] === "sleep" ? Number(hook.exec.command[1]) : 0;
+  : hook?.exec?.command?.[0] === "sleep" ? Number(hook.exec.command[1])
+  : waitDrained(hook)?.timeout ?? 0;
+const minHoldSeconds = (hook) => waitDrained(hook) ? waitDrained(hook).atLeast : sleepSeconds(hook);
 
 for (const [d, docs] of Object.entries(rendered)) {
   for (const dep of docs.filter((o) => o.kind === "Deployment" || o.kind === "StatefulSet")) {
@@ -291,14 +302,24 @@ for (const [d, docs] of Object.entries(rendered)) {
     // Native: chgate is stopped after the app (preStop + its shutdown, allowed 15 s) has exited.
     // Legacy: chgate's own preStop sleep outlasts the app, then it drains.
     const need = gateway ? chgatePreStop + drain + 10
-      : legacy ? Math.max(chgatePreStop, appPreStop + 15) + drain + 10 : appPreStop + 15 + drain + 10;
+      : legacy ? Math.max(chgatePreStop, appPreStop + 15) + drain + 10
+      : appPreStop + 15 + chgatePreStop + drain + 10;
     r.check(grace >= need, `${id}: terminationGracePeriodSeconds ${grace} >= ${need} (preStop, app shutdown, ${drain} s drain, margin)`);
     if (legacy) {
       // All preStop hooks start together and each container gets SIGTERM after its own: chgate
       // must keep accepting rows until the application has stopped (its preStop + up to 15 s of
       // shutdown) with a margin, not exactly then.
-      r.check(chgatePreStop >= appPreStop + 15 + 5,
-        `${id}: chgate's preStop sleep (${chgatePreStop} s) outlasts the app's preStop (${appPreStop} s) + 15 s shutdown + 5 s margin`);
+      const chgateHolds = minHoldSeconds(chgate.lifecycle?.preStop);
+      r.check(chgateHolds >= appPreStop + 15 + 5,
+        `${id}: chgate's preStop (at least ${chgateHolds} s) outlasts the app's preStop (${appPreStop} s) + 15 s shutdown + 5 s margin`);
+    }
+    // A spool on an emptyDir goes with the pod: the pod waits for it to drain before chgate stops.
+    const spoolMount = (chgate.volumeMounts ?? []).find((m) => env.CHGATE_SPOOL_DIR &&
+      (env.CHGATE_SPOOL_DIR === m.mountPath || env.CHGATE_SPOOL_DIR.startsWith(m.mountPath + "/")));
+    const spoolVolume = spoolMount && (pod.volumes ?? []).find((v) => v.name === spoolMount.name);
+    if (spoolVolume?.emptyDir) {
+      r.check(waitDrained(chgate.lifecycle?.preStop) !== null,
+        `${id}: the emptyDir spool is waited for at shutdown (preStop: chgate spool wait-drained)`);
     }
 
     // Memory: the README's sizing rule, measured by tests/e2e/memory_e2e_test.py (peak RSS with

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -70,6 +72,13 @@ class FakeInserter final : public Inserter {
     script.pop_front();
     return st;
   }
+  absl::StatusOr<DedupWindow> DedupWindowOf(const TableId&, absl::Time) override {
+    ++dedup_queries;
+    if (!dedup.has_value()) return absl::UnimplementedError("fake");
+    return *dedup;
+  }
+  std::optional<DedupWindow> dedup;  // what DedupWindowOf answers (none: Unimplemented)
+  int dedup_queries = 0;
   int describes = 0;
   absl::Status describe_error;  // what Describe answers, when not OK (ClickHouse unreachable)
   absl::Time last_describe_deadline;
@@ -146,7 +155,7 @@ class IngestorTest : public ::testing::Test {
     return o;
   }
   void Make(IngestOptions o) {
-    ingestor_ = std::make_unique<Ingestor>(std::move(o), &inserter_, &clock_);
+    ingestor_ = std::make_unique<Ingestor>(std::move(o), &inserter_, &clock_, observer_);
   }
 
   Outcome* Submit(const clickhouse::Block& block, absl::Duration timeout = absl::Seconds(30),
@@ -176,6 +185,7 @@ class IngestorTest : public ::testing::Test {
   // Declared before the Ingestor, so they outlive it: its destructor completes what is still
   // pending, through callbacks that write into them.
   std::vector<std::unique_ptr<Outcome>> outcomes_;
+  IngestObserver* observer_ = nullptr;  // given to the Ingestor Make builds
   std::unique_ptr<Ingestor> ingestor_;
 };
 
@@ -1290,6 +1300,56 @@ TEST_F(PersistedTest, AReplayedBatchWithAnUnreadableRecordIsSetAsideNotSentSmall
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_THAT(text, HasSubstr("unreadable: 1\n"));
   EXPECT_THAT(text, HasSubstr("rows: 3\n"));
+}
+
+// Records what the Ingestor reports about deduplication windows; ignores the rest.
+class DedupObserver final : public IngestObserver {
+ public:
+  void Budgets(uint64_t, uint64_t) override {}
+  void TableStarted(const std::string&, absl::Duration) override {}
+  void RequestDone(const std::string&, const absl::Status&, AckMode, uint64_t) override {}
+  void CommitLatency(const std::string&, absl::Duration) override {}
+  void MemoryRefused() override {}
+  void BatchFlushed(const std::string&, FlushReason, uint64_t, uint64_t, absl::Duration) override {}
+  void FlushRetry(const std::string&) override {}
+  void FlushFailed(const std::string&, const absl::Status&, std::optional<int32_t>) override {}
+  void RowsDropped(const std::string&, DropReason, uint64_t) override {}
+  void DelayChanged(const std::string&, absl::Duration) override {}
+  void Buffered(uint64_t, uint64_t) override {}
+  void WaitingRequests(size_t) override {}
+  void RequestBytes(uint64_t) override {}
+  void SpoolReplayed(uint64_t) override {}
+  void DedupWindowCovers(const std::string& table, double seconds) override {
+    covers[table] = seconds;
+  }
+  std::map<std::string, double> covers;
+};
+
+TEST_F(PersistedTest, TheDedupWindowIsReadAtATablesFirstSpooledFlushThenHourly) {
+  DedupObserver observer;
+  observer_ = &observer;
+  // 100 blocks at 2 INSERTs/s: 50 s, less than a replay after a crash may take.
+  inserter_.dedup = DedupWindow{
+      .replicated = true, .window_blocks = 100, .window_seconds = 604800, .inserts_per_second = 2};
+  Start(Options());
+  SubmitPersisted(Rows(0, 2));
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(inserter_.dedup_queries, 1);
+  EXPECT_DOUBLE_EQ(observer.covers["default.events"], 50);
+  SubmitPersisted(Rows(2, 2));
+  FlushDue();
+  EXPECT_EQ(inserter_.dedup_queries, 1);
+  // An hour later it is read again; with no known rate the age limit is what it covers.
+  inserter_.dedup->inserts_per_second.reset();
+  clock_.Advance(absl::Hours(1));
+  SubmitPersisted(Rows(4, 2));
+  FlushDue();
+  EXPECT_EQ(inserter_.dedup_queries, 2);
+  EXPECT_DOUBLE_EQ(observer.covers["default.events"], 604800);
+  EXPECT_EQ(inserter_.calls.size(), 3u);
+  observer_ = nullptr;
+  ingestor_.reset();
 }
 
 TEST_F(PersistedTest, PersistedNeedsASpoolAndAFullSpoolRefusesWithResourceExhausted) {

@@ -176,6 +176,7 @@ class ScrapeTest : public ::testing::Test {
     ingest.FlushError("events", StatusCodeLabel(absl::StatusCode::kUnavailable));
     ingest.SetBuffered(1, 100);
     ingest.SetBufferBudgetBytes(1 << 20);
+    metrics_.ingest_observer()->DedupWindowCovers("default.events", 600);
     const QueryMetrics& query = metrics_.query();
     query.QueryStarted();
     query.Streamed(5, 50);
@@ -264,6 +265,7 @@ TEST_F(ScrapeTest, TheIngestObserverMakesTheSameLabelsAsEveryPath) {
   o->RowsDropped("events", ingest::DropReason::kSpoolDeadLetter, 9);
   o->BatchFlushed("events", ingest::FlushReason::kReplay, 11, 100, absl::Milliseconds(5));
   o->SpoolReplayed(12);
+  o->DedupWindowCovers("events", 13);
   o->Budgets(1000, 750);
   const Exposition e = Scrape();
   EXPECT_EQ(e.Value("chgate_ingest_requests_total", {{"table", "events"}, {"result", "ok"}}), 1);
@@ -285,6 +287,7 @@ TEST_F(ScrapeTest, TheIngestObserverMakesTheSameLabelsAsEveryPath) {
   EXPECT_EQ(e.Value("chgate_batches_flushed_total", {{"table", "events"}, {"reason", "replay"}}),
             1);
   EXPECT_EQ(e.Value("chgate_spool_replayed_records_total", {}), 12);
+  EXPECT_EQ(e.Value("chgate_dedup_window_seconds", {{"table", "events"}}), 13);
 }
 
 TEST_F(ScrapeTest, TheSpoolCollectableExportsTheSpoolsState) {
@@ -301,7 +304,8 @@ TEST_F(ScrapeTest, TheSpoolCollectableExportsTheSpoolsState) {
                        .refusals = 8,
                        .fsyncs = 9,
                        .fsync_seconds = 0.25,
-                       .quarantined_bytes = 11};
+                       .quarantined_bytes = 11,
+                       .set_aside_bytes = 12};
   });
   metrics_.RegisterCollectable(spool);
   const Exposition e = Scrape();
@@ -317,6 +321,7 @@ TEST_F(ScrapeTest, TheSpoolCollectableExportsTheSpoolsState) {
   EXPECT_EQ(e.Value("chgate_spool_fsyncs_total", {}), 9);
   EXPECT_EQ(e.Value("chgate_spool_fsync_seconds_total", {}), 0.25);
   EXPECT_EQ(e.Value("chgate_spool_quarantined_bytes_total", {}), 11);
+  EXPECT_EQ(e.Value("chgate_spool_set_aside_bytes", {}), 12);
 }
 
 TEST_F(ScrapeTest, RecordsFlushesHistogramsRetriesAndErrors) {
