@@ -638,9 +638,9 @@ std::vector<std::string> Metrics::MetricNames() {
       kSpoolMaxBytes,       kSpoolSegments,    kSpoolPending,
       kSpoolOldestAge,      kSpoolFreeBytes,   kSpoolAppends,
       kSpoolAppendedBytes,  kSpoolRefusals,    kSpoolFsyncs,
-      kSpoolFsyncSeconds,   kSpoolQuarantined, kSpoolSetAside,   kDedupWindow,   kProcessResident,
-      kProcessVirtual,      kProcessStart,     kProcessOpenFds,
-      kProcessMaxFds,
+      kSpoolFsyncSeconds,   kSpoolQuarantined, kSpoolSetAside,
+      kDedupWindow,         kProcessResident,  kProcessVirtual,
+      kProcessStart,        kProcessOpenFds,   kProcessMaxFds,
   };
   return names;
 }
