@@ -72,7 +72,11 @@ __attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const vo
   return ~c32;
 }
 
-const bool kHaveHardware = __builtin_cpu_supports("sse4.2");
+// __builtin_cpu_init first: this runs in a static initializer, possibly before the runtime's own.
+const bool kHaveHardware = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.2") != 0;
+}();
 #endif
 
 }  // namespace

@@ -118,9 +118,11 @@ class Spool::Recovery {
     // make it durable before its commit marks let any segment go.
     RETURN_IF_ERROR(ops_->DataSync(fd));
     ASSIGN_OR_RETURN(const uint64_t size, ops_->FileSize(fd));
-    std::string data(size, '\0');
-    ASSIGN_OR_RETURN(const size_t got, ops_->ReadAt(fd, data.data(), data.size(), 0));
-    data.resize(got);
+    // One buffer for every segment: a fresh one each time would fault in (and zero) a whole
+    // segment's pages again, which measured as most of a full spool's start.
+    if (buffer_.size() < size) buffer_.resize(size);
+    ASSIGN_OR_RETURN(const size_t got, ops_->ReadAt(fd, buffer_.data(), size, 0));
+    const std::string_view data(buffer_.data(), got);
     const SegmentScan scan = ScanSegment(data, first);
     if (!scan.bad_reason.empty()) {
       const uint64_t bad_bytes = data.size() - scan.good_end;
@@ -129,7 +131,7 @@ class Spool::Recovery {
         report_.bytes_cut += bad_bytes;
       } else {
         ASSIGN_OR_RETURN(std::string moved_to,
-                         WriteQuarantine(name, std::string_view(data).substr(scan.good_end)));
+                         WriteQuarantine(name, data.substr(scan.good_end)));
         report_.quarantined.push_back(RecoveryReport::Quarantine{
             name, std::move(moved_to), scan.good_end, bad_bytes, scan.bad_reason});
         report_.bytes_quarantined += bad_bytes;
@@ -238,6 +240,7 @@ class Spool::Recovery {
   RecoveryReport& report_;
   std::map<uint64_t, Data> data_;
   std::vector<LsnRange> commits_;
+  std::string buffer_;  // the segment being scanned
   uint64_t next_lsn_ = kFirstLsn;
   bool dir_changed_ = false;
 };

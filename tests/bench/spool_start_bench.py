@@ -83,6 +83,9 @@ def main():
     def extra(p):
         p.add_argument("--bytes", type=parse_size, default=parse_size("1GiB"),
                        help="the spool's bound to fill (default 1GiB)")
+        p.add_argument("--keep", action="store_true",
+                       help="keep the filled spool (and do not drain it): a later run with "
+                            "--keep starts on it again without filling")
         p.add_argument("--drop-caches", action="store_true",
                        help="drop the page cache before the start (needs root)")
     args, _ = e2e.test_main_args(__doc__.splitlines()[0], extra)
@@ -91,23 +94,31 @@ def main():
     stubs = e2e.load_stubs()
     table = "spool_start_bench"
     ch.recreate_table(table, "id UInt64, writer UInt32, payload String")
-    spool_dir = e2e.work_dir() / "spool-start-bench"
-    shutil.rmtree(spool_dir, ignore_errors=True)
+    spool_dir = e2e.SOURCE_DIR / ".local" / "spool-start-bench"
+    reuse = args.keep and any(spool_dir.glob("*.wal"))
+    if not reuse:
+        shutil.rmtree(spool_dir, ignore_errors=True)
     spool_args = [f"--spool-dir={spool_dir}", f"--spool-max-bytes={args.bytes}",
                   "--max-message-bytes=16MiB", "--memory-budget=256MiB"]
-    proc = e2e.ChgateProcess(args.chgate, ch, args=spool_args, name="chgate-start-bench").start()
+    proc = e2e.ChgateProcess(args.chgate, ch, args=spool_args, name="chgate-start-bench")
+    if not reuse:
+        proc.start()
     try:
-        # The table's header first, so requests are converted while ClickHouse is stopped.
-        import grpc
-        channel = grpc.insecure_channel(proc.api_address)
-        stubs.pb_grpc.IngestStub(channel).Insert(stubs.pb.InsertRequest(
-            table=f"{DATABASE}.{table}", columns=["id", "writer", "payload"],
-            rows=stubs.pb.RowSet(rows=[stubs.pb.Row(values=[V.u(0), V.u(0), V.s("")])])),
-            timeout=30)
-        channel.close()
+        if not reuse:
+            # The table's header first, so requests are converted while ClickHouse is stopped.
+            import grpc
+            channel = grpc.insecure_channel(proc.api_address)
+            stubs.pb_grpc.IngestStub(channel).Insert(stubs.pb.InsertRequest(
+                table=f"{DATABASE}.{table}", columns=["id", "writer", "payload"],
+                rows=stubs.pb.RowSet(rows=[stubs.pb.Row(values=[V.u(0), V.u(0), V.s("")])])),
+                timeout=30)
+            channel.close()
         with e2e.PausedClickHouse(ch, max_seconds=900):
             started = time.monotonic()
-            requests, size = fill(proc, stubs, table, args.bytes, spool_dir)
+            if reuse:
+                requests, size = 0, sum(f.stat().st_size for f in spool_dir.glob("*.wal"))
+            else:
+                requests, size = fill(proc, stubs, table, args.bytes, spool_dir)
             filled = time.monotonic() - started
             proc.kill()
             if args.drop_caches:
@@ -124,11 +135,15 @@ def main():
         print(f"{'spool opened (scan, recovery)':<44}{log_ms(text, 'spool opened') or 0:>10.0f}")
         print(f"{'spool replayed (records queued)':<44}{log_ms(text, 'spool replayed') or 0:>10.0f}")
         print(f"{'process start to serving the API':<44}{serving * 1000:>10.0f}")
+        if args.keep:
+            proc.kill()
+            return
         e2e.wait_until(lambda: e2e.metric_sum(proc.scrape(), "chgate_spool_pending_records") == 0,
                        timeout=600, interval=1)
     finally:
         proc.stop()
-        shutil.rmtree(spool_dir, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(spool_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
