@@ -666,6 +666,7 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
 std::string Usage() {
   std::string out =
       "Usage: chgate [options]\n"
+      "       chgate spool list|show|reinsert|delete|wait-drained ... (chgate spool --help)\n"
       "A gRPC sidecar that batches rows into ClickHouse over its native protocol.\n"
       "With --query, connects once, runs the query, prints the result as TSV and exits.\n\n"
       "Options (each also read from the environment variable shown; flags win; a boolean option "

@@ -128,12 +128,30 @@ struct Ingestor::BatchTraces {
   }
 };
 
+// A persisted request's converted block, kept after its sync so its INSERT need not read it back
+// (IngestOptions::spool_cache_bytes); gives its bytes back to the cache and the budget when the
+// last entry holding it goes.
+struct Ingestor::CachedBlock {
+  CachedBlock(Ingestor* owner, std::unique_ptr<clickhouse::Block> b, uint64_t n)
+      : ingestor(owner), block(std::move(b)), bytes(n) {}
+  ~CachedBlock() {
+    ingestor->spool_cache_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    ingestor->budget_.RemoveBuffered(bytes);
+  }
+  CachedBlock(const CachedBlock&) = delete;
+  CachedBlock& operator=(const CachedBlock&) = delete;
+  Ingestor* ingestor;
+  std::unique_ptr<clickhouse::Block> block;
+  uint64_t bytes;
+};
+
 // A persisted request's record in the spool, queued for its table's spooled batch.
 struct Ingestor::SpoolEntry {
   uint64_t lsn = 0;
   uint64_t rows = 0;
   uint64_t bytes = 0;  // of the record's payload
   absl::Time appended;
+  std::shared_ptr<const CachedBlock> cached;  // the block itself, when kept in memory
 };
 
 // The records of one spooled INSERT, and its intent once written (0: not yet).
@@ -275,6 +293,46 @@ bool IsDataError(const absl::Status& status) {
   return status.code() == absl::StatusCode::kInvalidArgument;
 }
 
+// `block` laid out as `schema` (the table's INSERT header after a change), where that loses
+// nothing: each value of a column whose type changed must convert to the new type and print
+// back as the same text (UInt16 -> UInt32, T -> Nullable(T), Float32 -> Float64 ...); a column
+// the header no longer has, any value that would change, or a header with no type changed makes
+// it nullopt.
+std::optional<clickhouse::Block> ConvertLosslessly(const clickhouse::Block& block,
+                                                   const TableSchema& schema) {
+  if (schema.names.size() != block.column_count()) return std::nullopt;
+  clickhouse::Block out;
+  std::string text, back;
+  bool changed = false;
+  for (size_t c = 0; c < block.column_count(); ++c) {
+    const clickhouse::NamedColumn& from = block.column(c);
+    if (schema.names[c] != from.name) return std::nullopt;
+    const clickhouse::ColumnPtr& to_type = schema.prototypes[c];
+    if (to_type->type_name() == from.column->type_name()) {
+      out.AddColumn(from.name, from.column);
+      continue;
+    }
+    clickhouse::ColumnPtr to = to_type->CloneEmpty();
+    for (size_t row = 0; row < from.column->Size(); ++row) {
+      text.clear();
+      from.column->FormatValue(row, false, &text);
+      const bool null = text == "\\N" && from.column->kind() == clickhouse::ColumnKind::kNullable;
+      const std::string_view view = text;
+      if (!AppendValue(null ? NullValue() : TextValue(&view), *to, ConvertOptions{}).ok()) {
+        return std::nullopt;
+      }
+      back.clear();
+      to->FormatValue(row, false, &back);
+      if (back != text) return std::nullopt;
+    }
+    out.AddColumn(from.name, std::move(to));
+    changed = true;
+  }
+  // The same header: the refusal was about the rows, and sending them again would not help.
+  if (!changed) return std::nullopt;
+  return out;
+}
+
 bool SameTypes(const TableSchema& a, const TableSchema& b) {
   if (a.names != b.names) return false;
   for (size_t i = 0; i < a.prototypes.size(); ++i) {
@@ -314,6 +372,9 @@ Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
 
 Ingestor::~Ingestor() {
   Shutdown(clock_->Now());
+  // Appends still queued in the spool call back into this object (and hold cached blocks that
+  // count themselves out of it): let them finish first.
+  if (options_.spool != nullptr) (void)options_.spool->Flush();
   {
     absl::MutexLock lock(&mu_);
     stop_threads_ = true;
@@ -1370,6 +1431,17 @@ void Ingestor::Shutdown(absl::Time deadline) {
 
 void Ingestor::Persist(std::shared_ptr<Pending> p) {
   std::string payload = EncodeRowsRecord(p->table, p->columns, p->idempotency_key, *p->staged);
+  // Keep the block for its INSERT while the cache has room.
+  std::shared_ptr<const CachedBlock> cached;
+  const uint64_t cap = options_.spool_cache_bytes != 0 ? options_.spool_cache_bytes
+                                                       : options_.memory_budget_bytes / 8;
+  const uint64_t block_bytes = p->staged->ByteSize();
+  if (spool_cache_bytes_.fetch_add(block_bytes, std::memory_order_relaxed) + block_bytes <= cap) {
+    budget_.AddBuffered(block_bytes);
+    cached = std::make_shared<const CachedBlock>(this, std::move(p->staged), block_bytes);
+  } else {
+    spool_cache_bytes_.fetch_sub(block_bytes, std::memory_order_relaxed);
+  }
   p->staged.reset();
   // Until it is written, the spool's queue holds the record: it stays counted as this request's.
   const uint64_t bytes = payload.size();
@@ -1381,7 +1453,9 @@ void Ingestor::Persist(std::shared_ptr<Pending> p) {
   }
   absl::Status st = options_.spool->AppendOwned(
       std::move(payload),
-      [this, p, bytes](absl::StatusOr<uint64_t> lsn) { OnPersisted(p, bytes, std::move(lsn)); });
+      [this, p, bytes, cached = std::move(cached)](absl::StatusOr<uint64_t> lsn) mutable {
+        OnPersisted(p, bytes, std::move(cached), std::move(lsn));
+      });
   if (st.ok()) return;
   if (st.code() == absl::StatusCode::kFailedPrecondition) {
     st = absl::UnavailableError("chgate is shutting down (its spool is closed)");
@@ -1393,6 +1467,7 @@ void Ingestor::Persist(std::shared_ptr<Pending> p) {
 }
 
 void Ingestor::OnPersisted(const std::shared_ptr<Pending>& p, uint64_t payload_bytes,
+                           std::shared_ptr<const CachedBlock> cached,
                            absl::StatusOr<uint64_t> lsn) {
   failpoint::Hit("persisted_before_ack");
   if (!lsn.ok()) {
@@ -1404,7 +1479,8 @@ void Ingestor::OnPersisted(const std::shared_ptr<Pending>& p, uint64_t payload_b
     absl::MutexLock lock(&mu_);
     Batch& batch =
         SpooledBatchLocked(absl::StrCat(p->key, kSpooledKeySuffix), p->table, p->columns);
-    QueueSpooledLocked(batch, SpoolEntry{*lsn, p->rows, payload_bytes, clock_->Now()});
+    QueueSpooledLocked(batch,
+                       SpoolEntry{*lsn, p->rows, payload_bytes, clock_->Now(), std::move(cached)});
   }
   Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false, .persisted = true});
 }
@@ -1483,12 +1559,20 @@ std::unique_ptr<clickhouse::Block> Ingestor::ReadSpooled(Batch* batch, SpooledFl
   uint64_t lost_rows = 0;
   for (size_t i = 0; i < flush.entries.size(); ++i) {
     SpoolEntry& e = flush.entries[i];
-    absl::StatusOr<std::string> payload = options_.spool->Read(e.lsn);
-    auto one = std::make_unique<clickhouse::Block>();
-    absl::StatusOr<SpoolRecordHeader> h =
-        payload.ok() ? DecodeSpoolRecord(*payload, one.get()) : payload.status();
-    if (h.ok() && h->kind != SpoolRecordKind::kRows) {
-      h = absl::DataLossError("an intent where a rows record was expected");
+    // The block kept since its sync, or the record read back and decoded.
+    std::unique_ptr<clickhouse::Block> one;
+    const clickhouse::Block* src = nullptr;
+    absl::StatusOr<SpoolRecordHeader> h = SpoolRecordHeader{};
+    if (e.cached != nullptr) {
+      src = e.cached->block.get();
+    } else {
+      absl::StatusOr<std::string> payload = options_.spool->Read(e.lsn);
+      one = std::make_unique<clickhouse::Block>();
+      h = payload.ok() ? DecodeSpoolRecord(*payload, one.get()) : payload.status();
+      if (h.ok() && h->kind != SpoolRecordKind::kRows) {
+        h = absl::DataLossError("an intent where a rows record was expected");
+      }
+      src = one.get();
     }
     if (!h.ok()) {
       kLog.Error("spooled record unreadable; its rows are lost",
@@ -1500,14 +1584,14 @@ std::unique_ptr<clickhouse::Block> Ingestor::ReadSpooled(Batch* batch, SpooledFl
       lost_rows += e.rows;
       continue;
     }
-    e.rows = h->rows;
+    e.rows = src->rows();
     if (block == nullptr) {
-      block = std::move(one);
+      block = one != nullptr ? std::move(one) : std::make_unique<clickhouse::Block>(src->Clone());
     } else {
-      bool same = block->column_count() == one->column_count();
-      for (size_t c = 0; same && c < one->column_count(); ++c) {
-        same = block->column(c).name == one->column(c).name &&
-               block->column(c).column->type_name() == one->column(c).column->type_name();
+      bool same = block->column_count() == src->column_count();
+      for (size_t c = 0; same && c < src->column_count(); ++c) {
+        same = block->column(c).name == src->column(c).name &&
+               block->column(c).column->type_name() == src->column(c).column->type_name();
       }
       if (!same && flush.intent_lsn == 0 && later != nullptr) {
         // The table changed between these requests: the rest goes in the next INSERT.
@@ -1526,7 +1610,7 @@ std::unique_ptr<clickhouse::Block> Ingestor::ReadSpooled(Batch* batch, SpooledFl
         continue;
       }
       for (size_t c = 0; c < block->column_count(); ++c) {
-        block->column(c).column->AppendRange(*one->column(c).column, 0, one->rows());
+        block->column(c).column->AppendRange(*src->column(c).column, 0, src->rows());
       }
     }
     kept.push_back(e);
@@ -1615,13 +1699,24 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
     failpoint::Hit("spool_intent_before_insert");
     attempt.query_id = absl::StrCat(options_.spool_id, "-", flush.intent_lsn);
     attempt.deduplication_key = attempt.query_id;
-    status = InsertWithRetries(
-        batch, *block, attempt, stop_at,
-        [&](std::vector<log::Field>* fields) {
-          fields->emplace_back("ack_mode", "persisted");
-          fields->emplace_back("intent_lsn", flush.intent_lsn);
-        },
-        &too_many_parts);
+    const auto fields = [&](std::vector<log::Field>* line) {
+      line->emplace_back("ack_mode", "persisted");
+      line->emplace_back("intent_lsn", flush.intent_lsn);
+    };
+    status = InsertWithRetries(batch, *block, attempt, stop_at, fields, &too_many_parts);
+    if (!status.ok() && IsDataError(status) && IsTableChangeError(status)) {
+      // The table changed after these rows were acknowledged: where its new columns take them
+      // without loss, send them so rather than set them aside.
+      std::optional<clickhouse::Block> converted = ConvertToChangedTable(batch, *block, stop_at);
+      if (converted.has_value()) {
+        kLog.Info("table changed: spooled batch converted to its new columns",
+                  {{"table", batch->label},
+                   {"rows", rows},
+                   {"intent_lsn", flush.intent_lsn},
+                   {"error", status.message()}});
+        status = InsertWithRetries(batch, *converted, attempt, stop_at, fields, &too_many_parts);
+      }
+    }
     sent = true;
   }
   const absl::Time end = clock_->Now();
@@ -1673,6 +1768,26 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
     spooled_rows_ -= std::min(spooled_rows_, queued_rows);
   }
   FinishFlush(batch, 0, 0);
+}
+
+std::optional<clickhouse::Block> Ingestor::ConvertToChangedTable(
+    Batch* batch, const clickhouse::Block& block, const std::function<absl::Time()>& stop_at) {
+  ForgetSchemas(batch->table);
+  std::vector<std::string> names;
+  for (const clickhouse::NamedColumn& c : block.columns()) names.push_back(c.name);
+  for (int tries = 0;; ++tries) {
+    Progressed();
+    absl::StatusOr<TableSchema> now =
+        inserter_->Describe(batch->table, names, clock_->Now() + kSchemaRefreshTimeout);
+    if (now.ok()) return ConvertLosslessly(block, *now);
+    // Only an answer about the table decides; while ClickHouse does not answer, ask again.
+    if (!ShouldRetry(now.status()) || IsTableChangeError(now.status())) return std::nullopt;
+    const absl::Time resume = clock_->Now() + std::min(options_.retry.max_backoff,
+                                                       options_.retry.initial_backoff *
+                                                           std::pow(2.0, std::min(tries, 30)));
+    if (resume >= stop_at()) return std::nullopt;
+    clock_->SleepUntil(resume);
+  }
 }
 
 void Ingestor::CheckDedupWindow(Batch* batch) {

@@ -106,6 +106,12 @@ struct IngestOptions {
   // are `<spool_id>-<LSN of its intent>`. Must outlive the Ingestor.
   spool::Spool* spool = nullptr;
   std::string spool_id;
+  // Persisted blocks kept in memory after their sync, so their INSERT sends them without reading
+  // and decoding them back from the spool: at most this many bytes (0: memory_budget_bytes / 8),
+  // counted in the memory budget as buffered rows. Blocks beyond it, and every block after a
+  // restart, are read from the spool. The INSERT is the same either way (the spool record holds
+  // exactly the block's columns).
+  uint64_t spool_cache_bytes = 0;
   // false (tests): no threads; the test drives Poll() and RunPending() itself.
   bool background = true;
 };
@@ -239,6 +245,7 @@ class Ingestor {
   struct Waiting;
   struct SpoolEntry;
   struct SpooledFlush;
+  struct CachedBlock;
 
   void Enqueue(std::function<void()> task, bool flush_queue);
   // `slot`: this thread's entry in busy_since_.
@@ -290,7 +297,7 @@ class Ingestor {
   // caller once they are durable and queues them for their table's spooled batch.
   void Persist(std::shared_ptr<Pending> p);
   void OnPersisted(const std::shared_ptr<Pending>& p, uint64_t payload_bytes,
-                   absl::StatusOr<uint64_t> lsn);
+                   std::shared_ptr<const CachedBlock> cached, absl::StatusOr<uint64_t> lsn);
   // The spooled batch of `key` (made when missing).
   Batch& SpooledBatchLocked(const std::string& key, const TableId& table,
                             const std::vector<std::string>& columns)
@@ -316,6 +323,11 @@ class Ingestor {
   // INSERT rate, reports how much time the window covers, and warns when that is shorter than
   // a replay after a crash may take.
   void CheckDedupWindow(Batch* batch);
+  // A spooled block the table refused because its columns changed, laid out as the table's new
+  // INSERT header where no value changes (wider numbers, added Nullable); nullopt otherwise, or
+  // when ClickHouse does not describe the table before `stop_at`.
+  std::optional<clickhouse::Block> ConvertToChangedTable(
+      Batch* batch, const clickhouse::Block& block, const std::function<absl::Time()>& stop_at);
   void WriteDeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
                        const absl::Status& status);
   // The INSERT of `block` with retries (backoff with full jitter) while `status` is retryable and
@@ -343,6 +355,9 @@ class Ingestor {
   IngestObserver* const observer_;  // may be null
 
   mutable absl::Mutex mu_;
+  // Bytes of persisted blocks kept in memory (IngestOptions::spool_cache_bytes); declared before
+  // the batches whose entries hold them.
+  std::atomic<uint64_t> spool_cache_bytes_{0};
   absl::flat_hash_map<std::string, std::unique_ptr<Batch>> batches_ ABSL_GUARDED_BY(mu_);
   struct SchemaEntry {
     std::shared_ptr<const TableSchema> schema;

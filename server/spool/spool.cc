@@ -130,8 +130,7 @@ class Spool::Recovery {
         // A crash mid-append: nothing but the unfinished write follows the last good record.
         report_.bytes_cut += bad_bytes;
       } else {
-        ASSIGN_OR_RETURN(std::string moved_to,
-                         WriteQuarantine(name, data.substr(scan.good_end)));
+        ASSIGN_OR_RETURN(std::string moved_to, WriteQuarantine(name, data.substr(scan.good_end)));
         report_.quarantined.push_back(RecoveryReport::Quarantine{
             name, std::move(moved_to), scan.good_end, bad_bytes, scan.bad_reason});
         report_.bytes_quarantined += bad_bytes;

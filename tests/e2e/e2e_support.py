@@ -24,6 +24,13 @@ Environment:
 Run it with /usr/bin/python3: Debian's grpc modules are not visible to other interpreters.
 """
 
+import os
+
+# gRPC's fork handlers wait for its thread pool to go idle before every fork, which a test
+# starting chgate (a fork) while writer threads keep gRPC busy can wait on forever. The tests
+# never use gRPC in a forked child.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 import atexit
 import ctypes
 import decimal

@@ -67,6 +67,12 @@ class FakeInserter final : public Inserter {
     }
     calls.push_back({table, text, attempt, deadline});
     if (clock != nullptr) clock->Advance(takes);
+    if (check_types && block.column(0).column->type_name() != id_type) {
+      // What chgate's own comparison with the server's INSERT header answers.
+      return absl::InvalidArgumentError(absl::StrCat("column 'id' has type ",
+                                                     block.column(0).column->type_name(),
+                                                     ", the table has ", id_type));
+    }
     if (script.empty()) return absl::OkStatus();
     absl::Status st = script.front();
     script.pop_front();
@@ -78,6 +84,7 @@ class FakeInserter final : public Inserter {
     return *dedup;
   }
   std::optional<DedupWindow> dedup;  // what DedupWindowOf answers (none: Unimplemented)
+  bool check_types = false;          // Insert refuses an `id` column not of id_type
   int dedup_queries = 0;
   int describes = 0;
   absl::Status describe_error;  // what Describe answers, when not OK (ClickHouse unreachable)
@@ -1324,6 +1331,36 @@ class DedupObserver final : public IngestObserver {
   }
   std::map<std::string, double> covers;
 };
+
+TEST_F(PersistedTest, RowsAckedBeforeATableWidenedAColumnAreConvertedNotSetAside) {
+  inserter_.id_type = "UInt16";
+  inserter_.check_types = true;
+  Start(Options());
+  SubmitPersisted(IdRow("UInt16", 65535));
+  SubmitPersisted(IdRow("UInt16", 7));
+  // ALTER TABLE events MODIFY COLUMN id UInt32 before the batch goes out.
+  inserter_.id_type = "UInt32";
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 2u);
+  EXPECT_EQ(inserter_.calls[1].rows_text, "65535\tx\n7\tx\n");
+  EXPECT_EQ(inserter_.calls[1].attempt.query_id, inserter_.calls[0].attempt.query_id);
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/dead-letter"));
+}
+
+TEST_F(PersistedTest, RowsATablesChangedColumnCannotHoldAsTheyAreAreSetAside) {
+  inserter_.id_type = "UInt32";
+  inserter_.check_types = true;
+  Start(Options());
+  SubmitPersisted(IdRow("UInt32", 70000));
+  // ALTER TABLE events MODIFY COLUMN id UInt16: 70000 would not survive.
+  inserter_.id_type = "UInt16";
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  ASSERT_TRUE(std::filesystem::exists(dir_ + "/dead-letter"));
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 0u);
+}
 
 TEST_F(PersistedTest, TheDedupWindowIsReadAtATablesFirstSpooledFlushThenHourly) {
   DedupObserver observer;
