@@ -1076,6 +1076,17 @@ class PersistedTest : public IngestorTest {
     EXPECT_TRUE(spool_->Flush().ok());  // the ack comes once the record is durable
     return o;
   }
+  // The text of the one file in the dead-letter directory ("" and a failure otherwise).
+  std::string OnlyDeadLetter() {
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ + "/dead-letter")) {
+      files.push_back(e.path().string());
+    }
+    EXPECT_EQ(files.size(), 1u);
+    if (files.size() != 1) return "";
+    std::ifstream in(files[0], std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
   // Lets the batch delay pass and runs the flushes.
   void FlushDue() {
     clock_.Advance(absl::Milliseconds(250));
@@ -1231,13 +1242,7 @@ TEST_F(PersistedTest, ABatchClickHouseRefusesForGoodGoesToTheDeadLetterDirectory
   FlushDue();
   ASSERT_EQ(inserter_.calls.size(), 1u);
   EXPECT_EQ(spool_->Stats().pending_records, 0u);
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/dead-letter")) {
-    files.push_back(e.path().string());
-  }
-  ASSERT_EQ(files.size(), 1u);
-  std::ifstream in(files[0], std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::string text = OnlyDeadLetter();
   EXPECT_THAT(text, HasSubstr("table: default.events"));
   EXPECT_THAT(text, HasSubstr("Type mismatch"));
   EXPECT_THAT(text, HasSubstr("rows: 2"));
@@ -1298,13 +1303,7 @@ TEST_F(PersistedTest, AReplayedBatchWithAnUnreadableRecordIsSetAsideNotSentSmall
   }
   EXPECT_TRUE(inserter_.calls.empty()) << "the readable record went out on its own";
   EXPECT_EQ(spool_->Stats().pending_records, 0u);
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/dead-letter")) {
-    files.push_back(e.path().string());
-  }
-  ASSERT_EQ(files.size(), 1u);
-  std::ifstream in(files[0], std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::string text = OnlyDeadLetter();
   EXPECT_THAT(text, HasSubstr("unreadable: 1\n"));
   EXPECT_THAT(text, HasSubstr("rows: 3\n"));
 }
