@@ -489,7 +489,8 @@ class FaultTest(SpoolTestCase):
 
 class DeadLetterCommandsTest(SpoolTestCase):
     """`chgate spool list/show/reinsert/delete` on batches ClickHouse refused for good: the table's
-    column changed type between the ack and the INSERT."""
+    column narrowed between the ack and the INSERT (70000 does not fit the new UInt16), and a
+    widened column that takes the acknowledged rows as they are."""
 
     def spool_command(self, *args):
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHGATE_")}
@@ -498,19 +499,23 @@ class DeadLetterCommandsTest(SpoolTestCase):
                            capture_output=True, text=True, timeout=60, env=env)
         return r.returncode, r.stdout, r.stderr
 
-    def dead_letter_after_a_type_change(self, proc, table, first, rows):
+    def persisted(self, proc, table, first, rows):
         import grpc
         channel = grpc.insecure_channel(proc.api_address)
         stub = self.stubs.pb_grpc.IngestStub(channel)
         request = self.pb.InsertRequest(
             table=f"{DATABASE}.{table}", columns=["id", "writer", "payload"],
-            rows=self.pb.RowSet(rows=[self.pb.Row(values=[V.u(first + i), V.u(7), V.s(f"p{i}")])
+            rows=self.pb.RowSet(rows=[self.pb.Row(values=[V.u(first + i), V.u(70000),
+                                                          V.s(f"p{i}")])
                                       for i in range(rows)]),
             ack_mode=self.pb.ACK_MODE_PERSISTED)
         self.assertEqual(stub.Insert(request, timeout=10).rows, rows)
         channel.close()
-        # Before the batch's delay passes: the INSERT then meets a String column.
-        self.ch.query(f"ALTER TABLE {DATABASE}.{table} MODIFY COLUMN writer String")
+
+    def dead_letter_after_a_type_change(self, proc, table, first, rows):
+        self.persisted(proc, table, first, rows)
+        # Before the batch's delay passes: the INSERT then meets a UInt16 column.
+        self.ch.query(f"ALTER TABLE {DATABASE}.{table} MODIFY COLUMN writer UInt16")
         before = set(self.spool_dir.glob("dead-letter/*.batch"))
         self.assertTrue(e2e.wait_until(
             lambda: set(self.spool_dir.glob("dead-letter/*.batch")) - before, timeout=30),
@@ -541,7 +546,7 @@ class DeadLetterCommandsTest(SpoolTestCase):
         import json
         shown = [json.loads(line) for line in out.splitlines()]
         self.assertEqual([r["id"] for r in shown], [str(1000 + i) for i in range(20)])
-        self.assertEqual(shown[3], {"id": "1003", "writer": "7", "payload": "p3"})
+        self.assertEqual(shown[3], {"id": "1003", "writer": "70000", "payload": "p3"})
         rc, out, err = self.spool_command("show", name)
         self.assertEqual(rc, 0, err)
         self.assertEqual(out.splitlines()[0], "id\twriter\tpayload")
@@ -573,6 +578,20 @@ class DeadLetterCommandsTest(SpoolTestCase):
         self.assertEqual(proc.stop(), 0, proc.log_tail())
         report(f"dead letters: listed, shown, re-inserted into another table and into their own, "
                f"deleted")
+
+    def test_a_widened_column_takes_the_acknowledged_rows(self):
+        table = f"spool_widen_{uuid.uuid4().hex[:8]}"
+        self.ch.recreate_table(table, "id UInt64, writer UInt32, payload String")
+        proc = self.chgate(extra_args=[f"--table-limits={DATABASE}.{table}:delay=2s"])
+        self.persisted(proc, table, 0, 10)
+        self.ch.query(f"ALTER TABLE {DATABASE}.{table} MODIFY COLUMN writer UInt64")
+        self.drain(proc)
+        self.assertIn("table changed: spooled batch converted to its new columns", proc.log_text())
+        self.assertEqual(self.ch.scalar(f"SELECT count(), sum(writer) FROM {DATABASE}.{table}"),
+                         "10\t700000")
+        self.assertFalse(list(self.spool_dir.glob("dead-letter/*.batch")))
+        self.assertEqual(proc.stop(), 0, proc.log_tail())
+        report("a widened column: the acknowledged rows converted and inserted, none set aside")
 
 
 def main():

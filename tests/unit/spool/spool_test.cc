@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -580,6 +581,40 @@ TEST(SpoolTest, ASegmentOfAnotherFormatVersionStopsTheStartAndChangesNoFile) {
   std::map<std::string, std::string> after;
   for (const auto& e : fs::directory_iterator(dir)) after[e.path().string()] = ReadAll(e.path());
   EXPECT_EQ(after, before);
+}
+
+// A spool written by format version 1 (tests/testdata/spool-v1, committed when version 1 was the
+// only one): every later chgate must read it, so a format change that forgets the old layout
+// fails here. Made by appending records "v1-record-<n>-..." (100 bytes) to 1 KiB segments, marking
+// records 1-12 committed except 3 and 7, then appending 13-20.
+TEST(SpoolFormatTest, ReadsASpoolWrittenByFormatVersionOne) {
+  const char* source = std::getenv("CHGATE_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "CHGATE_SOURCE_DIR names the checkout (ctest sets it)";
+  const std::string dir = FreshDir("format_v1");
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(fs::path(source) / "tests/testdata/spool-v1")) {
+    fs::copy_file(e.path(), fs::path(dir) / e.path().filename());
+  }
+  Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+  std::vector<uint64_t> lsns;
+  std::vector<std::string> names;
+  for (const SpoolRecord& r : opened.replay) {
+    lsns.push_back(r.lsn);
+    names.push_back(r.payload.substr(0, r.payload.find('-', 10)));
+  }
+  EXPECT_EQ(lsns, (std::vector<uint64_t>{3, 7, 14, 15, 16, 18, 19, 20, 21, 22}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"v1-record-3", "v1-record-7", "v1-record-13", "v1-record-14",
+                                      "v1-record-15", "v1-record-16", "v1-record-17",
+                                      "v1-record-18", "v1-record-19", "v1-record-20"}));
+  for (const SpoolRecord& r : opened.replay) EXPECT_EQ(r.payload.size(), 100u);
+  EXPECT_EQ(opened.spool->id(), "e59b87ee273da94c8aa9ce7b1d6fa939");
+  EXPECT_TRUE(opened.report.quarantined.empty());
+  EXPECT_EQ(opened.report.bytes_cut, 0u);
+  // It goes on where it stopped.
+  absl::StatusOr<uint64_t> next = opened.spool->AppendAndWait("after");
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_GT(*next, 22u);
 }
 
 TEST(SpoolTest, RefusesASecondSpoolOnTheSameDirectory) {
