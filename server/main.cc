@@ -339,13 +339,18 @@ int Serve(const config::Config& config) {
     std::_Exit(1);
   }).detach();
   const uint64_t dropped_before = ingestor.Stats().rows_dropped;
-  std::thread stopper([&] { (*server)->Shutdown(deadline); });
+  absl::Notification server_stopped;
+  std::thread stopper([&] {
+    (*server)->Shutdown(deadline);
+    server_stopped.Notify();
+  });
   ingestor.Shutdown(deadline);
-  // Past the drain: header lookups, flushes and queries still waiting for ClickHouse are
-  // interrupted now rather than at --read-timeout (the API server's shutdown waits for the calls
-  // they hold).
+  // Queries keep running until the deadline (the API server's shutdown waits for the calls it
+  // has); whatever still waits for ClickHouse then (header lookups, flushes, queries) is
+  // interrupted rather than left to --read-timeout.
+  (void)server_stopped.WaitForNotificationWithTimeout(deadline - absl::Now());
   if (const size_t interrupted = pool.Abort(); interrupted > 0) {
-    kLog.Warn("drain over: ClickHouse operations still in flight interrupted",
+    kLog.Warn("drain deadline: ClickHouse operations still in flight interrupted",
               {{"interrupted", uint64_t{interrupted}}});
   }
   stopper.join();

@@ -97,6 +97,9 @@ def main():
               f"{r['requests_failed']:>7}")
     print(f"\npersisted / committed throughput: "
           f"{persisted['requests_per_s'] / committed['requests_per_s']:.2f}")
+    cpu = [r.get("chgate_cpu_us_per_request") for r in (committed, persisted)]
+    if all(cpu):
+        print(f"persisted / committed chgate CPU per request: {cpu[1] / cpu[0]:.2f}")
     print(f"disk fdatasync of a 4 KiB append in {spool_root}: p50 {p50:.3f} ms, p99 {p99:.3f} ms")
     print("@half: open loop at half the closed loop's rate; latency from each request's due time. "
           "committed acks wait for the batch (--batch-max-delay 200 ms); persisted ones for the "
