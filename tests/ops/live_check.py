@@ -155,6 +155,12 @@ def main():
     ch.query(f"CREATE TABLE {DATABASE}.poison (id UInt64, s String) ENGINE = MergeTree ORDER BY id")
     ch.query(f"CREATE MATERIALIZED VIEW {DATABASE}.poison_guard ENGINE = Null AS "
              f"SELECT throwIf(s = 'boom') AS refused FROM {DATABASE}.poison")
+    # A Replicated table for one persisted request: its deduplication window is read at its first
+    # spooled flush (chgate_dedup_window_seconds, ChgateDedupWindowShort).
+    ch.query(f"DROP TABLE IF EXISTS {DATABASE}.live_repl")
+    ch.query(f"CREATE TABLE {DATABASE}.live_repl (id UInt64, s String) ENGINE = "
+             f"ReplicatedMergeTree('/clickhouse/tables/{{shard}}/{DATABASE}.live_repl_{os.getpid()}', "
+             f"'{{replica}}') ORDER BY id")
     stubs = e2e.load_stubs()
     V = e2e.V
     import grpc
@@ -212,6 +218,9 @@ def main():
 
         th = threading.Thread(target=producer, daemon=True)
         th.start()
+        persisted = e2e.rows_request(f"{DATABASE}.live_repl", ["id", "s"], [[V.u(1), V.s("p")]])
+        persisted.ack_mode = stubs.pb.ACK_MODE_PERSISTED
+        stub.Insert(persisted, timeout=10)
         # One Query RPC, so the query metrics have samples when the RPC is served.
         query_result = "not run"
         try:
