@@ -162,8 +162,25 @@ int Serve(const config::Config& config) {
   });
   metrics.RegisterCollectable(pool_collectable);
 
+  // Health probes are answered from here on ("liveness" SERVING, readiness NOT_SERVING), so a long
+  // spool recovery below does not fail the kubelet's startupProbe; the API server takes this
+  // listener over once chgate serves.
+  std::unique_ptr<service::HealthListener> health_listener;
+  if (!config.health_listen.empty()) {
+    auto started = service::StartHealthListener(config.health_listen);
+    if (!started.ok()) {
+      kLog.Error("chgate: cannot start", {{"error", started.status().message()}});
+      return 1;
+    }
+    health_listener = *std::move(started);
+    kLog.Info("health served while chgate starts", {{"health_listen", config.health_listen},
+                                                    {"health_port", health_listener->port()},
+                                                    {"liveness", "SERVING"},
+                                                    {"readiness", "NOT_SERVING"}});
+  }
+
   ingest::IngestOptions ingest_options = IngestOptionsFrom(config);
-  // The spool of the persisted ack mode: recovered before anything is served, closed after the
+  // The spool of the persisted ack mode: recovered before the API is served, closed after the
   // Ingestor (declared first, destroyed last).
   std::unique_ptr<spool::Spool> spool;
   std::vector<spool::SpoolRecord> replay;
@@ -265,6 +282,7 @@ int Serve(const config::Config& config) {
   auto server = service::StartServer(
       {.api_address = config.listen,
        .health_address = config.health_listen,
+       .health_listener = health_listener.get(),
        .reflection = config.grpc_reflection,
        .max_message_bytes = config.max_message_bytes,
        .max_concurrent_streams =

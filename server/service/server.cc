@@ -57,6 +57,52 @@ absl::Status LoadReflection() {
                    " cannot be loaded (install the gRPC C++ runtime package): ", *error));
 }
 
+// gRPC sets SO_REUSEPORT by default on Linux, so a second instance on the same port would start
+// and silently share the traffic; fail to start instead.
+void ExclusivePort(grpc::ServerBuilder& builder) {
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+}
+
+absl::Status CannotListen(const std::string& address, const char* what) {
+  return absl::UnavailableError(absl::StrCat("cannot listen on ", address, " (", what,
+                                             " address): in use, or not a local address"));
+}
+
+class HealthListenerImpl final : public HealthListener {
+ public:
+  ~HealthListenerImpl() override { Shutdown(absl::Now()); }
+
+  absl::Status Start(const std::string& address) {
+    InitGrpcOnce();
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+    ExclusivePort(builder);
+    builder.RegisterService(&health_);
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr || port_ == 0) return CannotListen(address, "health");
+    health_.SetServing(kLiveness, true);
+    for (const char* name : {kReadiness, kOverall, kBuffer}) health_.SetServing(name, false);
+    return absl::OkStatus();
+  }
+
+  int port() const override { return port_; }
+  HealthService* health() override { return &health_; }
+
+  void Shutdown(absl::Time deadline) override {
+    health_.Shutdown();
+    if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(deadline));
+  }
+
+  void Wait() override {
+    if (server_ != nullptr) server_->Wait();
+  }
+
+ private:
+  HealthService health_;  // outlives server_, declared before it
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
 class ServerImpl final : public Server {
  public:
   ServerImpl(const ServerOptions& options, ingest::Ingestor* ingestor)
@@ -111,17 +157,15 @@ class ServerImpl final : public Server {
       if (api_ == nullptr || api_port_ == 0) return CannotListen(options_.api_address, "API");
     }
     health_port_ = api_port_;
-    if (!options_.health_address.empty()) {
-      grpc::ServerBuilder builder;
-      builder.AddListeningPort(options_.health_address, grpc::InsecureServerCredentials(),
-                               &health_port_);
-      ExclusivePort(builder);
-      builder.RegisterService(&health_listener_health_);
-      health_ = builder.BuildAndStart();
-      if (health_ == nullptr || health_port_ == 0) {
-        return CannotListen(options_.health_address, "health");
-      }
+    health_listener_ = options_.health_listener;
+    if (health_listener_ == nullptr && !options_.health_address.empty()) {
+      absl::StatusOr<std::unique_ptr<HealthListener>> started =
+          StartHealthListener(options_.health_address);
+      if (!started.ok()) return started.status();
+      own_health_listener_ = *std::move(started);
+      health_listener_ = own_health_listener_.get();
     }
+    if (health_listener_ != nullptr) health_port_ = health_listener_->port();
     absl::MutexLock lock(&mu_);
     SetStatusLocked({kLiveness}, true);
     SetStatusLocked({kReadiness, kOverall}, true);
@@ -170,36 +214,24 @@ class ServerImpl final : public Server {
 
   void Wait() override {
     if (api_ != nullptr) api_->Wait();
-    if (health_ != nullptr) health_->Wait();
+    if (health_listener_ != nullptr) health_listener_->Wait();
   }
 
  private:
-  // gRPC sets SO_REUSEPORT by default on Linux, so a second instance on the same port would start
-  // and silently share the traffic; fail to start instead.
-  static void ExclusivePort(grpc::ServerBuilder& builder) {
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  }
-
   // grpc::Server::Shutdown is idempotent; it returns once every call has finished.
   void StopListeners(absl::Time deadline) {
     // Health Watch streams never end by themselves: end them (after a last NOT_SERVING) so the
     // servers' shutdown does not wait for the deadline.
     api_health_.Shutdown();
-    health_listener_health_.Shutdown();
-    const auto stop = absl::ToChronoTime(deadline);
-    if (api_ != nullptr) api_->Shutdown(stop);
-    if (health_ != nullptr) health_->Shutdown(stop);
-  }
-
-  static absl::Status CannotListen(const std::string& address, const char* what) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", address, " (", what,
-                                               " address): in use, or not a local address"));
+    if (api_ != nullptr) api_->Shutdown(absl::ToChronoTime(deadline));
+    if (health_listener_ != nullptr) health_listener_->Shutdown(deadline);
   }
 
   void SetStatusLocked(std::initializer_list<const char*> names, bool serving)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (HealthService* health : {&api_health_, &health_listener_health_}) {
-      for (const char* name : names) health->SetServing(name, serving);
+    for (const char* name : names) {
+      api_health_.SetServing(name, serving);
+      if (health_listener_ != nullptr) health_listener_->health()->SetServing(name, serving);
     }
   }
 
@@ -208,9 +240,9 @@ class ServerImpl final : public Server {
   IngestService service_;  // outlives the servers below, declared after it
   // One per listener (a service is registered on one server); both carry the same statuses.
   HealthService api_health_;
-  HealthService health_listener_health_;
+  std::unique_ptr<HealthListener> own_health_listener_;  // when none was given
+  HealthListener* health_listener_ = nullptr;            // null: health on the API listener only
   std::unique_ptr<grpc::Server> api_;
-  std::unique_ptr<grpc::Server> health_;
   int api_port_ = 0;
   int health_port_ = 0;
   absl::Mutex mu_;
@@ -219,6 +251,12 @@ class ServerImpl final : public Server {
 };
 
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<HealthListener>> StartHealthListener(const std::string& address) {
+  auto listener = std::make_unique<HealthListenerImpl>();
+  if (absl::Status status = listener->Start(address); !status.ok()) return status;
+  return listener;
+}
 
 absl::StatusOr<std::unique_ptr<Server>> StartServer(const ServerOptions& options,
                                                     ingest::Ingestor* ingestor) {

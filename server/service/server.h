@@ -13,14 +13,36 @@
 #include "server/auth/authorizer.h"
 #include "server/ingest/ingestor.h"
 #include "server/service/api_security.h"
+#include "server/service/health_service.h"
 #include "server/service/observers.h"
 #include "server/service/query_service.h"
 
 namespace chgate::service {
 
+// The health address's listener on its own, started before the Server so that probes are answered
+// while chgate is still starting (the spool's recovery reads every segment first): "liveness"
+// SERVING, "readiness", "" and "buffer" NOT_SERVING until a Server takes it over
+// (ServerOptions::health_listener) and sets them as it does its own. Thread-safe.
+class HealthListener {
+ public:
+  virtual ~HealthListener() = default;
+  virtual int port() const = 0;
+  virtual HealthService* health() = 0;
+  // Ends Watch streams and stops the listener, cancelling calls still open at `deadline`.
+  // Idempotent.
+  virtual void Shutdown(absl::Time deadline) = 0;
+  virtual void Wait() = 0;
+};
+
+// Errors: Unavailable (naming the address) when it cannot be bound.
+absl::StatusOr<std::unique_ptr<HealthListener>> StartHealthListener(const std::string& address);
+
 struct ServerOptions {
   std::string api_address = "127.0.0.1:50051";  // Insert/InsertStream/Query
   std::string health_address = "[::]:50052";    // health (+ reflection) only ("" = API listener)
+  // A health listener already serving (StartHealthListener): used instead of binding
+  // health_address; it must outlive the Server, which shuts it down with itself.
+  HealthListener* health_listener = nullptr;
   // gRPC server reflection on both listeners. A synchronous service: gRPC then runs polling
   // threads that take part in every connection's I/O.
   bool reflection = false;

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -39,44 +38,6 @@ def log_ms(text, message):
     if not m:
         return None
     return float(m.group(1)) * (1000 if m.group(2) == "s" else 1)
-
-
-def fill(proc, stubs, table, limit_bytes, spool_dir):
-    import grpc
-
-    pb, pb_grpc = stubs.pb, stubs.pb_grpc
-    payload = "x" * 200
-    stop = threading.Event()
-    sent = [0]
-
-    def run(worker):
-        channel = grpc.insecure_channel(proc.api_address)
-        stub = pb_grpc.IngestStub(channel)
-        n = 0
-        while not stop.is_set():
-            first = (worker * 1_000_000 + n) * 1000
-            rows = [pb.Row(values=[V.u(first + i), V.u(worker), V.s(payload)]) for i in range(1000)]
-            try:
-                stub.Insert(pb.InsertRequest(table=f"{DATABASE}.{table}",
-                                             columns=["id", "writer", "payload"],
-                                             rows=pb.RowSet(rows=rows),
-                                             ack_mode=pb.ACK_MODE_PERSISTED), timeout=30)
-                sent[0] += 1
-            except grpc.RpcError as e:
-                if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
-                    stop.set()
-                    break
-                raise
-            n += 1
-        channel.close()
-
-    threads = [threading.Thread(target=run, args=(w,)) for w in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    size = sum(f.stat().st_size for f in spool_dir.glob("*.wal"))
-    return sent[0], size
 
 
 def main():
@@ -118,7 +79,7 @@ def main():
             if reuse:
                 requests, size = 0, sum(f.stat().st_size for f in spool_dir.glob("*.wal"))
             else:
-                requests, size = fill(proc, stubs, table, args.bytes, spool_dir)
+                requests, size = e2e.fill_spool(proc, table, spool_dir)
             filled = time.monotonic() - started
             proc.kill()
             if args.drop_caches:

@@ -498,7 +498,9 @@ class ChgateProcess:
                 f"--database={self.database}",
                 *self.args]
 
-    def start(self, timeout=30):
+    def start(self, timeout=30, on_spawn=None):
+        """Starts chgate and waits until it serves the API. `on_spawn(self)` is called as soon as
+        the process exists (its ports chosen), before it serves."""
         if not os.access(self.binary, os.X_OK):
             raise RuntimeError(f"chgate binary {self.binary} is missing or not executable "
                                "(build it, or pass --chgate)")
@@ -511,6 +513,8 @@ class ChgateProcess:
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=self._log,
                                          stderr=subprocess.STDOUT, env=env,
                                          preexec_fn=_die_with_parent)
+            if on_spawn is not None:
+                on_spawn(self)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
@@ -618,6 +622,50 @@ class ChgateProcess:
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)')
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def fill_spool(proc, table, spool_dir, writers=4):
+    """Sends persisted 1,000-row requests (id UInt64, writer UInt32, payload String of 200 bytes)
+    to `table` from `writers` threads until chgate refuses one with RESOURCE_EXHAUSTED (its spool
+    is full: ClickHouse must not be taking rows). Returns (requests acked, bytes of segments)."""
+    import grpc
+
+    stubs = load_stubs()
+    pb, pb_grpc = stubs.pb, stubs.pb_grpc
+    payload = "x" * 200
+    stop = threading.Event()
+    sent = [0]
+    errors = []
+
+    def run(worker):
+        channel = grpc.insecure_channel(proc.api_address)
+        stub = pb_grpc.IngestStub(channel)
+        n = 0
+        while not stop.is_set():
+            first = (worker * 1_000_000 + n) * 1000
+            rows = [pb.Row(values=[V.u(first + i), V.u(worker), V.s(payload)]) for i in range(1000)]
+            try:
+                stub.Insert(pb.InsertRequest(table=f"{DATABASE}.{table}",
+                                             columns=["id", "writer", "payload"],
+                                             rows=pb.RowSet(rows=rows),
+                                             ack_mode=pb.ACK_MODE_PERSISTED), timeout=30)
+                sent[0] += 1
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    errors.append(e)
+                stop.set()
+                break
+            n += 1
+        channel.close()
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return sent[0], sum(f.stat().st_size for f in Path(spool_dir).glob("*.wal"))
 
 
 def parse_prometheus(text):

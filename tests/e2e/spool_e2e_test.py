@@ -452,6 +452,75 @@ class FaultTest(SpoolTestCase):
                f"largest spool {largest} bytes (bound {max_bytes} + one segment {segment}); "
                f"{n} acked requests, each once")
 
+    def test_health_is_answered_while_a_full_spool_is_recovered(self):
+        """The startupProbe must not fail while chgate reads a large spool: the health listener
+        answers from before the recovery, live but not ready, and ready once the API serves."""
+        import grpc
+        table = f"spool_start_{uuid.uuid4().hex[:8]}"
+        self.ch.recreate_table(table, "id UInt64, writer UInt32, payload String")
+        spool_args = ["--spool-max-bytes=160MiB", "--max-message-bytes=16MiB",
+                      "--memory-budget=256MiB"]
+        proc = self.chgate(extra_args=spool_args)
+        channel = grpc.insecure_channel(proc.api_address)
+        self.stubs.pb_grpc.IngestStub(channel).Insert(  # the table's header, saved by the spool
+            e2e.rows_request(f"{DATABASE}.{table}", ["id", "writer", "payload"],
+                             [[V.u(0), V.u(0), V.s("")]]), timeout=30)
+        channel.close()
+        health = self.stubs.health_pb
+        serving = health.HealthCheckResponse.SERVING
+        samples = []  # (liveness, readiness): a status, or None while nothing answers
+        stop = threading.Event()
+
+        def poll(p):
+            def check(stub, name):
+                try:
+                    return stub.Check(health.HealthCheckRequest(service=name), timeout=1).status
+                except grpc.RpcError:
+                    return None
+            while not stop.is_set():
+                # A channel per probe, as the kubelet does: a channel that failed to connect
+                # waits a second before it tries again, longer than the recovery takes.
+                with grpc.insecure_channel(f"127.0.0.1:{p.health_port}") as channel:
+                    stub = self.stubs.health_grpc.HealthStub(channel)
+                    samples.append((check(stub, "liveness"), check(stub, "readiness")))
+                time.sleep(0.002)
+
+        with e2e.PausedClickHouse(self.ch, max_seconds=300):
+            requests, size = e2e.fill_spool(proc, table, self.spool_dir)
+            proc.kill()
+            restarted = e2e.ChgateProcess(
+                CHGATE, self.ch, name="chgate-spool",
+                args=[f"--spool-dir={self.spool_dir}", "--batch-max-delay=100ms", *spool_args])
+            self.procs.append(restarted)
+            poller = None
+
+            def spawned(p):
+                nonlocal poller
+                poller = threading.Thread(target=poll, args=(p,))
+                poller.start()
+            try:
+                restarted.start(timeout=120, on_spawn=spawned)
+                e2e.wait_until(lambda: samples and samples[-1] == (serving, serving), timeout=10)
+            finally:
+                stop.set()
+                if poller is not None:
+                    poller.join()
+        log = restarted.log_text()
+        self.assertLess(log.index("health served while chgate starts"), log.index("spool opened"))
+        starting = [s for s in samples if s == (serving, health.HealthCheckResponse.NOT_SERVING)]
+        self.assertTrue(starting, f"no probe saw chgate starting: {sorted(set(samples), key=str)}"
+                                  f"\n{restarted.log_tail()}")
+        answered = [s for s in samples if s != (None, None)]
+        first_ready = answered.index((serving, serving))
+        self.assertTrue(all(s == starting[0] for s in answered[:first_ready]), answered[:first_ready])
+        self.assertTrue(all(None not in s for s in answered[first_ready:]), answered[first_ready:])
+        self.drain(restarted, timeout=300)
+        self.assertEqual(restarted.stop(), 0, restarted.log_tail())
+        self.assertEqual(int(self.ch.scalar(f"SELECT count() FROM {DATABASE}.{table}")),
+                         1 + requests * 1000)
+        report(f"health during recovery: {requests} requests ({size >> 20} MiB) spooled; "
+               f"{len(starting)} probes saw live-not-ready while the spool was read, then ready")
+
     def test_a_corrupt_segment_is_quarantined_and_the_rest_replayed(self):
         repl, _ = self.make_tables(uuid.uuid4().hex[:8])
         proc = self.chgate(extra_args=["--spool-segment-bytes=256KiB"])

@@ -251,7 +251,10 @@ for (const [d, docs] of Object.entries(rendered)) {
     // Buffer-based readiness is opt-in (overlays/buffer-readiness); everywhere else the pod's
     // readiness must not follow the buffer.
     const bufferReadiness = d.includes("buffer-readiness");
-    const probes = { startupProbe: "liveness", livenessProbe: "liveness",
+    // A sidecar's startupProbe gates the application's start, so it waits for "readiness" (the
+    // API served; chgate answers it from before its spool's recovery). A gateway's waits for
+    // "liveness" only: its Service routes by the readinessProbe.
+    const probes = { startupProbe: gateway ? "liveness" : "readiness", livenessProbe: "liveness",
       readinessProbe: bufferReadiness ? "buffer" : "readiness" };
     for (const [p, want] of Object.entries(probes)) {
       const g = chgate[p]?.grpc;
@@ -265,8 +268,9 @@ for (const [d, docs] of Object.entries(rendered)) {
         JSON.stringify(rp));
     }
     const sp = chgate.startupProbe ?? {};
-    r.check((sp.periodSeconds ?? 10) * (sp.failureThreshold ?? 3) >= 20,
-      `${id}: the startupProbe allows at least 20 s to start`);
+    r.check((sp.periodSeconds ?? 10) * (sp.failureThreshold ?? 3) >= (gateway ? 20 : 120),
+      `${id}: the startupProbe allows at least ${gateway ? 20 : 120} s to start` +
+      (gateway ? "" : " (the spool's recovery from a cold disk)"));
 
     // Restricted Pod Security Standard.
     const psc = pod.securityContext ?? {};

@@ -323,7 +323,7 @@ class ServiceTest : public ::testing::Test {
     ingestor_ =
         std::make_unique<ingest::Ingestor>(std::move(options), &inserter_, ingest::RealClock());
     server_options.api_address = "127.0.0.1:0";
-    server_options.health_address = "127.0.0.1:0";
+    if (server_options.health_listener == nullptr) server_options.health_address = "127.0.0.1:0";
     absl::StatusOr<std::unique_ptr<Server>> server = StartServer(server_options, ingestor_.get());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -943,6 +943,46 @@ TEST_F(ServiceTest, HealthWatchesSeeTheDrainAndEndWithTheServer) {
   EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
   EXPECT_FALSE(reader->Read(&response));
   EXPECT_TRUE(reader->Finish().ok());
+}
+
+// The health listener main starts before the spool's recovery: live but not ready, then the
+// Server takes it over (same port, same watches) and it reports ready; the Server's shutdown
+// stops it.
+TEST_F(ServiceTest, AHealthListenerStartedEarlyIsLiveButNotReadyUntilTheServerTakesItOver) {
+  absl::StatusOr<std::unique_ptr<HealthListener>> listener = StartHealthListener("127.0.0.1:0");
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  const int port = (*listener)->port();
+  auto channel =
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+  EXPECT_EQ(HealthCheck(channel, "liveness").value_or(-1), kServing);
+  for (const char* name : {"", "readiness", "buffer"}) {
+    EXPECT_EQ(HealthCheck(channel, name).value_or(-1), kNotServing) << name;
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service("readiness");
+  auto reader = stub->Watch(&context, request);
+  grpc::health::v1::HealthCheckResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+
+  ServerOptions options;
+  options.health_listener = listener->get();
+  Start(FastFlushes(), options);
+  EXPECT_EQ(server_->health_port(), port);
+  ASSERT_TRUE(reader->Read(&response));
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  for (const char* name : {"", "liveness", "readiness", "buffer"}) {
+    EXPECT_EQ(HealthCheck(channel, name).value_or(-1), kServing) << name;
+  }
+  server_->Shutdown(absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(reader->Read(&response));
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  EXPECT_FALSE(reader->Read(&response));
+  EXPECT_TRUE(reader->Finish().ok());
+  server_.reset();
 }
 
 TEST_F(ServiceTest, TheWatchdogTurnsLivenessAloneNotServingAndBack) {
