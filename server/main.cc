@@ -248,7 +248,12 @@ int Serve(const config::Config& config) {
     replay.shrink_to_fit();
   }
 
-  service::QueryExecutor queries(&pool, QueryServiceOptionsFrom(config), metrics.query_observer());
+  absl::StatusOr<service::QueryServiceOptions> query_options = QueryServiceOptionsFrom(config);
+  if (!query_options.ok()) {
+    kLog.Error("chgate: cannot start", {{"error", query_options.status().message()}});
+    return 2;
+  }
+  service::QueryExecutor queries(&pool, *std::move(query_options), metrics.query_observer());
   // API security: the Authorizer reloads the tokens and policy files, the TLS credentials the
   // certificate files, each when they change.
   service::AuthObserver* auth_observer = metrics.auth_observer();

@@ -120,8 +120,15 @@ spool::SpoolOptions SpoolOptionsFrom(const config::Config& c) {
   return options;
 }
 
-service::QueryServiceOptions QueryServiceOptionsFrom(const config::Config& c) {
+absl::StatusOr<service::QueryServiceOptions> QueryServiceOptionsFrom(const config::Config& c) {
+  absl::StatusOr<service::QuerySettingsPolicy> settings =
+      service::QuerySettingsPolicy::Create(c.query_allowed_settings);
+  if (!settings.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--query-allowed-settings: ", settings.status().message()));
+  }
   service::QueryServiceOptions options;
+  options.settings = *std::move(settings);
   options.max_concurrent_queries = c.query_max_concurrent;
   options.response_bytes = static_cast<uint32_t>(c.query_response_bytes);
   options.max_buffered_bytes = c.query_buffer_bytes;

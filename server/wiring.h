@@ -33,7 +33,8 @@ absl::StatusOr<clickhouse::ConnectionOptions> ClickHouseConnectionFrom(
 clickhouse::PoolOptions PoolOptionsFrom(const config::Config& c,
                                         const clickhouse::ConnectionOptions& connection);
 ingest::IngestOptions IngestOptionsFrom(const config::Config& c);
-service::QueryServiceOptions QueryServiceOptionsFrom(const config::Config& c);
+// InvalidArgument for a --query-allowed-settings name that can never be allowed.
+absl::StatusOr<service::QueryServiceOptions> QueryServiceOptionsFrom(const config::Config& c);
 // The spool's bounds (used when --spool-dir is set). Replayed records are read back as they
 // are sent, not held in memory.
 spool::SpoolOptions SpoolOptionsFrom(const config::Config& c);

@@ -365,6 +365,18 @@ const std::vector<Option>& Options() {
          std::sort(c->query_allow_table_functions.begin(), c->query_allow_table_functions.end());
          return absl::OkStatus();
        }},
+      {"query-allowed-settings", "",
+       "comma-separated ClickHouse settings Query callers may set, beyond the default allowlist "
+       "(read-side limits and tuning, see the README); names about users, quotas, readonly, DDL, "
+       "query logging and replace_running_query are refused here",
+       [](absl::string_view v, Config* c) {
+         c->query_allowed_settings.clear();
+         for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipWhitespace())) {
+           c->query_allowed_settings.emplace_back(absl::StripAsciiWhitespace(name));
+         }
+         std::sort(c->query_allowed_settings.begin(), c->query_allowed_settings.end());
+         return absl::OkStatus();
+       }},
       {"query-default-timeout", "5m", "deadline of Query calls that set none",
        Duration("query-default-timeout", &Config::query_default_timeout)},
       {"query-cancel-drain", "2s",

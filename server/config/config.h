@@ -105,6 +105,7 @@ struct Config {
   bool query_allow_writes{};
   // Table functions Query may call (lower case, from sql::RefusedTableFunctions()).
   std::vector<std::string> query_allow_table_functions;
+  std::vector<std::string> query_allowed_settings;
   absl::Duration query_default_timeout{};
   absl::Duration query_cancel_drain{};
   // Logging (server/log).

@@ -173,6 +173,7 @@ absl::Status QueryRun::Run() {
 
 absl::Status QueryRun::RunOnConnection() {
   RETURN_IF_ERROR(CheckServer());
+  RETURN_IF_ERROR(CheckSettings());
   // A statement that may change the session (USE, SET, temporary tables) does not hand its
   // connection back to the pool.
   discard_ = !sql::KeepsSession(request_.sql());
@@ -217,6 +218,20 @@ absl::Status QueryRun::CheckServer() const {
   return absl::OkStatus();
 }
 
+absl::Status QueryRun::CheckSettings() {
+  if (request_.settings().empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::shared_ptr<const clickhouse::ServerSettings> server,
+                   options_.server_settings->Get(*conn_));
+  for (const auto& [name, value] : request_.settings()) {
+    ASSIGN_OR_RETURN(std::string checked, clickhouse::CheckSettingForServer(name, value, *server));
+    settings_.push_back({.name = name, .value = std::move(checked), .important = true});
+  }
+  // A stable order (the request's map has none), so a query's packet is reproducible.
+  std::sort(settings_.begin(), settings_.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  return absl::OkStatus();
+}
+
 absl::Status QueryRun::UseDatabase() {
   if (request_.database().empty()) return absl::OkStatus();
   // The native protocol names the database only at the handshake: switch this connection and
@@ -232,15 +247,15 @@ absl::StatusOr<clickhouse::QueryParams> QueryRun::Parameters() {
   params.query = request_.sql();
   params.trace = call_->trace();
   uint64_t max_execution_time = 0;
-  for (const auto& [name, value] : request_.settings()) {
-    if (name == "max_execution_time") {
-      if (!absl::SimpleAtoi(value, &max_execution_time)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("setting max_execution_time needs whole seconds, got '", value, "'"));
+  for (clickhouse::Setting& setting : settings_) {  // checked by CheckSettings
+    if (setting.name == "max_execution_time") {
+      if (!absl::SimpleAtoi(setting.value, &max_execution_time)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "setting max_execution_time needs whole seconds, got '", setting.value, "'"));
       }
       continue;
     }
-    params.settings.push_back({.name = name, .value = value, .important = true});
+    params.settings.push_back(std::move(setting));
   }
   for (const auto& [name, value] : request_.parameters()) {
     params.parameters.emplace_back(name, value);

@@ -112,6 +112,9 @@ class QueryRun {
   absl::StatusOr<clickhouse::PooledConnection> Acquire();
   // Unimplemented when the request has parameters the server's revision cannot carry.
   absl::Status CheckServer() const;
+  // Checks the request's settings against conn_'s server (clickhouse::CheckSettingForServer,
+  // its system.settings read once per server) into settings_. InvalidArgument: nothing is sent.
+  absl::Status CheckSettings();
   // Switches conn_ to the request's database, if it names one (conn_ is then discarded).
   absl::Status UseDatabase();
   // The query as sent: the request's settings and parameters, max_execution_time bounded by the
@@ -160,6 +163,7 @@ class QueryRun {
   ResponseBuilder builder_;
   // Declared after conn_ and destroyed before it (ReleaseConnection resets it first).
   std::optional<clickhouse::Cursor> cursor_;
+  std::vector<clickhouse::Setting> settings_;  // the request's, checked for conn_'s server
   absl::Time sent_at_;
 
   // The header goes out as soon as the server names the columns (before it executes), so

@@ -17,18 +17,7 @@
 #include "server/sql/query_policy.h"
 
 namespace chgate::service {
-namespace {
-
-// Settings chgate sets itself; a request may not.
-constexpr const char* kReservedSettings[] = {
-    "readonly",
-    "allow_ddl",
-    "network_compression_method",
-    "network_zstd_compression_level",
-    "max_execution_time_leaf",
-};
-
-}  // namespace
+namespace {}  // namespace
 
 // One Query call. The worker thread builds and queues responses (Send), the gRPC thread writes
 // them one at a time (OnWriteDone); Finish waits until the queue is empty.
@@ -235,11 +224,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* QueryExecutor::Start(
     return refuse(absl::InvalidArgumentError("QueryRequest.sql is empty"));
   }
   for (const auto& [name, value] : request->settings()) {
-    for (const char* reserved : kReservedSettings) {
-      if (absl::EqualsIgnoreCase(name, reserved)) {
-        return refuse(absl::InvalidArgumentError(absl::StrCat(
-            "setting ", name, " is controlled by chgate and cannot be set per query")));
-      }
+    if (absl::Status allowed = options_.settings.Check(name, value); !allowed.ok()) {
+      return refuse(allowed);
     }
   }
   if (absl::Status allowed = sql::CheckQuery(request->sql(), policy_); !allowed.ok()) {

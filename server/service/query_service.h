@@ -36,8 +36,10 @@
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/pool.h"
+#include "server/clickhouse/server_settings.h"
 #include "server/ingest/ingestor.h"
 #include "server/service/observers.h"
+#include "server/service/query_settings.h"
 #include "server/sql/query_policy.h"
 
 namespace chgate::service {
@@ -55,6 +57,11 @@ struct QueryServiceOptions {
   bool allow_writes = false;
   // Lower-case names from sql::RefusedTableFunctions() that queries may call.
   std::vector<std::string> allowed_table_functions;
+  // The settings callers may set (query_settings.h).
+  QuerySettingsPolicy settings = QuerySettingsPolicy::Default();
+  // What each server knows of settings, read once per server (shared by copies of the options).
+  std::shared_ptr<clickhouse::ServerSettingsCache> server_settings =
+      std::make_shared<clickhouse::ServerSettingsCache>();
   // Deadline of calls that carry none.
   absl::Duration default_timeout = absl::Minutes(5);
   absl::Duration cancel_drain_timeout = absl::Seconds(2);

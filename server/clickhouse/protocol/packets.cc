@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/revision.h"
+#include "server/clickhouse/protocol/settings.h"
 #include "server/clickhouse/types/type_ast.h"
 #include "server/common/status_macros.h"
 
@@ -53,45 +54,58 @@ void WriteClientInfo(const HelloParams& client, const std::optional<text::TraceC
   }
 }
 
-absl::Status WriteBinarySetting(const Setting& s, GatherWriter& out) {
-  SettingKind kind = KindOfSetting(s.name);
+// One setting below 54429, in the binary form of its type. The value was checked
+// (CheckSettingValue) and is in the form the server reads back.
+void WriteBinarySetting(const std::string& name, const std::string& value, SettingKind kind,
+                        GatherWriter& out) {
+  out.WriteString(name);
   switch (kind) {
     case SettingKind::kUInt:
     case SettingKind::kBool: {
       uint64_t v = 0;
-      const std::string& text = s.value;
-      if (kind == SettingKind::kBool && (text == "true" || text == "false")) {
-        v = text == "true" ? 1 : 0;
-      } else if (!absl::SimpleAtoi(text, &v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("setting ", s.name, " needs an unsigned integer, got '", s.value, "'"));
-      }
-      out.WriteString(s.name);
+      (void)absl::SimpleAtoi(value, &v);
       out.WriteVarUInt(v);
-      return absl::OkStatus();
+      return;
     }
     case SettingKind::kInt: {
       int64_t v = 0;
-      if (!absl::SimpleAtoi(s.value, &v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("setting ", s.name, " needs an integer, got '", s.value, "'"));
-      }
-      out.WriteString(s.name);
+      (void)absl::SimpleAtoi(value, &v);
       out.WriteVarUInt((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
-      return absl::OkStatus();
+      return;
     }
     case SettingKind::kFloat:
     case SettingKind::kString:
-      out.WriteString(s.name);
-      out.WriteString(s.value);
-      return absl::OkStatus();
     case SettingKind::kUnknown:
-      break;
+      out.WriteString(value);
+      return;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "setting ", s.name,
-      " cannot be sent to this server: below protocol revision 54429 settings travel in a "
-      "typed binary form and the type of this one is not known to chgate"));
+}
+
+// Every setting as it will be sent, checked before a byte is written: a server that stops
+// reading at a setting reads the rest of the packet as new packets. Below 54429 a setting
+// must be in the catalog (its binary form depends on its type); from 54429 one in the catalog
+// must still have a value its type accepts (the server reads the text, then throws on it).
+absl::StatusOr<std::vector<std::string>> CheckedSettingValues(const std::vector<Setting>& settings,
+                                                              uint64_t revision) {
+  std::vector<std::string> values;
+  values.reserve(settings.size());
+  for (const Setting& s : settings) {
+    if (s.name.empty()) return absl::InvalidArgumentError("setting with an empty name");
+    const SettingSpec* spec = s.custom ? nullptr : FindSetting(s.name);
+    if (spec == nullptr) {
+      if (revision < revision::kSettingsAsStrings) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "setting ", s.name,
+            " cannot be sent to this server: below protocol revision 54429 settings travel in a "
+            "typed binary form and the type of this one is not known to chgate"));
+      }
+      values.push_back(s.value);
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::string value, CheckSettingValue(*spec, s.value));
+    values.push_back(std::move(value));
+  }
+  return values;
 }
 
 }  // namespace
@@ -107,85 +121,23 @@ void Progress::Add(const Progress& o) {
 }
 
 SettingKind KindOfSetting(std::string_view name) {
-  static const auto* kinds = new absl::flat_hash_map<std::string_view, SettingKind>{
-      // Unsigned integers, seconds, milliseconds and max_threads travel as VarUInt.
-      {"max_block_size", SettingKind::kUInt},
-      {"max_insert_block_size", SettingKind::kUInt},
-      {"min_insert_block_size_rows", SettingKind::kUInt},
-      {"min_insert_block_size_bytes", SettingKind::kUInt},
-      {"max_threads", SettingKind::kUInt},
-      {"max_memory_usage", SettingKind::kUInt},
-      {"max_execution_time", SettingKind::kUInt},
-      {"max_result_rows", SettingKind::kUInt},
-      {"max_result_bytes", SettingKind::kUInt},
-      {"max_rows_to_read", SettingKind::kUInt},
-      {"max_bytes_to_read", SettingKind::kUInt},
-      {"max_query_size", SettingKind::kUInt},
-      {"max_compress_block_size", SettingKind::kUInt},
-      {"min_compress_block_size", SettingKind::kUInt},
-      {"connect_timeout", SettingKind::kUInt},
-      {"receive_timeout", SettingKind::kUInt},
-      {"send_timeout", SettingKind::kUInt},
-      {"queue_max_wait_ms", SettingKind::kUInt},
-      {"readonly", SettingKind::kUInt},
-      {"priority", SettingKind::kUInt},
-      {"insert_quorum", SettingKind::kUInt},
-      {"insert_quorum_timeout", SettingKind::kUInt},
-      {"max_partitions_per_insert_block", SettingKind::kUInt},
-      {"max_bytes_before_external_group_by", SettingKind::kUInt},
-      {"max_bytes_before_external_sort", SettingKind::kUInt},
-      {"max_rows_to_group_by", SettingKind::kUInt},
-      {"max_columns_to_read", SettingKind::kUInt},
-      {"max_ast_depth", SettingKind::kUInt},
-      {"max_ast_elements", SettingKind::kUInt},
-      {"max_network_bandwidth", SettingKind::kUInt},
-      {"max_network_bytes", SettingKind::kUInt},
-      {"log_queries_cut_to_length", SettingKind::kUInt},
-      {"max_concurrent_queries_for_user", SettingKind::kUInt},
-      // Booleans travel as VarUInt 0/1.
-      {"extremes", SettingKind::kBool},
-      {"insert_deduplicate", SettingKind::kBool},
-      {"log_queries", SettingKind::kBool},
-      {"use_uncompressed_cache", SettingKind::kBool},
-      {"select_sequential_consistency", SettingKind::kBool},
-      {"join_use_nulls", SettingKind::kBool},
-      {"allow_experimental_low_cardinality_type", SettingKind::kBool},
-      {"low_cardinality_allow_in_native_format", SettingKind::kBool},
-      {"insert_sample_with_metadata", SettingKind::kBool},
-      {"input_format_defaults_for_omitted_fields", SettingKind::kBool},
-      {"input_format_skip_unknown_fields", SettingKind::kBool},
-      {"force_index_by_date", SettingKind::kBool},
-      {"force_primary_key", SettingKind::kBool},
-      {"optimize_move_to_prewhere", SettingKind::kBool},
-      {"enable_optimize_predicate_expression", SettingKind::kBool},
-      {"distributed_group_by_no_merge", SettingKind::kBool},
-      {"insert_distributed_sync", SettingKind::kBool},
-      {"output_format_json_quote_64bit_integers", SettingKind::kBool},
-      {"calculate_text_stack_trace", SettingKind::kBool},
-      {"ignore_data_skipping_indices", SettingKind::kBool},
-      // Int64 settings travel as zigzag VarInt.
-      {"network_zstd_compression_level", SettingKind::kInt},
-      // Floats travel as their decimal text.
-      {"totals_auto_threshold", SettingKind::kFloat},
-      {"max_streams_multiplier_for_merge_tables", SettingKind::kFloat},
-      // Enums, strings and chars travel as String.
-      {"network_compression_method", SettingKind::kString},
-      {"send_logs_level", SettingKind::kString},
-      {"load_balancing", SettingKind::kString},
-      {"totals_mode", SettingKind::kString},
-      {"distributed_product_mode", SettingKind::kString},
-      {"result_overflow_mode", SettingKind::kString},
-      {"read_overflow_mode", SettingKind::kString},
-      {"timeout_overflow_mode", SettingKind::kString},
-      {"group_by_overflow_mode", SettingKind::kString},
-      {"sort_overflow_mode", SettingKind::kString},
-      {"join_strict_ness", SettingKind::kString},
-      {"join_default_strictness", SettingKind::kString},
-      {"format_csv_delimiter", SettingKind::kString},
-      {"count_distinct_implementation", SettingKind::kString},
-  };
-  auto it = kinds->find(name);
-  return it == kinds->end() ? SettingKind::kUnknown : it->second;
+  const SettingSpec* spec = FindSetting(name);
+  if (spec == nullptr) return SettingKind::kUnknown;
+  switch (spec->type) {
+    case SettingType::kUInt:
+      return SettingKind::kUInt;
+    case SettingType::kBool:
+      return SettingKind::kBool;
+    case SettingType::kInt:
+      return SettingKind::kInt;
+    case SettingType::kFloat:
+      return SettingKind::kFloat;
+    case SettingType::kEnum:
+    case SettingType::kChar:
+    case SettingType::kString:
+      return SettingKind::kString;
+  }
+  return SettingKind::kUnknown;
 }
 
 void WriteHello(const HelloParams& hello, GatherWriter& out) {
@@ -216,17 +168,22 @@ absl::Status WriteQuery(const QueryParams& query, const HelloParams& client, uin
                                                    revision::kParameters, "; this server speaks ",
                                                    revision));
   }
+  for (const auto& [name, value] : query.parameters) {
+    if (name.empty()) return absl::InvalidArgumentError("query parameter with an empty name");
+  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> values,
+                   CheckedSettingValues(query.settings, revision));
   out.WriteVarUInt(static_cast<uint64_t>(ClientCode::kQuery));
   out.WriteString(query.query_id);
   if (revision >= revision::kClientInfo) WriteClientInfo(client, query.trace, revision, out);
-  for (const Setting& s : query.settings) {
-    if (s.name.empty()) return absl::InvalidArgumentError("setting with an empty name");
+  for (size_t i = 0; i < query.settings.size(); ++i) {
+    const Setting& s = query.settings[i];
     if (revision >= revision::kSettingsAsStrings) {
       out.WriteString(s.name);
       out.WriteVarUInt((s.important ? 1u : 0u) | (s.custom ? 2u : 0u));
-      out.WriteString(s.value);
+      out.WriteString(values[i]);
     } else {
-      RETURN_IF_ERROR(WriteBinarySetting(s, out));
+      WriteBinarySetting(s.name, values[i], KindOfSetting(s.name), out);
     }
   }
   out.WriteString("");  // end of settings
@@ -237,7 +194,6 @@ absl::Status WriteQuery(const QueryParams& query, const HelloParams& client, uin
   out.WriteString(query.query);
   if (revision >= revision::kParameters) {
     for (const auto& [name, value] : query.parameters) {
-      if (name.empty()) return absl::InvalidArgumentError("query parameter with an empty name");
       out.WriteString(name);
       out.WriteVarUInt(2);  // CUSTOM
       std::string quoted;

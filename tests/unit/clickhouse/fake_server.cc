@@ -728,4 +728,26 @@ absl::Status FakeServer::RunStep(const Step& step) {
   return absl::InternalError("unknown step");
 }
 
+void ServeSettings(FakeServer& fake, uint64_t revision,
+                   std::vector<std::pair<std::string, std::string>> settings, bool typed) {
+  auto answer = [&](Block header, std::optional<Block> rows) {
+    fake.ExpectPacket(ClientPacket::kQuery);
+    fake.ExpectPacket(ClientPacket::kData);
+    fake.Send(DataPacket(header, revision));
+    if (rows.has_value()) fake.Send(DataPacket(*rows, revision));
+    fake.Send(EndOfStreamPacket());
+  };
+  Block type_column = MakeBlock({{"name", StringColumn({"type"})}});
+  answer(HeaderBlock({{"name", "String"}}),
+         typed ? std::optional<Block>(std::move(type_column)) : std::nullopt);
+  ColumnPtr names = MakeColumn("String");
+  ColumnPtr types = MakeColumn("String");
+  for (const auto& [name, type] : settings) {
+    static_cast<ColumnString&>(*names).Append(name);
+    static_cast<ColumnString&>(*types).Append(typed ? type : "");
+  }
+  answer(HeaderBlock({{"name", "String"}, {"type", "String"}}),
+         MakeBlock({{"name", std::move(names)}, {"type", std::move(types)}}));
+}
+
 }  // namespace chgate::clickhouse::testing

@@ -242,4 +242,10 @@ inline ConnectionOptions ClientOptionsFor(
           .write_timeout = absl::Seconds(5)};
 }
 
+// Scripts `fake` to answer what a server is asked before a caller's settings are sent
+// (clickhouse::ReadServerSettings): whether system.settings has a `type` column (it does when
+// `typed`), then every (name, type) of `settings`.
+void ServeSettings(FakeServer& fake, uint64_t revision,
+                   std::vector<std::pair<std::string, std::string>> settings, bool typed = true);
+
 }  // namespace chgate::clickhouse::testing

@@ -78,6 +78,7 @@ TEST_F(QueryFakeServerTest, SendsParametersAndSettingsAndStreamsTheResult) {
   cht::FakeServer fake({.revision = kRevision});
   ch::QueryParams seen;
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, {{"max_threads", "MaxThreads"}});
   fake.ExpectPacket(cht::ClientPacket::kQuery,
                     [&](std::string_view bytes) { seen = ParseQuery(bytes); });
   fake.ExpectPacket(cht::ClientPacket::kData);

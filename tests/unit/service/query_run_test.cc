@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -35,6 +36,16 @@ namespace ch = clickhouse;
 namespace cht = clickhouse::testing;
 
 constexpr uint64_t kRevision = 54460;
+
+// What the fake servers' system.settings holds (name, type), for queries that send settings.
+const std::vector<std::pair<std::string, std::string>> kServerSettings = {
+    {"max_execution_time", "Seconds"},
+    {"max_threads", "MaxThreads"},
+    {"readonly", "UInt64"},
+    {"totals_mode", "TotalsMode"},
+    {"extremes", "Bool"},
+    {"totals_auto_threshold", "Float"},
+};
 // Bounds every wait of a test on another thread; reached only when a test fails.
 constexpr absl::Duration kWaitLimit = absl::Seconds(10);
 
@@ -139,6 +150,9 @@ class QueryRunTest : public ::testing::Test {
     cht::FakeServer fake({.revision = kRevision});
     ch::QueryParams seen;
     fake.Handshake();
+    if (!request.settings().empty()) cht::ServeSettings(fake, kRevision, kServerSettings);
+    // A new fake may get an old one's port: read its settings again.
+    options_.server_settings = std::make_shared<ch::ServerSettingsCache>();
     fake.ExpectPacket(cht::ClientPacket::kQuery,
                       [&](std::string_view bytes) { seen = ParseQuery(bytes); });
     fake.ExpectPacket(cht::ClientPacket::kData);
@@ -334,14 +348,77 @@ TEST_F(QueryRunTest, DeadlineBecomesMaxExecutionTimeInWholeSecondsRoundedUp) {
 TEST_F(QueryRunTest, MaxExecutionTimeNotInWholeSecondsIsInvalid) {
   cht::FakeServer fake({.revision = kRevision});
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, kServerSettings);
   Start(fake);
   v1::QueryRequest request = Request("SELECT 1");
   (*request.mutable_settings())["max_execution_time"] = "1.5";
   FakeCall call(request, clock_.Now() + absl::Seconds(30));
   const absl::Status status = Run(call);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(status.message(), "setting max_execution_time needs whole seconds, got '1.5'");
+  EXPECT_EQ(status.message(), "setting max_execution_time needs an unsigned integer, got '1.5'");
   EXPECT_TRUE(call.responses().empty());
+  EXPECT_TRUE(fake.Wait().ok());
+  EXPECT_EQ(Idle(), 1u);
+}
+
+// A setting the server does not know, a value its type refuses, or a type chgate cannot check on
+// this server: INVALID_ARGUMENT, and the connection never sees the query (the fake's script ends
+// after the settings read, and would fail on any other packet); it goes back to the pool in step.
+TEST_F(QueryRunTest, SettingsTheServerWouldMisreadAreNeverSent) {
+  struct Case {
+    std::string name, value, message;
+  };
+  const Case cases[] = {
+      {"join_strict_ness", "-", "setting join_strict_ness is not known to this ClickHouse server"},
+      {"totals_mode", "auto", "setting totals_mode needs one of 'before_having'"},
+      {"max_threads", "-1", "setting max_threads needs an unsigned integer, got '-1'"},
+      {"extremes", "yes", "setting extremes needs 0, 1, true or false, got 'yes'"},
+      {"totals_auto_threshold", "nan", "setting totals_auto_threshold needs a finite decimal"},
+      // The server types it otherwise than chgate's catalog does.
+      {"max_block_size", "10", "setting max_block_size has type String on this ClickHouse"},
+      // Outside the catalog, of a type chgate cannot check.
+      {"mystery", "1", "setting mystery cannot be checked for this ClickHouse server"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    cht::FakeServer fake({.revision = kRevision});
+    fake.Handshake();
+    std::vector<std::pair<std::string, std::string>> server = kServerSettings;
+    server.emplace_back("max_block_size", "String");
+    server.emplace_back("mystery", "Map");
+    cht::ServeSettings(fake, kRevision, server);
+    options_.server_settings = std::make_shared<ch::ServerSettingsCache>();
+    Start(fake);
+    v1::QueryRequest request = Request("SELECT 1");
+    (*request.mutable_settings())[c.name] = c.value;
+    FakeCall call(request, clock_.Now() + absl::Seconds(30));
+    const absl::Status status = Run(call);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_TRUE(absl::StartsWith(status.message(), c.message)) << status.message();
+    EXPECT_TRUE(call.responses().empty());
+    EXPECT_TRUE(fake.Wait().ok());
+    EXPECT_EQ(Idle(), 1u);
+    pool_->Shutdown();
+    pool_.reset();
+  }
+}
+
+// Below revision 54429 (ClickHouse 18.16 and older) a setting travels in its type's binary form:
+// one outside chgate's catalog is never sent, even when the server knows the name.
+TEST_F(QueryRunTest, BelowStringSettingsOnlyCatalogSettingsAreSent) {
+  constexpr uint64_t kOld = 54412;
+  cht::FakeServer fake({.revision = kOld});
+  fake.Handshake();
+  cht::ServeSettings(fake, kOld, {{"max_threads", ""}, {"poll_interval", ""}}, /*typed=*/false);
+  Start(fake);
+  v1::QueryRequest request = Request("SELECT 1");
+  (*request.mutable_settings())["poll_interval"] = "10";
+  FakeCall call(request, clock_.Now() + absl::Seconds(30));
+  const absl::Status status = Run(call);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "chgate does not know how the server reads"))
+      << status.message();
+  EXPECT_TRUE(fake.Wait().ok());
   EXPECT_EQ(Idle(), 1u);
 }
 

@@ -66,7 +66,7 @@ TEST(WiringTest, DefaultConfigIsTheIngestDefault) {
 }
 
 TEST(WiringTest, DefaultConfigIsTheQueryDefault) {
-  const service::QueryServiceOptions mapped = QueryServiceOptionsFrom(Defaults());
+  const service::QueryServiceOptions mapped = QueryServiceOptionsFrom(Defaults()).value();
   const service::QueryServiceOptions own;
   EXPECT_EQ(mapped.max_concurrent_queries, own.max_concurrent_queries);
   EXPECT_EQ(mapped.response_bytes, own.response_bytes);
