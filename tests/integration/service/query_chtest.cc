@@ -12,7 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "chgate/v1/chgate.grpc.pb.h"
@@ -23,6 +25,8 @@
 #include "server/metrics/metrics.h"
 #include "server/service/proto_values.h"
 #include "server/service/query_service.h"
+#include "server/service/query_settings.h"
+#include "server/clickhouse/protocol/settings.h"
 #include "server/service/server.h"
 #include "server/service/status.h"
 #include "tests/integration/clickhouse/live.h"
@@ -105,7 +109,8 @@ bool QueryGone(const std::string& query_id, absl::Duration timeout = absl::Secon
 class QueryServiceTest : public ::testing::Test {
  protected:
   void Start(QueryServiceOptions options = {},
-             CompressionMethod compression = CompressionMethod::kLz4, size_t pool_max = 2) {
+             CompressionMethod compression = CompressionMethod::kLz4, size_t pool_max = 2,
+             const std::string& user = "") {
     auto probe = clickhouse::testing::ConnectOrSkip();
     if (probe == nullptr) return;
     probe_ = std::move(probe);
@@ -118,6 +123,7 @@ class QueryServiceTest : public ::testing::Test {
         .min_connections = 0,
     };
     pool_options.connection.counters = &counters_;
+    if (!user.empty()) pool_options.connection.user = user;
     pool_ = std::make_unique<clickhouse::Pool>(pool_options);
     pool_->Start();
     inserter_ = std::make_unique<ingest::ClickHouseInserter>(pool_.get());
@@ -763,6 +769,154 @@ TEST_F(HostileCallerTest, InlineInsertDataIsJudgedByTokens) {
   ASSERT_TRUE(o.status.ok()) << o.status.error_message();
   EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.t_values_copy FORMAT TSV"), "3\n");
   EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.withdrawals FORMAT TSV"), "0\n");
+}
+
+}  // namespace
+}  // namespace chgate::service
+
+namespace chgate::service {
+namespace {
+
+// Every setting the live server has, sent by a caller with a valid and an invalid value, and
+// names it does not have, each followed by an ordinary query on the same (only) connection: every
+// refused setting is INVALID_ARGUMENT with nothing sent, every accepted one takes effect as sent,
+// the connection stays in step, and system.query_log holds no statement but the callers' (every
+// caller statement carries an INSERT into a canary table in a comment, which a desynchronised
+// server would run). chgate's connection runs as `audited`, whose profile logs every query.
+TEST_F(QueryServiceTest, EverySettingOfTheServerIsSentAsItReadsItOrRefused) {
+  std::vector<std::string> names;
+  {
+    const std::string all = ClickHouseClient("SELECT name FROM system.settings FORMAT TSV");
+    for (absl::string_view line : absl::StrSplit(all, '\n', absl::SkipEmpty())) {
+      names.emplace_back(line);
+    }
+  }
+  ASSERT_GT(names.size(), 100u);
+  std::vector<std::string> allowed = {"join_strict_ness", "no_such_setting"};
+  for (const std::string& name : names) {
+    if (!QuerySettingsPolicy::NeverSettable(name)) allowed.push_back(name);
+  }
+  QueryServiceOptions options;
+  options.settings = QuerySettingsPolicy::Create(allowed).value();
+  START_OR_SKIP(options, CompressionMethod::kLz4, /*pool_max=*/1, "audited");
+  clickhouse::testing::Exec(*probe_, "DROP TABLE IF EXISTS chgate_chtest.settings_canary");
+  clickhouse::testing::Exec(
+      *probe_, "CREATE TABLE chgate_chtest.settings_canary (x UInt8) ENGINE = Memory");
+  const std::string marker = absl::StrCat("settings-diff-", absl::ToUnixMicros(absl::Now()));
+  const std::string started = ClickHouseClient("SELECT now() FORMAT TSV");
+  auto defaults = [&] {
+    std::map<std::string, std::string> out;
+    const std::string tsv = ClickHouseClient("SELECT name, value FROM system.settings FORMAT TSV");
+    for (absl::string_view line : absl::StrSplit(tsv, '\n', absl::SkipEmpty())) {
+      std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits('\t', 1));
+      if (f.size() == 2) out[f[0]] = f[1];
+    }
+    return out;
+  }();
+  auto request_for = [&](const std::string& name, const std::string& value) {
+    v1::QueryRequest request;
+    // ClickHouse logs a statement up to the end of its syntax tree: the marker goes first.
+    request.set_sql(absl::StrCat("/* ", marker, " */ SELECT value FROM system.settings WHERE name = '",
+                                 name,
+                                 "' /* \x01 INSERT INTO chgate_chtest.settings_canary VALUES (1) */"));
+    (*request.mutable_settings())[name] = value;
+    return request;
+  };
+  auto in_step = [&](const std::string& context) {
+    v1::QueryRequest plain;
+    plain.set_sql(absl::StrCat("/* ", marker, " */ SELECT 1"));
+    const Outcome o = Run(plain);
+    EXPECT_TRUE(o.status.ok()) << context << ": " << o.status.error_message();
+    EXPECT_EQ(ResultTsv(o), "1\n") << context;
+  };
+  size_t sent = 0, refused = 0;
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    if (QuerySettingsPolicy::NeverSettable(name)) {
+      EXPECT_EQ(Run(request_for(name, defaults[name])).status.error_code(),
+                grpc::StatusCode::INVALID_ARGUMENT);
+      ++refused;
+      in_step(name);
+      continue;
+    }
+    const clickhouse::SettingSpec* spec = clickhouse::FindSetting(name);
+    // The server's own current value is always valid for it.
+    const Outcome valid = Run(request_for(name, defaults[name]));
+    if (spec == nullptr) {
+      // 18.16 takes settings in their binary form: one chgate has no type for is never sent.
+      EXPECT_EQ(valid.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      ++refused;
+    } else {
+      ASSERT_TRUE(valid.status.ok()) << valid.status.error_message();
+      if (name != "max_execution_time") {  // chgate bounds it by the call's deadline
+        EXPECT_EQ(ResultTsv(valid), absl::StrCat(defaults[name], "\n"));
+      }
+      ++sent;
+      // Another valid value, which must arrive as sent (enums: every value).
+      std::vector<std::string> others;
+      switch (spec->type) {
+        case clickhouse::SettingType::kUInt:
+          others = {"7"};
+          break;
+        case clickhouse::SettingType::kBool:
+          others = {defaults[name] == "1" ? "0" : "1"};
+          break;
+        case clickhouse::SettingType::kEnum:
+          others.assign(spec->values.begin(), spec->values.end());
+          break;
+        case clickhouse::SettingType::kFloat:
+          others = {"0.25"};
+          break;
+        case clickhouse::SettingType::kChar:
+          others = {";"};
+          break;
+        default:
+          break;
+      }
+      for (const std::string& other : others) {
+        const Outcome o = Run(request_for(name, other));
+        // A limit of 7 may stop the probe itself: a ClickHouse error, never a desync.
+        if (o.status.ok()) {
+          if (name != "max_execution_time") {  // chgate bounds it by the call's deadline
+            EXPECT_EQ(ResultTsv(o), absl::StrCat(other, "\n")) << other;
+          }
+        } else {
+          EXPECT_TRUE(absl::StartsWith(o.status.error_message(), "ClickHouse error"))
+              << other << ": " << o.status.error_message();
+        }
+        in_step(absl::StrCat(name, "=", other));
+      }
+    }
+    in_step(name);
+    // An invalid value: refused before anything is sent.
+    if (spec != nullptr && spec->type == clickhouse::SettingType::kString) continue;
+    const char* bad = spec != nullptr && spec->type == clickhouse::SettingType::kChar ? "ab" : "-";
+    EXPECT_EQ(Run(request_for(name, bad)).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    in_step(absl::StrCat(name, " invalid"));
+  }
+  for (const char* unknown : {"join_strict_ness", "no_such_setting"}) {
+    const Outcome o = Run(request_for(unknown, "-"));
+    EXPECT_EQ(o.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << unknown;
+    EXPECT_TRUE(absl::StrContains(o.status.error_message(), "not known to this ClickHouse server"))
+        << o.status.error_message();
+    in_step(unknown);
+  }
+  EXPECT_GT(sent, 50u);
+  EXPECT_GT(refused, 10u);
+  EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.settings_canary FORMAT TSV"),
+            "0\n");
+  // Every statement chgate's connection ran is a caller's or chgate's own read of the settings.
+  ClickHouseClient("SYSTEM FLUSH LOGS");
+  const std::string foreign = ClickHouseClient(absl::StrCat(
+      "SELECT DISTINCT query FROM system.query_log WHERE event_time >= toDateTime('",
+      absl::StripTrailingAsciiWhitespace(started), "') AND user = 'audited' AND type = 1 ",
+      "AND position(query, '", marker, "') = 0 AND position(query, 'system.settings') = 0 ",
+      "AND position(query, 'system.columns') = 0 FORMAT TSV"));
+  EXPECT_EQ(foreign, "");
+  const std::string logged = ClickHouseClient(absl::StrCat(
+      "SELECT count() > 0 FROM system.query_log WHERE user = 'audited' AND position(query, '",
+      marker, "') > 0 FORMAT TSV"));
+  EXPECT_EQ(logged, "1\n") << "the audited user's queries are not logged";
 }
 
 }  // namespace
