@@ -353,8 +353,10 @@ const std::vector<Option>& Options() {
        "Query",
        Bool("query-allow-writes", &Config::query_allow_writes), /*flag=*/true},
       {"query-allow-table-functions", "",
-       absl::StrCat("comma-separated table functions queries may call; all of these are refused "
-                    "by default because they make ClickHouse reach outside itself: ",
+       absl::StrCat("comma-separated table functions queries may call beyond those that read the "
+                    "server's own data (numbers, zeros, values, generateRandom, null, view, merge, "
+                    "format); every other table function the server has is refused, these always "
+                    "unless named here: ",
                     sql::RefusedTableFunctionList()),
        [](absl::string_view v, Config* c) {
          absl::flat_hash_set<std::string> names;

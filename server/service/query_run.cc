@@ -173,7 +173,7 @@ absl::Status QueryRun::Run() {
 
 absl::Status QueryRun::RunOnConnection() {
   RETURN_IF_ERROR(CheckServer());
-  RETURN_IF_ERROR(CheckSettings());
+  RETURN_IF_ERROR(CheckWithServer());
   // A statement that may change the session (USE, SET, temporary tables) does not hand its
   // connection back to the pool.
   discard_ = !sql::KeepsSession(request_.sql());
@@ -218,10 +218,13 @@ absl::Status QueryRun::CheckServer() const {
   return absl::OkStatus();
 }
 
-absl::Status QueryRun::CheckSettings() {
-  if (request_.settings().empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::shared_ptr<const clickhouse::ServerSettings> server,
-                   options_.server_settings->Get(*conn_));
+absl::Status QueryRun::CheckWithServer() {
+  ASSIGN_OR_RETURN(std::shared_ptr<const clickhouse::ServerCatalog> server,
+                   options_.server_catalog->Get(*conn_));
+  sql::QueryPolicy policy;
+  policy.allowed_table_functions.insert(options_.allowed_table_functions.begin(),
+                                        options_.allowed_table_functions.end());
+  RETURN_IF_ERROR(sql::CheckTableFunctions(request_.sql(), policy, server->table_functions));
   for (const auto& [name, value] : request_.settings()) {
     ASSIGN_OR_RETURN(std::string checked, clickhouse::CheckSettingForServer(name, value, *server));
     settings_.push_back({.name = name, .value = std::move(checked), .important = true});

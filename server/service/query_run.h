@@ -112,9 +112,11 @@ class QueryRun {
   absl::StatusOr<clickhouse::PooledConnection> Acquire();
   // Unimplemented when the request has parameters the server's revision cannot carry.
   absl::Status CheckServer() const;
-  // Checks the request's settings against conn_'s server (clickhouse::CheckSettingForServer,
-  // its system.settings read once per server) into settings_. InvalidArgument: nothing is sent.
-  absl::Status CheckSettings();
+  // Checks the request against what conn_'s server has (its catalog, read once per server): the
+  // table functions it calls (sql::CheckTableFunctions: PermissionDenied) and its settings
+  // (clickhouse::CheckSettingForServer, into settings_: InvalidArgument). Nothing is sent when
+  // either fails.
+  absl::Status CheckWithServer();
   // Switches conn_ to the request's database, if it names one (conn_ is then discarded).
   absl::Status UseDatabase();
   // The query as sent: the request's settings and parameters, max_execution_time bounded by the

@@ -36,7 +36,7 @@
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/pool.h"
-#include "server/clickhouse/server_settings.h"
+#include "server/clickhouse/server_catalog.h"
 #include "server/ingest/ingestor.h"
 #include "server/service/observers.h"
 #include "server/service/query_settings.h"
@@ -60,8 +60,8 @@ struct QueryServiceOptions {
   // The settings callers may set (query_settings.h).
   QuerySettingsPolicy settings = QuerySettingsPolicy::Default();
   // What each server knows of settings, read once per server (shared by copies of the options).
-  std::shared_ptr<clickhouse::ServerSettingsCache> server_settings =
-      std::make_shared<clickhouse::ServerSettingsCache>();
+  std::shared_ptr<clickhouse::ServerCatalogCache> server_catalog =
+      std::make_shared<clickhouse::ServerCatalogCache>();
   // Deadline of calls that carry none.
   absl::Duration default_timeout = absl::Minutes(5);
   absl::Duration cancel_drain_timeout = absl::Seconds(2);

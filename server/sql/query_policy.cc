@@ -1,12 +1,16 @@
 #include "server/sql/query_policy.h"
 
+#include <algorithm>
 #include <array>
+#include <functional>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "server/common/status_macros.h"
 #include "server/sql/identifier.h"
 #include "server/sql/lexer.h"
 
@@ -56,15 +60,47 @@ const Token* FirstWord(const std::vector<Token>& statement) {
 }
 
 // The lower-case name a call token names: a bare word, or a quoted identifier (ClickHouse accepts
-// `url`(...) as a call too). Empty for other tokens or names that do not unquote.
-std::string CalleeName(const Token& t) {
+// `url`(...) as a call too). Empty for other tokens. InvalidArgument for a quoted name that does
+// not unquote as identifier.h reads it: servers differ on such escapes (18.16 reads `ur\l` as
+// url), so it could name any function.
+absl::StatusOr<std::string> CalleeName(const Token& t) {
   if (t.kind == TokenKind::kBareWord) return absl::AsciiStrToLower(A(t.text));
   if (t.kind == TokenKind::kQuotedIdentifier) {
     absl::StatusOr<std::string> name = UnquoteIdentifier(t.text);
-    // A name that does not unquote cleanly is judged by its raw text, never waved through.
-    return absl::AsciiStrToLower(name.ok() ? *name : std::string(t.text));
+    if (!name.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the quoted name before `(` cannot be read the same way by every ClickHouse version (",
+          name.status().message(), "); write it without that escape"));
+    }
+    return absl::AsciiStrToLower(*name);
   }
-  return {};
+  return std::string();
+}
+
+// Calls `check(name)` for the name of every call (a word or quoted name followed by `(`).
+absl::Status ForEachCall(const std::vector<Token>& tokens,
+                         const std::function<absl::Status(const std::string&)>& check) {
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
+    if (tokens[i + 1].kind != TokenKind::kOpenParen) continue;
+    absl::StatusOr<std::string> name = CalleeName(tokens[i]);
+    if (!name.ok()) return name.status();
+    if (name->empty()) continue;
+    if (absl::Status st = check(*name); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RefusedCall(const std::string& name, std::string_view why) {
+  return absl::PermissionDeniedError(
+      absl::StrCat("table function ", name, "() is refused: ", A(why),
+                   " (an operator can allow it with --query-allow-table-functions=", name, ")"));
+}
+
+bool IsDefaultTableFunction(std::string_view lower) {
+  for (std::string_view name : DefaultTableFunctions()) {
+    if (name == lower) return true;
+  }
+  return false;
 }
 
 bool IsRefusedTableFunction(std::string_view lower) {
@@ -109,17 +145,12 @@ bool InsertHasInlineData(const std::vector<Token>& st) {
 }
 
 absl::Status CheckTokens(const std::vector<Token>& tokens, const QueryPolicy& policy) {
-  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
-    if (tokens[i + 1].kind != TokenKind::kOpenParen) continue;
-    const std::string name = CalleeName(tokens[i]);
-    if (name.empty() || !IsRefusedTableFunction(name)) continue;
-    if (policy.allowed_table_functions.contains(name)) continue;
-    return absl::PermissionDeniedError(absl::StrCat(
-        "table function ", name,
-        "() is refused: it makes ClickHouse reach outside itself (an operator can allow it with "
-        "--query-allow-table-functions=",
-        name, ")"));
-  }
+  RETURN_IF_ERROR(ForEachCall(tokens, [&](const std::string& name) {
+    if (!IsRefusedTableFunction(name) || policy.allowed_table_functions.contains(name)) {
+      return absl::OkStatus();
+    }
+    return RefusedCall(name, "it makes ClickHouse reach outside itself");
+  }));
   for (const std::vector<Token>& st : Statements(tokens)) {
     const Token* first = FirstWord(st);
     if (first == nullptr) continue;
@@ -172,6 +203,14 @@ const std::vector<std::string_view>& RefusedTableFunctions() {
   return *names;
 }
 
+const std::vector<std::string_view>& DefaultTableFunctions() {
+  static const auto* names = new std::vector<std::string_view>{
+      "numbers",  "numbers_mt", "zeros",  "zeros_mt",        "values",          "generaterandom",
+      "null",     "view",       "merge",  "viewifpermitted", "viewexplain",     "format",
+      "primes",   "generate_series", "generateseries", "loop"};
+  return *names;
+}
+
 std::string RefusedTableFunctionList() {
   std::string out;
   for (std::string_view name : RefusedTableFunctions()) {
@@ -186,13 +225,31 @@ absl::Status ParseAllowedTableFunctions(std::string_view list,
   out->clear();
   for (absl::string_view item : absl::StrSplit(A(list), ',', absl::SkipWhitespace())) {
     const std::string name = absl::AsciiStrToLower(absl::StripAsciiWhitespace(item));
-    if (!IsRefusedTableFunction(name)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "'", name.substr(0, 64), "' is not a table function chgate refuses; known: ",
-          absl::StrJoin(RefusedTableFunctions(), ",",
-                        [](std::string* text, std::string_view n) { text->append(n); })));
+    const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (!plain) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", absl::CHexEscape(name.substr(0, 64)), "' is not a table function name"));
     }
     out->insert(name);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTableFunctions(std::string_view sql, const QueryPolicy& policy,
+                                 const absl::flat_hash_set<std::string>& server_table_functions) {
+  for (const LexerOptions& reading : kReadings) {
+    absl::StatusOr<std::vector<Token>> tokens = Tokenize(sql, reading);
+    if (!tokens.ok()) return tokens.status();
+    RETURN_IF_ERROR(ForEachCall(*tokens, [&](const std::string& name) {
+      if (!server_table_functions.contains(name) || IsDefaultTableFunction(name) ||
+          policy.allowed_table_functions.contains(name)) {
+        return absl::OkStatus();
+      }
+      return RefusedCall(name, "only table functions that read the server's own data run "
+                               "without configuration");
+    }));
   }
   return absl::OkStatus();
 }

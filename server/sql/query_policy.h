@@ -9,11 +9,17 @@
 //   Writes allowed           any statement, except an INSERT that carries its rows inline
 //                            (VALUES, FORMAT or FROM INFILE): its data cannot travel through
 //                            Query; callers use Insert. INSERT ... SELECT runs.
-//   Table functions          in both modes, a call of one of RefusedTableFunctions() (a name,
-//                            bare or quoted, followed by `(`, anywhere in the statement) is
-//                            refused unless named in `allowed_table_functions`: those functions
-//                            make the server reach outside itself (URLs, other servers, files,
-//                            programs) or read the caller's input.
+//   Table functions          deny by default, in both modes. CheckQuery refuses a call of one
+//                            of RefusedTableFunctions() (a name, bare or quoted, followed by
+//                            `(`, anywhere in the statement) unless named in
+//                            `allowed_table_functions`: those functions make the server reach
+//                            outside itself (URLs, other servers, files, programs) or read the
+//                            caller's input. CheckTableFunctions, once the server is known,
+//                            refuses a call of any table function that server has, unless it
+//                            is one of DefaultTableFunctions() (they read the server's own
+//                            data) or allowed. A quoted callee chgate cannot read as every
+//                            ClickHouse version reads it (an escape outside identifier.h's
+//                            list, such as `ur\l`) is refused: it could name any function.
 //
 // The statement is tokenized under every lexical reading ClickHouse versions have used (nested
 // comments or not, heredoc strings or not); it is refused when any reading finds something
@@ -38,11 +44,16 @@ struct QueryPolicy {
 // Table functions refused unless allowed, lower case, in the order the README lists them.
 const std::vector<std::string_view>& RefusedTableFunctions();
 
+// Table functions allowed without configuration, lower case: those that read only the server's
+// own data or the statement's literals (numbers, zeros, values, generateRandom, null, view, merge,
+// format, ...).
+const std::vector<std::string_view>& DefaultTableFunctions();
+
 // RefusedTableFunctions() joined with commas (for help texts).
 std::string RefusedTableFunctionList();
 
 // Builds the allowed set from a comma-separated list ("url,remote"; case-insensitive; empty: none).
-// InvalidArgument naming a name that is not in RefusedTableFunctions().
+// InvalidArgument naming an entry that is not a plain name.
 absl::Status ParseAllowedTableFunctions(std::string_view list,
                                         absl::flat_hash_set<std::string>* out);
 
@@ -51,6 +62,14 @@ absl::Status ParseAllowedTableFunctions(std::string_view list,
 // (when writes are allowed), an empty statement, or SQL the lexer cannot split (unterminated
 // quote or comment).
 absl::Status CheckQuery(std::string_view sql, const QueryPolicy& policy);
+
+// OK when every table function `sql` calls (a name, bare or quoted, followed by `(`) is either not
+// one of `server_table_functions` (lower case: the connected server's system.table_functions),
+// or one of DefaultTableFunctions(), or in `policy.allowed_table_functions`. PermissionDenied
+// naming the function and the option that allows it; InvalidArgument for a quoted callee that
+// does not read the same way in every ClickHouse version.
+absl::Status CheckTableFunctions(std::string_view sql, const QueryPolicy& policy,
+                                 const absl::flat_hash_set<std::string>& server_table_functions);
 
 // Whether the statement leaves its session as it found it (SELECT, WITH, SHOW, DESCRIBE, DESC,
 // EXPLAIN, EXISTS, optionally after `(`), so its connection may serve the next caller.

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
@@ -26,6 +27,8 @@
 #include "server/service/proto_values.h"
 #include "server/service/query_service.h"
 #include "server/service/query_settings.h"
+#include "server/sql/identifier.h"
+#include "server/sql/query_policy.h"
 #include "server/clickhouse/protocol/settings.h"
 #include "server/service/server.h"
 #include "server/service/status.h"
@@ -905,18 +908,72 @@ TEST_F(QueryServiceTest, EverySettingOfTheServerIsSentAsItReadsItOrRefused) {
   EXPECT_GT(refused, 10u);
   EXPECT_EQ(ClickHouseClient("SELECT count() FROM chgate_chtest.settings_canary FORMAT TSV"),
             "0\n");
-  // Every statement chgate's connection ran is a caller's or chgate's own read of the settings.
+  // Every statement chgate's connection ran is a caller's or chgate's own read of the server's
+  // catalog.
   ClickHouseClient("SYSTEM FLUSH LOGS");
   const std::string foreign = ClickHouseClient(absl::StrCat(
       "SELECT DISTINCT query FROM system.query_log WHERE event_time >= toDateTime('",
       absl::StripTrailingAsciiWhitespace(started), "') AND user = 'audited' AND type = 1 ",
       "AND position(query, '", marker, "') = 0 AND position(query, 'system.settings') = 0 ",
-      "AND position(query, 'system.columns') = 0 FORMAT TSV"));
+      "AND position(query, 'system.columns') = 0 ",
+      "AND position(query, 'system.table_functions') = 0 FORMAT TSV"));
   EXPECT_EQ(foreign, "");
   const std::string logged = ClickHouseClient(absl::StrCat(
       "SELECT count() > 0 FROM system.query_log WHERE user = 'audited' AND position(query, '",
       marker, "') > 0 FORMAT TSV"));
   EXPECT_EQ(logged, "1\n") << "the audited user's queries are not logged";
+}
+
+// How the live server reads quoted table-function names, against how chgate's check reads them: a
+// corpus of spellings of numbers(3), each run by clickhouse-client. Wherever chgate reads a
+// spelling (rather than refusing it), it must name the function the server calls: numbers exactly
+// when the server ran numbers. A refused spelling is safe whatever the server makes of it.
+TEST(IdentifierDifferentialTest, QuotedCalleesReadAsTheLiveServerReadsThem) {
+  std::unique_ptr<clickhouse::Connection> conn = clickhouse::testing::ConnectOrSkip();
+  if (conn == nullptr) return;
+  const std::vector<std::string> spellings = {
+      "numbers",         "`numbers`",       "\"numbers\"",    "NUMBERS",
+      "`nu\\mbers`",    "`nu\\x6dbers`",  "\"nu\\x6dbers\"", "`num``bers`",
+      "`numbers\\0`",   "`nu\\Mbers`",    "`n\\umbers`",     "`numbers\\ `",
+      "`\\numbers`",    "`numbers\\t`",   "`nu\\\\mbers`",  "\"nu\"\"mbers\"",
+      "`nu\\`mbers`",   "`nu\\'mbers`",   "`nu\\/mbers`",    "`numbers\\=`",
+  };
+  size_t read = 0, refused = 0, server_ran = 0;
+  for (const std::string& spelling : spellings) {
+    SCOPED_TRACE(spelling);
+    const std::string sql = absl::StrCat("SELECT count() FROM ", spelling, "(3)");
+    std::string result;
+    const absl::Status run = conn->Select({.query = sql}, [&](const clickhouse::Block& block) {
+      if (block.rows() > 0) block.column(0).column->FormatValue(0, false, &result);
+      return absl::OkStatus();
+    });
+    const bool ran = run.ok() && result == "3";
+    if (!conn->usable()) conn = clickhouse::testing::ConnectOrSkip();
+    server_ran += ran ? 1 : 0;
+    // chgate refuses the spelling (InvalidArgument), or reads it (numbers is a default one).
+    const absl::Status st =
+        sql::CheckTableFunctions(sql, {}, absl::flat_hash_set<std::string>{"numbers"});
+    if (st.code() == absl::StatusCode::kInvalidArgument) {
+      ++refused;
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << st;
+    ++read;
+    // Read: does chgate's reading name numbers?
+    absl::StatusOr<std::string> name =
+        spelling.front() == '`' || spelling.front() == '"' ? sql::UnquoteIdentifier(spelling)
+                                                           : absl::StatusOr<std::string>(spelling);
+    ASSERT_TRUE(name.ok()) << name.status();
+    // Where the server ran numbers, chgate's reading (compared without case) names it; where
+    // chgate reads exactly numbers, so does the server (18.16 matches table functions with case,
+    // so chgate's check is the stricter one).
+    EXPECT_TRUE(!ran || absl::AsciiStrToLower(*name) == "numbers")
+        << "the server ran numbers, chgate reads " << *name;
+    EXPECT_TRUE(*name != "numbers" || ran) << "chgate reads numbers, the server did not run it";
+  }
+  EXPECT_GT(read, 5u);
+  EXPECT_GT(refused, 3u);
+  EXPECT_GT(server_ran, 4u);
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ std::string ServerHelloPacket(uint64_t server_revision, uint64_t client_revision
   if (r >= revision::kInterserverSecretV2) {
     out.WriteFixed<uint64_t>(0x0123456789abcdefULL);  // nonce
   }
-  if (r >= revision::kServerSettings) out.WriteString("");  // none
+  if (r >= revision::kServerCatalog) out.WriteString("");  // none
   if (r >= revision::kQueryPlanSerialization) out.WriteVarUInt(0);
   if (r >= revision::kVersionedClusterFunctionProtocol) out.WriteVarUInt(0);
   return out.ToString();
@@ -748,6 +748,8 @@ void ServeSettings(FakeServer& fake, uint64_t revision,
   }
   answer(HeaderBlock({{"name", "String"}, {"type", "String"}}),
          MakeBlock({{"name", std::move(names)}, {"type", std::move(types)}}));
+  answer(HeaderBlock({{"name", "String"}}),
+         MakeBlock({{"name", StringColumn({"numbers", "url", "remote", "file"})}}));
 }
 
 }  // namespace chgate::clickhouse::testing

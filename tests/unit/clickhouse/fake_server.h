@@ -243,8 +243,9 @@ inline ConnectionOptions ClientOptionsFor(
 }
 
 // Scripts `fake` to answer what a server is asked before a caller's settings are sent
-// (clickhouse::ReadServerSettings): whether system.settings has a `type` column (it does when
-// `typed`), then every (name, type) of `settings`.
+// (clickhouse::ReadServerCatalog): whether system.settings has a `type` column (it does when
+// `typed`), then every (name, type) of `settings`, then its table functions (numbers, url,
+// remote, file).
 void ServeSettings(FakeServer& fake, uint64_t revision,
                    std::vector<std::pair<std::string, std::string>> settings, bool typed = true);
 

@@ -146,6 +146,7 @@ TEST_F(QueryFakeServerTest, SendsParametersAndSettingsAndStreamsTheResult) {
 TEST_F(QueryFakeServerTest, ExceptionAfterABlockEndsTheStreamWithTheMappedCode) {
   cht::FakeServer fake({.revision = kRevision});
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, {{"max_threads", "MaxThreads"}});
   fake.ExpectPacket(cht::ClientPacket::kQuery);
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::DataPacket(cht::HeaderBlock({{"x", "UInt64"}}), kRevision));
@@ -193,6 +194,7 @@ TEST_F(QueryFakeServerTest, VariantAndJsonResultsArriveAsText) {
 
   cht::FakeServer fake({.revision = kRevision});
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, {{"max_threads", "MaxThreads"}});
   fake.ExpectPacket(cht::ClientPacket::kQuery);
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::DataPacket(cht::HeaderBlock({{"v", "Variant(String, UInt64)"}, {"j", "JSON"}}),
@@ -238,6 +240,7 @@ TEST_F(QueryFakeServerTest, TheCallersTraceContextReachesClickHouse) {
   cht::FakeServer fake({.revision = kRevision});
   ch::ClientInfo info;
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, {{"max_threads", "MaxThreads"}});
   fake.ExpectPacket(cht::ClientPacket::kQuery, [&](std::string_view bytes) {
     absl::StatusOr<cht::ClientQuery> q = cht::DecodeClientQuery(bytes, kRevision);
     ASSERT_TRUE(q.ok()) << q.status();

@@ -38,7 +38,7 @@ namespace cht = clickhouse::testing;
 constexpr uint64_t kRevision = 54460;
 
 // What the fake servers' system.settings holds (name, type), for queries that send settings.
-const std::vector<std::pair<std::string, std::string>> kServerSettings = {
+const std::vector<std::pair<std::string, std::string>> kServerCatalog = {
     {"max_execution_time", "Seconds"},
     {"max_threads", "MaxThreads"},
     {"readonly", "UInt64"},
@@ -150,9 +150,9 @@ class QueryRunTest : public ::testing::Test {
     cht::FakeServer fake({.revision = kRevision});
     ch::QueryParams seen;
     fake.Handshake();
-    if (!request.settings().empty()) cht::ServeSettings(fake, kRevision, kServerSettings);
-    // A new fake may get an old one's port: read its settings again.
-    options_.server_settings = std::make_shared<ch::ServerSettingsCache>();
+    cht::ServeSettings(fake, kRevision, kServerCatalog);
+    // A new fake may get an old one's port: read its catalog again.
+    options_.server_catalog = std::make_shared<ch::ServerCatalogCache>();
     fake.ExpectPacket(cht::ClientPacket::kQuery,
                       [&](std::string_view bytes) { seen = ParseQuery(bytes); });
     fake.ExpectPacket(cht::ClientPacket::kData);
@@ -227,6 +227,7 @@ TEST(ResponseBuilderTest, SplitsABlockLargerThanTheTarget) {
 TEST_F(QueryRunTest, StreamsHeaderRowsAndSummaryTimedByTheClock) {
   cht::FakeServer fake({.revision = kRevision});
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, kServerCatalog);
   fake.ExpectPacket(cht::ClientPacket::kQuery);
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::DataPacket(cht::HeaderBlock({{"x", "UInt64"}}), kRevision));
@@ -286,6 +287,7 @@ TEST_F(QueryRunTest, CoalescesRowsUntilTheDelayAfterTheFirstOne) {
 
   cht::FakeServer fake({.revision = kRevision});
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, kServerCatalog);
   fake.ExpectPacket(cht::ClientPacket::kQuery);
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::DataPacket(cht::HeaderBlock({{"x", "UInt64"}}), kRevision));
@@ -348,7 +350,7 @@ TEST_F(QueryRunTest, DeadlineBecomesMaxExecutionTimeInWholeSecondsRoundedUp) {
 TEST_F(QueryRunTest, MaxExecutionTimeNotInWholeSecondsIsInvalid) {
   cht::FakeServer fake({.revision = kRevision});
   fake.Handshake();
-  cht::ServeSettings(fake, kRevision, kServerSettings);
+  cht::ServeSettings(fake, kRevision, kServerCatalog);
   Start(fake);
   v1::QueryRequest request = Request("SELECT 1");
   (*request.mutable_settings())["max_execution_time"] = "1.5";
@@ -383,11 +385,12 @@ TEST_F(QueryRunTest, SettingsTheServerWouldMisreadAreNeverSent) {
     SCOPED_TRACE(c.name);
     cht::FakeServer fake({.revision = kRevision});
     fake.Handshake();
-    std::vector<std::pair<std::string, std::string>> server = kServerSettings;
+    std::vector<std::pair<std::string, std::string>> server = kServerCatalog;
     server.emplace_back("max_block_size", "String");
     server.emplace_back("mystery", "Map");
     cht::ServeSettings(fake, kRevision, server);
-    options_.server_settings = std::make_shared<ch::ServerSettingsCache>();
+    // A new fake may get an old one's port: read its catalog again.
+    options_.server_catalog = std::make_shared<ch::ServerCatalogCache>();
     Start(fake);
     v1::QueryRequest request = Request("SELECT 1");
     (*request.mutable_settings())[c.name] = c.value;
@@ -427,6 +430,7 @@ TEST_F(QueryRunTest, BelowStringSettingsOnlyCatalogSettingsAreSent) {
 TEST_F(QueryRunTest, DeadlineCancelsTheQueryAndKeepsTheDrainedConnection) {
   cht::FakeServer fake({.revision = kRevision});
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, kServerCatalog);
   fake.ExpectPacket(cht::ClientPacket::kQuery);
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::DataPacket(cht::HeaderBlock({{"x", "UInt64"}}), kRevision));
@@ -448,6 +452,7 @@ TEST_F(QueryRunTest, DeadlineCancelsTheQueryAndKeepsTheDrainedConnection) {
 TEST_F(QueryRunTest, FailedSendCancelsTheQuery) {
   cht::FakeServer fake({.revision = kRevision});
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, kServerCatalog);
   fake.ExpectPacket(cht::ClientPacket::kQuery);
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::DataPacket(cht::HeaderBlock({{"x", "UInt64"}}), kRevision));
@@ -471,6 +476,7 @@ TEST_F(QueryRunTest, UndrainedCancelClosesTheConnection) {
   FakeCall call(Request("SELECT x FROM t"), clock_.Now() + absl::Seconds(30));
   cht::FakeServer fake({.revision = kRevision});
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, kServerCatalog);
   fake.ExpectPacket(cht::ClientPacket::kQuery);
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::DataPacket(cht::HeaderBlock({{"x", "UInt64"}}), kRevision));
@@ -502,6 +508,7 @@ TEST_F(QueryRunTest, ConnectionSwitchedToAnotherDatabaseIsDiscarded) {
   cht::FakeServer fake({.revision = kRevision});
   ch::QueryParams use, select;
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, kServerCatalog);
   fake.ExpectPacket(cht::ClientPacket::kQuery, [&](std::string_view b) { use = ParseQuery(b); });
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::EndOfStreamPacket());
@@ -525,6 +532,7 @@ TEST_F(QueryRunTest, ConnectionSwitchedToAnotherDatabaseIsDiscarded) {
 TEST_F(QueryRunTest, ReadOnlyRefusalNamesTheOption) {
   cht::FakeServer fake({.revision = kRevision});
   fake.Handshake();
+  cht::ServeSettings(fake, kRevision, kServerCatalog);
   fake.ExpectPacket(cht::ClientPacket::kQuery);
   fake.ExpectPacket(cht::ClientPacket::kData);
   fake.Send(cht::ExceptionPacket(

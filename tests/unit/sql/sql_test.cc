@@ -230,9 +230,50 @@ TEST(QueryPolicyTest, ParsesTheAllowedList) {
   EXPECT_EQ(names, (absl::flat_hash_set<std::string>{"url", "remote"}));
   ASSERT_TRUE(ParseAllowedTableFunctions("", &names).ok());
   EXPECT_TRUE(names.empty());
-  absl::Status bad = ParseAllowedTableFunctions("url,numbers", &names);
+  // Any plain name: a table function chgate has no list entry for is refused unless named here.
+  ASSERT_TRUE(ParseAllowedTableFunctions("catBoostPool,shardByHash", &names).ok());
+  EXPECT_EQ(names, (absl::flat_hash_set<std::string>{"catboostpool", "shardbyhash"}));
+  absl::Status bad = ParseAllowedTableFunctions("url,`x`", &names);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.message().find("numbers"), std::string_view::npos);
+  EXPECT_NE(bad.message().find("`x`"), std::string_view::npos);
+}
+
+// 18.16 reads `ur\l` as url; a quoted callee with an escape servers read differently is refused
+// whatever it would name, before and after the server is known.
+TEST(QueryPolicyTest, QuotedCalleesWithEscapesServersReadDifferentlyAreRefused) {
+  const absl::flat_hash_set<std::string> server = {"url", "numbers", "remote", "file"};
+  for (const char* sql : {"SELECT * FROM `ur\\l`('http://x', CSV, 's String')",
+                          "SELECT * FROM `re\\mote`('h', system.one)",
+                          "SELECT * FROM \"fi\\le\"('x')", "SELECT * FROM `nu\\mbers`(3)"}) {
+    EXPECT_EQ(Check(sql).code(), absl::StatusCode::kInvalidArgument) << sql;
+    EXPECT_EQ(CheckTableFunctions(sql, {}, server).code(), absl::StatusCode::kInvalidArgument)
+        << sql;
+  }
+  // Escapes every version reads alike are read, and judged by the name they spell.
+  EXPECT_EQ(Check("SELECT * FROM `\\x75rl`('http://x')").code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(Check("SELECT * FROM `u``rl`('http://x')").code(), absl::StatusCode::kOk);
+}
+
+// Once the server is known, every table function it has is refused unless it reads the server's
+// own data or the operator named it: names chgate's list does not know included.
+TEST(QueryPolicyTest, TableFunctionsTheServerHasAreDeniedByDefault) {
+  const absl::flat_hash_set<std::string> server = {"numbers", "merge",  "catboostpool",
+                                                   "shardbyhash", "url", "newfangled"};
+  for (const char* sql : {"SELECT * FROM catBoostPool('a', 'b')",
+                          "SELECT * FROM shardByHash('c', 'k', system.one)",
+                          "SELECT * FROM NewFangled(1)", "SELECT * FROM url('http://x')"}) {
+    absl::Status st = CheckTableFunctions(sql, {}, server);
+    EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied) << sql << ": " << st;
+    EXPECT_NE(st.message().find("--query-allow-table-functions="), std::string_view::npos) << st;
+  }
+  for (const char* sql : {"SELECT * FROM numbers(10)", "SELECT * FROM merge(db, '^t')",
+                          "SELECT count(), sum(x) FROM t", "SELECT * FROM NUMBERS(1)"}) {
+    EXPECT_TRUE(CheckTableFunctions(sql, {}, server).ok()) << sql;
+  }
+  QueryPolicy allowed;
+  allowed.allowed_table_functions = {"catboostpool"};
+  EXPECT_TRUE(CheckTableFunctions("SELECT * FROM catBoostPool('a', 'b')", allowed, server).ok());
 }
 
 TEST(QueryPolicyTest, KeepsSessionOnlyForSingleReadingStatements) {

@@ -1,7 +1,8 @@
-#include "server/clickhouse/server_settings.h"
+#include "server/clickhouse/server_catalog.h"
 
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/protocol/revision.h"
@@ -49,8 +50,8 @@ std::optional<SettingType> TypeFromServer(std::string_view type) {
 
 }  // namespace
 
-absl::StatusOr<ServerSettings> ReadServerSettings(Connection& conn) {
-  ServerSettings out;
+absl::StatusOr<ServerCatalog> ReadServerCatalog(Connection& conn) {
+  ServerCatalog out;
   out.version = VersionOf(conn);
   out.revision = conn.revision();
   ASSIGN_OR_RETURN(auto typed, Rows(conn,
@@ -61,6 +62,10 @@ absl::StatusOr<ServerSettings> ReadServerSettings(Connection& conn) {
   for (auto& row : rows) {
     if (row.size() == 2) out.types.emplace(std::move(row[0]), std::move(row[1]));
   }
+  ASSIGN_OR_RETURN(auto functions, Rows(conn, "SELECT name FROM system.table_functions"));
+  for (auto& row : functions) {
+    if (row.size() == 1) out.table_functions.insert(absl::AsciiStrToLower(row[0]));
+  }
   if (out.types.empty()) {
     return absl::FailedPreconditionError(
         "ClickHouse's system.settings returned no settings: caller settings cannot be checked");
@@ -69,7 +74,7 @@ absl::StatusOr<ServerSettings> ReadServerSettings(Connection& conn) {
 }
 
 absl::StatusOr<std::string> CheckSettingForServer(std::string_view name, std::string_view value,
-                                                  const ServerSettings& server) {
+                                                  const ServerCatalog& server) {
   auto it = server.types.find(AbslView(name));
   if (it == server.types.end()) {
     return absl::InvalidArgumentError(absl::StrCat("setting ", absl::CHexEscape(AbslView(name)),
@@ -99,7 +104,7 @@ absl::StatusOr<std::string> CheckSettingForServer(std::string_view name, std::st
   return CheckSettingValue(generic, value);
 }
 
-absl::StatusOr<std::shared_ptr<const ServerSettings>> ServerSettingsCache::Get(Connection& conn) {
+absl::StatusOr<std::shared_ptr<const ServerCatalog>> ServerCatalogCache::Get(Connection& conn) {
   const std::string key = absl::StrCat(conn.options().host, ":", conn.options().port, "/",
                                        VersionOf(conn), "/", conn.revision());
   {
@@ -107,8 +112,8 @@ absl::StatusOr<std::shared_ptr<const ServerSettings>> ServerSettingsCache::Get(C
     auto it = servers_.find(key);
     if (it != servers_.end()) return it->second;
   }
-  ASSIGN_OR_RETURN(ServerSettings read, ReadServerSettings(conn));
-  auto shared = std::make_shared<const ServerSettings>(std::move(read));
+  ASSIGN_OR_RETURN(ServerCatalog read, ReadServerCatalog(conn));
+  auto shared = std::make_shared<const ServerCatalog>(std::move(read));
   absl::MutexLock lock(&mu_);
   return servers_.emplace(key, std::move(shared)).first->second;
 }
