@@ -67,7 +67,7 @@ absl::StatusOr<TableId> ParseTableName(std::string_view text, const std::string&
 }
 
 struct Ingestor::Pending {
-  std::string idempotency_key;  // "db.table|key" when the request has one
+  std::string idempotency_key;  // scoped by identity and table (ClaimKey), when there is one
   TableId table;
   std::string key;    // batch key
   std::string label;  // "db.table" for metrics
@@ -202,8 +202,23 @@ std::unique_ptr<clickhouse::Block> EmptyBlock(const TableSchema& schema) {
 // spooled records, so that a replay can make them again.
 constexpr char kSpooledKeySuffix[] = "\x1fspooled";
 
+// Keys built from names: every part length-prefixed, so that no two different (database, table,
+// columns) share one (`db`.`b.c` and `db.b`.`c`, or a column `a,b` and columns a and b).
+void AppendKeyPart(std::string_view part, std::string* key) {
+  absl::StrAppend(key, part.size(), ":", absl::string_view(part.data(), part.size()));
+}
+
+std::string TableColumnsKey(const TableId& table, const std::vector<std::string>& columns) {
+  std::string key;
+  AppendKeyPart(table.database, &key);
+  AppendKeyPart(table.table, &key);
+  key.push_back('|');
+  for (const std::string& c : columns) AppendKeyPart(c, &key);
+  return key;
+}
+
 std::string BatchKey(const TableId& table, const std::vector<std::string>& columns) {
-  return absl::StrCat(table.database, ".", table.table, "|", absl::StrJoin(columns, ","));
+  return TableColumnsKey(table, columns);
 }
 
 // How long a header refresh may take while an older header is at hand, and how long that one
@@ -218,8 +233,7 @@ constexpr absl::Duration kDedupCheckInterval = absl::Hours(1);
 constexpr absl::Duration kDedupRetryInterval = absl::Minutes(10);
 
 std::string SchemaKey(const TableId& table, const std::vector<std::string>& columns) {
-  return absl::StrCat(table.database.size(), ":", table.database, table.table.size(), ":",
-                      table.table, "|", absl::StrJoin(columns, ","));
+  return TableColumnsKey(table, columns);
 }
 
 // Whether a failed insert says the table is not what its cached header described.
@@ -748,9 +762,14 @@ absl::Status Ingestor::Convert(const Request& request, const TableSchema& s, Pen
   return absl::OkStatus();
 }
 
-bool Ingestor::ClaimKey(const std::shared_ptr<Pending>& p, const std::string& label,
-                        Request& request) {
-  const std::string key = absl::StrCat(label, "|", request.idempotency_key);
+bool Ingestor::ClaimKey(const std::shared_ptr<Pending>& p, Request& request) {
+  // Scoped by the caller's identity and the (database, table) pair: one caller's key never
+  // answers another's request, nor a request for another table.
+  std::string key;
+  AppendKeyPart(request.identity, &key);
+  AppendKeyPart(p->table.database, &key);
+  AppendKeyPart(p->table.table, &key);
+  AppendKeyPart(request.idempotency_key, &key);
   std::optional<Result> earlier;
   {
     absl::MutexLock lock(&mu_);
@@ -793,8 +812,7 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request, bool on_caller
   if (!table.ok()) return Complete(p, {.status = table.status()});
   p->table = *table;
   p->columns = request.columns;
-  const std::string label = absl::StrCat(table->database, ".", table->table);
-  if (!request.idempotency_key.empty() && ClaimKey(p, label, request)) return;
+  if (!request.idempotency_key.empty() && ClaimKey(p, request)) return;
   p->key = BatchKey(p->table, p->columns);
   bool fetched = false;
   absl::StatusOr<std::shared_ptr<const TableSchema>> schema =
@@ -804,7 +822,7 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request, bool on_caller
     // unreachable is the operator's.
     if (ShouldRetry(schema.status())) {
       kLog.Throttled(log::Level::kWarn, "table header lookup failed; request refused", "",
-                     {{"table", label},
+                     {{"table", absl::StrCat(p->table.database, ".", p->table.table)},
                       {"code", ErrorCodeLabel(schema.status())},
                       {"error", schema.status().message()}});
     }

@@ -130,6 +130,9 @@ struct Request {
   // repeat of a pending request waits for its outcome; of a successful one gets its result at
   // once (deduplicated = true); a failed request's key is forgotten.
   std::string idempotency_key;
+  // The caller's authenticated identity ("" when the API has no authentication): idempotency keys
+  // are scoped by it.
+  std::string identity;
   // Called once the request's rows are converted (or it failed, or it follows an earlier request
   // with the same idempotency key): `rows` and `block` are no longer read, so the caller can free
   // the message they came from instead of holding it until the commit.
@@ -264,7 +267,7 @@ class Ingestor {
   bool HeaderIsFresh(const Request& request);
   // Remembers (or looks up) the request's idempotency key; true when the request is finished
   // (an earlier one did the work, or it waits for the outcome of one in flight).
-  bool ClaimKey(const std::shared_ptr<Pending>& p, const std::string& label, Request& request);
+  bool ClaimKey(const std::shared_ptr<Pending>& p, Request& request);
   void PublishRequestBytes() const;
   // The insert header of (table, columns): cached unless `refresh` or older than schema_ttl.
   // `*fetched` says whether it came from the server just now.

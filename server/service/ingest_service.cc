@@ -296,8 +296,9 @@ class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
     raw_.Clear();  // not read again
     if (!parsed.ok()) return FinishEarly(parsed);
     reservation->Resize(ConvertingBytes(message, wire));
+    std::string identity;
     if (service_->auth_enabled()) {
-      absl::Status allowed = service_->AuthorizeInsert(credentials_, message);
+      absl::Status allowed = service_->AuthorizeInsert(credentials_, message, &identity);
       if (!allowed.ok()) return FinishEarly(allowed);
     }
     const absl::Time deadline = HasDeadline(*context_)
@@ -306,6 +307,7 @@ class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
     if (absl::Status s = Prepare(message, deadline, trace_, &state_->prepared); !s.ok()) {
       return FinishEarly(s);
     }
+    state_->prepared.request.identity = std::move(identity);
     // The callbacks keep the state (and so the prepared views) alive until the outcome; the
     // message and its converted block are freed as soon as the Ingestor has converted them.
     std::shared_ptr<State> state = state_;
@@ -528,10 +530,12 @@ class IngestService::StreamCall final
     ingest::MemoryBudget::Reservation reservation =
         service_->ingestor_->Hold(ConvertingBytes(*slot->request, slot->wire_bytes));
     absl::Status s;
+    std::string identity;
     if (s.ok() && service_->auth_enabled()) {
-      s = service_->AuthorizeInsert(credentials_, *slot->request);
+      s = service_->AuthorizeInsert(credentials_, *slot->request, &identity);
     }
     if (s.ok()) s = Prepare(*slot->request, deadline, trace_, &slot->prepared);
+    if (s.ok()) slot->prepared.request.identity = std::move(identity);
     if (!s.ok()) {
       absl::MutexLock lock(&mu_);
       AckLocked(FailureAck(slot->sequence, s));
@@ -698,18 +702,23 @@ absl::Status IngestService::Refused(const auth::Decision& decision) const {
 }
 
 absl::Status IngestService::AuthorizeInsert(const auth::Credentials& credentials,
-                                            const v1::InsertRequest& request) const {
+                                            const v1::InsertRequest& request,
+                                            std::string* identity) const {
   // The Ingestor's own parser and default database, so the policy judges the table the rows
   // would go to. A name that does not parse is refused by Prepare or the Ingestor; an empty one
   // by Prepare.
   absl::StatusOr<ingest::TableId> table =
       ingest::ParseTableName(request.table(), options_.default_database);
   if (!table.ok() || request.table().empty()) {
-    return Refused(options_.authorizer->Authenticate(credentials));
+    const auth::Decision decision = options_.authorizer->Authenticate(credentials);
+    *identity = decision.identity;
+    return Refused(decision);
   }
-  return Refused(
+  const auth::Decision decision =
       options_.authorizer->AuthorizeInsert(credentials, table->database, table->table,
-                                           AckName(request.ack_mode(), options_.default_ack)));
+                                           AckName(request.ack_mode(), options_.default_ack));
+  *identity = decision.identity;
+  return Refused(decision);
 }
 
 IngestService::IngestService(ingest::Ingestor* ingestor, IngestServiceOptions options)

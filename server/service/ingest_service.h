@@ -118,8 +118,9 @@ class IngestService final : public IngestRawService {
   absl::Status Refused(const auth::Decision& decision) const;
   // Whether the caller with `credentials` may insert `request` (its table and effective ack
   // mode). OK when allowed or when the table does not parse (Prepare reports that).
+  // Sets `*identity` to the caller's identity as the authorizer names it.
   absl::Status AuthorizeInsert(const auth::Credentials& credentials,
-                               const v1::InsertRequest& request) const;
+                               const v1::InsertRequest& request, std::string* identity) const;
   bool auth_enabled() const {
     return options_.authorizer != nullptr && options_.authorizer->enabled();
   }

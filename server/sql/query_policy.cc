@@ -204,10 +204,11 @@ const std::vector<std::string_view>& RefusedTableFunctions() {
 }
 
 const std::vector<std::string_view>& DefaultTableFunctions() {
-  static const auto* names = new std::vector<std::string_view>{
-      "numbers",  "numbers_mt", "zeros",  "zeros_mt",        "values",          "generaterandom",
-      "null",     "view",       "merge",  "viewifpermitted", "viewexplain",     "format",
-      "primes",   "generate_series", "generateseries", "loop"};
+  static const auto* names =
+      new std::vector<std::string_view>{"numbers", "numbers_mt",      "zeros",          "zeros_mt",
+                                        "values",  "generaterandom",  "null",           "view",
+                                        "merge",   "viewifpermitted", "viewexplain",    "format",
+                                        "primes",  "generate_series", "generateseries", "loop"};
   return *names;
 }
 
@@ -229,8 +230,8 @@ absl::Status ParseAllowedTableFunctions(std::string_view list,
       return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
     });
     if (!plain) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", absl::CHexEscape(name.substr(0, 64)), "' is not a table function name"));
+      return absl::InvalidArgumentError(absl::StrCat("'", absl::CHexEscape(name.substr(0, 64)),
+                                                     "' is not a table function name"));
     }
     out->insert(name);
   }
@@ -247,8 +248,9 @@ absl::Status CheckTableFunctions(std::string_view sql, const QueryPolicy& policy
           policy.allowed_table_functions.contains(name)) {
         return absl::OkStatus();
       }
-      return RefusedCall(name, "only table functions that read the server's own data run "
-                               "without configuration");
+      return RefusedCall(name,
+                         "only table functions that read the server's own data run "
+                         "without configuration");
     }));
   }
   return absl::OkStatus();

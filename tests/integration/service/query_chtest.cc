@@ -15,23 +15,23 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/protocol/error_codes.h"
+#include "server/clickhouse/protocol/settings.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
 #include "server/metrics/metrics.h"
 #include "server/service/proto_values.h"
 #include "server/service/query_service.h"
 #include "server/service/query_settings.h"
-#include "server/sql/identifier.h"
-#include "server/sql/query_policy.h"
-#include "server/clickhouse/protocol/settings.h"
 #include "server/service/server.h"
 #include "server/service/status.h"
+#include "server/sql/identifier.h"
+#include "server/sql/query_policy.h"
 #include "tests/integration/clickhouse/live.h"
 #include "tests/integration/clickhouse/type_cases.h"
 
@@ -803,8 +803,8 @@ TEST_F(QueryServiceTest, EverySettingOfTheServerIsSentAsItReadsItOrRefused) {
   options.settings = QuerySettingsPolicy::Create(allowed).value();
   START_OR_SKIP(options, CompressionMethod::kLz4, /*pool_max=*/1, "audited");
   clickhouse::testing::Exec(*probe_, "DROP TABLE IF EXISTS chgate_chtest.settings_canary");
-  clickhouse::testing::Exec(
-      *probe_, "CREATE TABLE chgate_chtest.settings_canary (x UInt8) ENGINE = Memory");
+  clickhouse::testing::Exec(*probe_,
+                            "CREATE TABLE chgate_chtest.settings_canary (x UInt8) ENGINE = Memory");
   const std::string marker = absl::StrCat("settings-diff-", absl::ToUnixMicros(absl::Now()));
   const std::string started = ClickHouseClient("SELECT now() FORMAT TSV");
   auto defaults = [&] {
@@ -819,9 +819,9 @@ TEST_F(QueryServiceTest, EverySettingOfTheServerIsSentAsItReadsItOrRefused) {
   auto request_for = [&](const std::string& name, const std::string& value) {
     v1::QueryRequest request;
     // ClickHouse logs a statement up to the end of its syntax tree: the marker goes first.
-    request.set_sql(absl::StrCat("/* ", marker, " */ SELECT value FROM system.settings WHERE name = '",
-                                 name,
-                                 "' /* \x01 INSERT INTO chgate_chtest.settings_canary VALUES (1) */"));
+    request.set_sql(
+        absl::StrCat("/* ", marker, " */ SELECT value FROM system.settings WHERE name = '", name,
+                     "' /* \x01 INSERT INTO chgate_chtest.settings_canary VALUES (1) */"));
     (*request.mutable_settings())[name] = value;
     return request;
   };
@@ -932,11 +932,10 @@ TEST(IdentifierDifferentialTest, QuotedCalleesReadAsTheLiveServerReadsThem) {
   std::unique_ptr<clickhouse::Connection> conn = clickhouse::testing::ConnectOrSkip();
   if (conn == nullptr) return;
   const std::vector<std::string> spellings = {
-      "numbers",         "`numbers`",       "\"numbers\"",    "NUMBERS",
-      "`nu\\mbers`",    "`nu\\x6dbers`",  "\"nu\\x6dbers\"", "`num``bers`",
-      "`numbers\\0`",   "`nu\\Mbers`",    "`n\\umbers`",     "`numbers\\ `",
-      "`\\numbers`",    "`numbers\\t`",   "`nu\\\\mbers`",  "\"nu\"\"mbers\"",
-      "`nu\\`mbers`",   "`nu\\'mbers`",   "`nu\\/mbers`",    "`numbers\\=`",
+      "numbers",         "`numbers`",       "\"numbers\"",  "NUMBERS",      "`nu\\mbers`",
+      "`nu\\x6dbers`",   "\"nu\\x6dbers\"", "`num``bers`",  "`numbers\\0`", "`nu\\Mbers`",
+      "`n\\umbers`",     "`numbers\\ `",    "`\\numbers`",  "`numbers\\t`", "`nu\\\\mbers`",
+      "\"nu\"\"mbers\"", "`nu\\`mbers`",    "`nu\\'mbers`", "`nu\\/mbers`", "`numbers\\=`",
   };
   size_t read = 0, refused = 0, server_ran = 0;
   for (const std::string& spelling : spellings) {
@@ -960,9 +959,9 @@ TEST(IdentifierDifferentialTest, QuotedCalleesReadAsTheLiveServerReadsThem) {
     ASSERT_TRUE(st.ok()) << st;
     ++read;
     // Read: does chgate's reading name numbers?
-    absl::StatusOr<std::string> name =
-        spelling.front() == '`' || spelling.front() == '"' ? sql::UnquoteIdentifier(spelling)
-                                                           : absl::StatusOr<std::string>(spelling);
+    absl::StatusOr<std::string> name = spelling.front() == '`' || spelling.front() == '"'
+                                           ? sql::UnquoteIdentifier(spelling)
+                                           : absl::StatusOr<std::string>(spelling);
     ASSERT_TRUE(name.ok()) << name.status();
     // Where the server ran numbers, chgate's reading (compared without case) names it; where
     // chgate reads exactly numbers, so does the server (18.16 matches table functions with case,

@@ -44,7 +44,9 @@ class FakeInserter final : public Inserter {
     ++describes;
     last_describe_deadline = deadline;
     if (!describe_error.ok()) return describe_error;
-    if (table.table != "events") return absl::NotFoundError("Table doesn't exist");
+    if (table.table != "events" && !other_tables.contains(table.table)) {
+      return absl::NotFoundError("Table doesn't exist");
+    }
     TableSchema s;
     s.server_time_zone = "UTC";
     std::vector<std::string> names =
@@ -87,6 +89,7 @@ class FakeInserter final : public Inserter {
   bool check_types = false;          // Insert refuses an `id` column not of id_type
   int dedup_queries = 0;
   int describes = 0;
+  std::set<std::string> other_tables;  // tables besides `events` that exist (same columns)
   absl::Status describe_error;  // what Describe answers, when not OK (ClickHouse unreachable)
   absl::Time last_describe_deadline;
   std::string id_type = "UInt64";  // what Describe reports for `id` (ALTER ... MODIFY COLUMN)
@@ -661,6 +664,72 @@ TEST_F(IngestorTest, RepeatedIdempotencyKeysInsertOnce) {
   ASSERT_TRUE(retry->done);
   EXPECT_TRUE(retry->result.status.ok());
   EXPECT_FALSE(retry->result.deduplicated);
+}
+
+// Names with dots, quotes and backslashes inside quotes are structured (database, table) pairs:
+// `db`.`b.c` and `db.b`.`c` are two tables with two batches, and an idempotency key is scoped by
+// the table and by the caller's identity.
+TEST_F(IngestorTest, TablesWhoseNamesShareTheirTextStayApartAndKeysAreScopedByIdentity) {
+  Make(Options());
+  auto a = Rows(0, 1);
+  auto submit = [&](const std::string& table, const std::string& key, const std::string& identity) {
+    outcomes_.push_back(std::make_unique<Outcome>());
+    Outcome* o = outcomes_.back().get();
+    o->block = Own(a);
+    Request r{.table = table,
+              .block = &o->block,
+              .deadline = clock_.Now() + absl::Seconds(30),
+              .idempotency_key = key,
+              .identity = identity};
+    ingestor_->Submit(
+        std::move(r), [o] { o->admitted = true; },
+        [o](Result res) {
+          o->done = true;
+          o->result = std::move(res);
+        });
+    ingestor_->RunPending();
+    return o;
+  };
+  inserter_.other_tables = {"b.c", "c", "x", "\\x", "t", "\"t"};
+  const std::vector<Outcome*> outcomes = {
+      submit("`db`.`b.c`", "k", "alice"),  submit("`db.b`.`c`", "k", "alice"),
+      submit("`db`.`b.c`", "k", "bob"),    submit("`d\\\\`.`x`", "k", "alice"),
+      submit("`d`.`\\\\x`", "k", "alice"), submit("`q\"`.`t`", "", ""),
+      submit("`q`.`\"t`", "", ""),
+  };
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  for (const Outcome* o : outcomes) {
+    ASSERT_TRUE(o->done);
+    EXPECT_TRUE(o->result.status.ok()) << o->result.status;
+    EXPECT_FALSE(o->result.deduplicated);
+  }
+  std::vector<TableId> tables;
+  for (const auto& call : inserter_.calls) tables.push_back(call.table);
+  std::sort(tables.begin(), tables.end(), [](const TableId& x, const TableId& y) {
+    return std::tie(x.database, x.table) < std::tie(y.database, y.table);
+  });
+  const std::vector<TableId> expected = {{"d", "\\x"},  {"d\\", "x"}, {"db", "b.c"}, {"db", "b.c"},
+                                         {"db.b", "c"}, {"q", "\"t"}, {"q\"", "t"}};
+  // Two requests for db.b.c (alice's and bob's keys) may share one batch.
+  std::vector<TableId> distinct = expected;
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::vector<TableId> got_distinct = tables;
+  got_distinct.erase(std::unique(got_distinct.begin(), got_distinct.end()), got_distinct.end());
+  EXPECT_EQ(got_distinct, distinct);
+  size_t rows_into_bc = 0;
+  for (const auto& call : inserter_.calls) {
+    if (call.table == TableId{"db", "b.c"}) {
+      rows_into_bc +=
+          static_cast<size_t>(std::count(call.rows_text.begin(), call.rows_text.end(), '\n'));
+    }
+  }
+  EXPECT_EQ(rows_into_bc, 2u) << "bob's request was answered by alice's key";
+  // The same identity, table and key again: answered by the first.
+  Outcome* again = submit("`db`.`b.c`", "k", "alice");
+  ASSERT_TRUE(again->done);
+  EXPECT_TRUE(again->result.deduplicated);
 }
 
 TEST_F(IngestorTest, ATypeMismatchWithACachedHeaderAsksTheServerAgainOnce) {

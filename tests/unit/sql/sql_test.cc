@@ -258,11 +258,11 @@ TEST(QueryPolicyTest, QuotedCalleesWithEscapesServersReadDifferentlyAreRefused) 
 // Once the server is known, every table function it has is refused unless it reads the server's
 // own data or the operator named it: names chgate's list does not know included.
 TEST(QueryPolicyTest, TableFunctionsTheServerHasAreDeniedByDefault) {
-  const absl::flat_hash_set<std::string> server = {"numbers", "merge",  "catboostpool",
-                                                   "shardbyhash", "url", "newfangled"};
-  for (const char* sql : {"SELECT * FROM catBoostPool('a', 'b')",
-                          "SELECT * FROM shardByHash('c', 'k', system.one)",
-                          "SELECT * FROM NewFangled(1)", "SELECT * FROM url('http://x')"}) {
+  const absl::flat_hash_set<std::string> server = {"numbers",     "merge", "catboostpool",
+                                                   "shardbyhash", "url",   "newfangled"};
+  for (const char* sql :
+       {"SELECT * FROM catBoostPool('a', 'b')", "SELECT * FROM shardByHash('c', 'k', system.one)",
+        "SELECT * FROM NewFangled(1)", "SELECT * FROM url('http://x')"}) {
     absl::Status st = CheckTableFunctions(sql, {}, server);
     EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied) << sql << ": " << st;
     EXPECT_NE(st.message().find("--query-allow-table-functions="), std::string_view::npos) << st;
