@@ -16,6 +16,7 @@
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/common/failpoint.h"
+#include "server/common/random_id.h"
 #include "server/common/status_macros.h"
 #include "server/ingest/dead_letter.h"
 #include "server/ingest/spool_record.h"
@@ -366,7 +367,6 @@ Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
       clock_(clock),
       observer_(observer),
       rng_(std::random_device{}()) {
-  instance_id_ = absl::StrCat("chgate-", absl::ToUnixMicros(absl::Now()), "-", rng_() % 100000);
   if (observer_ != nullptr) {
     observer_->Budgets(options_.memory_budget_bytes, buffer_limit_);
   }
@@ -1130,10 +1130,9 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   for (const auto& p : pendings) last_deadline = std::max(last_deadline, p->deadline);
   const absl::Time stop_at = std::min(start + options_.retry.max_elapsed, last_deadline);
   InsertAttempt attempt;
-  {
-    absl::MutexLock lock(&mu_);
-    attempt.query_id = absl::StrCat(instance_id_, "-", next_batch_id_++);
-  }
+  // Unguessable (128 random bits): a caller who may Query must not be able to take a batch's id
+  // first and make its INSERT fail as "already running".
+  attempt.query_id = absl::StrCat("chgate-", RandomHex128());
   attempt.deduplication_key = attempt.query_id;
   attempt.trace = traces.first;
   attempt.async = options_.async_insert;
@@ -1715,8 +1714,10 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
   if (block != nullptr && flush.intent_lsn != 0) {
     CheckDedupWindow(batch);
     failpoint::Hit("spool_intent_before_insert");
-    attempt.query_id = absl::StrCat(options_.spool_id, "-", flush.intent_lsn);
-    attempt.deduplication_key = attempt.query_id;
+    // The block's identity is stable across replays (its deduplication token); the query id is
+    // not needed for that, so it is unguessable like every batch's.
+    attempt.deduplication_key = absl::StrCat(options_.spool_id, "-", flush.intent_lsn);
+    attempt.query_id = absl::StrCat("chgate-", RandomHex128());
     const auto fields = [&](std::vector<log::Field>* line) {
       line->emplace_back("ack_mode", "persisted");
       line->emplace_back("intent_lsn", flush.intent_lsn);

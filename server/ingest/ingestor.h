@@ -391,7 +391,6 @@ class Ingestor {
   uint64_t rows_committed_ ABSL_GUARDED_BY(mu_) = 0;  // by flushes, for the drain's log lines
   uint64_t rows_failed_ ABSL_GUARDED_BY(mu_) = 0;     // batches that failed for good
   mutable bool above_high_water_ ABSL_GUARDED_BY(mu_) = false;  // Ready()'s hysteresis state
-  uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t spooled_rows_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Mutex headers_mu_;  // one SaveHeaders at a time (taken before mu_)
   // When Shutdown's drain ends: spooled flushes stop retrying then (their records stay in the
@@ -402,7 +401,6 @@ class Ingestor {
   std::deque<std::function<void()>> work_ ABSL_GUARDED_BY(mu_);
   std::deque<std::function<void()>> flush_work_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
-  std::string instance_id_;
   // Progress, read by CheckProgress without the mutex (Unix nanoseconds of clock_): the last run
   // of the scheduler, and per worker/flush thread when its current task started (0: idle).
   std::atomic<int64_t> scheduler_beat_{0};

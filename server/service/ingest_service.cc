@@ -750,11 +750,14 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* IngestService::Inse
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* IngestService::Query(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  std::string identity;
   if (auth_enabled()) {
-    absl::Status allowed = Refused(options_.authorizer->AuthorizeQuery(CallCredentials(*context)));
+    const auth::Decision decision = options_.authorizer->AuthorizeQuery(CallCredentials(*context));
+    identity = decision.identity;
+    absl::Status allowed = Refused(decision);
     if (!allowed.ok()) return new FinishedWriter(ToGrpcStatus(allowed, context));
   }
-  if (options_.queries != nullptr) return options_.queries->Start(context, request);
+  if (options_.queries != nullptr) return options_.queries->Start(context, request, identity);
   return new FinishedWriter(
       grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Query is not enabled on this server"));
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <utility>
 
 #include "absl/strings/cord.h"
@@ -12,6 +11,7 @@
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/protocol/revision.h"
+#include "server/common/random_id.h"
 #include "server/common/status_macros.h"
 #include "server/log/log.h"
 #include "server/service/query_block.h"
@@ -34,13 +34,8 @@ std::vector<log::Field> WithTraceOf(const QueryCall& call, std::vector<log::Fiel
 // How long one wait for a pooled connection lasts before the run checks for a cancel.
 constexpr absl::Duration kAcquireSlice = absl::Milliseconds(200);
 
-std::string GenerateQueryId() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const uint64_t hi = rng();
-  const uint64_t lo = rng();
-  return absl::StrFormat("%08x-%04x-4%03x-%04x-%012x", hi >> 32, (hi >> 16) & 0xffff, hi & 0xfff,
-                         ((lo >> 48) & 0x3fff) | 0x8000, lo & 0xffffffffffffULL);
-}
+// chgate's own ids: unguessable, so that no caller can take one first.
+std::string GenerateQueryId() { return absl::StrCat("chgate-", RandomHex128()); }
 
 void ToProto(const clickhouse::Progress& p, v1::Progress* out) {
   out->set_read_rows(p.rows);

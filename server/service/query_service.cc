@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "server/service/call_trace.h"
 #include "server/service/query_run.h"
 #include "server/service/raw_messages.h"
@@ -17,7 +18,12 @@
 #include "server/sql/query_policy.h"
 
 namespace chgate::service {
-namespace {}  // namespace
+namespace {
+
+// chgate's own query ids (batches, and queries without a caller's id) start with this.
+constexpr char kOwnQueryIdPrefix[] = "chgate-";
+
+}  // namespace
 
 // One Query call. The worker thread builds and queues responses (Send), the gRPC thread writes
 // them one at a time (OnWriteDone); Finish waits until the queue is empty.
@@ -36,6 +42,8 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
   const v1::QueryRequest& request() const override { return request_; }
   // Parses the serialized request; called once, before the call is queued.
   absl::Status Parse(const grpc::ByteBuffer& raw) { return ParseRawMessage(raw, &request_); }
+  // Before the call is queued only.
+  void set_query_id(std::string id) { request_.set_query_id(std::move(id)); }
   absl::Time deadline() const override { return deadline_; }
   std::optional<text::TraceContext> trace() const override { return trace_; }
   bool cancelled() const override { return cancelled_.load(std::memory_order_acquire); }
@@ -211,7 +219,8 @@ size_t QueryExecutor::waiting() const {
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* QueryExecutor::Start(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw_request) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw_request,
+    const std::string& identity) {
   auto* call = new Call(this, context);
   auto refuse = [&](const absl::Status& status) {
     if (observer_ != nullptr) observer_->QueryRefused(status);
@@ -222,6 +231,17 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* QueryExecutor::Start(
   const v1::QueryRequest* request = &call->request();
   if (sql::IsEmptyStatement(request->sql())) {
     return refuse(absl::InvalidArgumentError("QueryRequest.sql is empty"));
+  }
+  if (!request->query_id().empty()) {
+    if (absl::StartsWithIgnoreCase(request->query_id(), kOwnQueryIdPrefix)) {
+      return refuse(absl::InvalidArgumentError(
+          absl::StrCat("query_id may not start with \"", kOwnQueryIdPrefix,
+                       "\": chgate names its own queries so")));
+    }
+    if (!identity.empty()) {
+      call->set_query_id(absl::StrCat(absl::StrReplaceAll(identity, {{"%", "%25"}, {":", "%3A"}}),
+                                      ":", request->query_id()));
+    }
   }
   for (const auto& [name, value] : request->settings()) {
     if (absl::Status allowed = options_.settings.Check(name, value); !allowed.ok()) {

@@ -82,9 +82,13 @@ class QueryExecutor {
 
   // The reactor for one Query call; `request` is the serialized QueryRequest (the method is
   // registered raw, see ingest_service.h). Bytes that do not parse end the call with
-  // INVALID_ARGUMENT.
+  // INVALID_ARGUMENT. `identity` is the authenticated caller ("" without authentication): a
+  // query_id the caller chose is sent as "<identity>:<query_id>" (":" and "%" in the identity
+  // percent-encoded), so no caller can take another's ids; one starting with "chgate-" (chgate's
+  // own ids) is INVALID_ARGUMENT.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Start(grpc::CallbackServerContext* context,
-                                                    const grpc::ByteBuffer* request);
+                                                    const grpc::ByteBuffer* request,
+                                                    const std::string& identity = "");
 
   // New calls end with UNAVAILABLE, waiting ones too; running queries are cancelled. Idempotent.
   void BeginShutdown();

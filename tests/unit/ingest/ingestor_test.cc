@@ -1184,9 +1184,10 @@ TEST_F(PersistedTest, AcksOnceDurableThenSendsTheRowsFromTheSpool) {
   FlushDue();
   ASSERT_EQ(inserter_.calls.size(), 1u);
   EXPECT_EQ(inserter_.calls[0].rows_text, "0\txxx\n1\txxx\n2\txxx\n3\txxx\n4\txxx\n");
-  // The INSERT's identity is the spool's: its id and the LSN of the batch's intent.
-  EXPECT_THAT(inserter_.calls[0].attempt.query_id, ::testing::StartsWith(spool_->id() + "-"));
-  EXPECT_EQ(inserter_.calls[0].attempt.deduplication_key, inserter_.calls[0].attempt.query_id);
+  // The block's identity is the spool's: its id and the LSN of the batch's intent. The query id
+  // is unguessable, like every batch's.
+  EXPECT_EQ(inserter_.calls[0].attempt.deduplication_key.rfind(spool_->id() + "-", 0), 0u);
+  EXPECT_THAT(inserter_.calls[0].attempt.query_id, ::testing::MatchesRegex("chgate-[0-9a-f]{32}"));
   EXPECT_FALSE(inserter_.calls[0].attempt.async);
   EXPECT_EQ(spool_->Stats().pending_records, 0u);  // rows and intent committed
   // A committed request of the same table goes through the server's asynchronous insert.
@@ -1220,12 +1221,11 @@ TEST_F(PersistedTest, ABatchSentBeforeACrashIsSentAgainAsTheSameBlockWithTheSame
   ingestor_->RunPending();
   ASSERT_GE(inserter_.calls.size(), 1u);
   EXPECT_EQ(inserter_.calls[0].rows_text, first.rows_text);
-  EXPECT_EQ(inserter_.calls[0].attempt.query_id, first.attempt.query_id);
   EXPECT_EQ(inserter_.calls[0].attempt.deduplication_key, first.attempt.deduplication_key);
   FlushDue();
   ASSERT_EQ(inserter_.calls.size(), 2u);
   EXPECT_EQ(inserter_.calls[1].rows_text, "6\txxx\n");
-  EXPECT_NE(inserter_.calls[1].attempt.query_id, first.attempt.query_id);
+  EXPECT_NE(inserter_.calls[1].attempt.deduplication_key, first.attempt.deduplication_key);
   EXPECT_EQ(spool_->Stats().pending_records, 0u);
 }
 
@@ -1351,7 +1351,7 @@ TEST_F(PersistedTest, AReplayedBatchWithAnUnreadableRecordIsSetAsideNotSentSmall
   ingestor_->Poll();
   ingestor_->Shutdown(clock_.Now() + absl::Seconds(2));  // the intent (LSN 3) is written
   ASSERT_GE(inserter_.calls.size(), 1u);
-  const std::string identity = inserter_.calls[0].attempt.query_id;
+  const std::string identity = inserter_.calls[0].attempt.deduplication_key;
   Crash();
   inserter_.calls.clear();
   inserter_.script.clear();
@@ -1368,7 +1368,7 @@ TEST_F(PersistedTest, AReplayedBatchWithAnUnreadableRecordIsSetAsideNotSentSmall
   FlushDue();
   ingestor_->RunPending();
   for (const InsertCall& call : inserter_.calls) {
-    EXPECT_NE(call.attempt.query_id, identity) << "a smaller block under the old identity";
+    EXPECT_NE(call.attempt.deduplication_key, identity) << "a smaller block under the old identity";
   }
   EXPECT_TRUE(inserter_.calls.empty()) << "the readable record went out on its own";
   EXPECT_EQ(spool_->Stats().pending_records, 0u);

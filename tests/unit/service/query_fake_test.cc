@@ -5,6 +5,8 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "chgate/v1/chgate.grpc.pb.h"
+#include "server/auth/authorizer.h"
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/protocol/client_reader.h"
 #include "server/clickhouse/protocol/error_codes.h"
@@ -41,7 +44,7 @@ ch::QueryParams ParseQuery(std::string_view bytes) {
 
 class QueryFakeServerTest : public ::testing::Test {
  protected:
-  void Start(cht::FakeServer& fake) {
+  void Start(cht::FakeServer& fake, const auth::Authorizer* authorizer = nullptr) {
     fake.Start();
     pool_ = std::make_unique<ch::Pool>(cht::OneConnectionPool(fake.port()));
     pool_->Start();
@@ -49,9 +52,11 @@ class QueryFakeServerTest : public ::testing::Test {
     ingestor_ = std::make_unique<ingest::Ingestor>(ingest::IngestOptions{}, inserter_.get(),
                                                    ingest::RealClock());
     executor_ = std::make_unique<QueryExecutor>(pool_.get(), QueryServiceOptions{}, nullptr);
-    auto server = StartServer(
-        {.api_address = "127.0.0.1:0", .health_address = "", .queries = executor_.get()},
-        ingestor_.get());
+    auto server = StartServer({.api_address = "127.0.0.1:0",
+                               .health_address = "",
+                               .queries = executor_.get(),
+                               .authorizer = authorizer},
+                              ingestor_.get());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     stub_ = v1::Ingest::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->api_port()),
@@ -141,6 +146,51 @@ TEST_F(QueryFakeServerTest, SendsParametersAndSettingsAndStreamsTheResult) {
   EXPECT_EQ(responses[3].summary().progress().read_rows(), 3u);
   EXPECT_EQ(responses[3].summary().profile_info().rows(), 3u);
   EXPECT_EQ(responses[3].summary().received_bytes(), responses[3].summary().decoded_bytes());
+}
+
+// A caller's query_id never reaches chgate's own ids (refused) nor another identity's: it is sent
+// as "<identity>:<query_id>".
+TEST_F(QueryFakeServerTest, CallerQueryIdsAreScopedByIdentityAndKeptOutOfChgatesOwn) {
+  const std::string dir = ::testing::TempDir() + "/query-ids";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/tokens") << "svc:a tok-a-0123456789abcdef\n";
+  std::ofstream(dir + "/policy") << "[svc:a]\nquery = true\n";
+  auto authorizer = auth::Authorizer::Create({.tokens_file = dir + "/tokens",
+                                              .policy_file = dir + "/policy",
+                                              .reload_interval = absl::Hours(1)});
+  ASSERT_TRUE(authorizer.ok()) << authorizer.status();
+  cht::FakeServer fake({.revision = kRevision});
+  ch::QueryParams seen;
+  fake.Handshake();
+  cht::ServeSettings(fake, kRevision, {{"max_threads", "MaxThreads"}});
+  fake.ExpectPacket(cht::ClientPacket::kQuery,
+                    [&](std::string_view bytes) { seen = ParseQuery(bytes); });
+  fake.ExpectPacket(cht::ClientPacket::kData);
+  fake.Send(cht::EndOfStreamPacket());
+  ASSERT_NO_FATAL_FAILURE(Start(fake, authorizer->get()));
+  auto run = [&](const std::string& query_id, v1::QueryResponse* header) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    context.AddMetadata("authorization", "Bearer tok-a-0123456789abcdef");
+    v1::QueryRequest request;
+    request.set_sql("SELECT 1");
+    request.set_query_id(query_id);
+    auto reader = stub_->Query(&context, request);
+    v1::QueryResponse r;
+    while (reader->Read(&r)) {
+      if (r.has_header() && header != nullptr) *header = r;
+    }
+    return reader->Finish();
+  };
+  for (const char* own : {"chgate-0123456789abcdef0123456789abcdef", "CHGATE-x"}) {
+    EXPECT_EQ(run(own, nullptr).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << own;
+  }
+  v1::QueryResponse header;
+  const grpc::Status status = run("report-1", &header);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(fake.Wait().ok());
+  EXPECT_EQ(seen.query_id, "svc%3Aa:report-1");
+  EXPECT_EQ(header.header().query_id(), "svc%3Aa:report-1");
 }
 
 TEST_F(QueryFakeServerTest, ExceptionAfterABlockEndsTheStreamWithTheMappedCode) {
