@@ -15,12 +15,35 @@ absl::Status LineError(int line, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("policy line ", line, ": ", what));
 }
 
+// The items of a list value: split at commas and blanks outside quotes (a quoted name may hold
+// either).
 std::vector<absl::string_view> ListItems(absl::string_view value) {
-  return absl::StrSplit(value, absl::ByAnyChar(", \t"), absl::SkipEmpty());
+  std::vector<absl::string_view> items;
+  size_t start = 0;
+  char quote = 0;
+  for (size_t i = 0; i <= value.size(); ++i) {
+    const char c = i < value.size() ? value[i] : ',';
+    if (quote != 0) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+      continue;
+    }
+    if (c == '`' || c == '"') {
+      quote = c;
+    } else if (c == ',' || c == ' ' || c == '\t') {
+      if (i > start) items.push_back(value.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (quote != 0 && start < value.size()) items.push_back(value.substr(start));
+  return items;
 }
 
 absl::StatusOr<Grant::TablePattern> ParsePattern(absl::string_view item) {
-  if (item == "*") return Grant::TablePattern{"*", "*"};
+  if (item == "*") return Grant::TablePattern{.any_database = true, .any_table = true};
   if (absl::StartsWith(item, "*.")) {
     return absl::InvalidArgumentError(absl::StrCat("'", item, "': a database cannot be '*'"));
   }
@@ -36,20 +59,43 @@ absl::StatusOr<Grant::TablePattern> ParsePattern(absl::string_view item) {
     absl::StatusOr<ingest::TableId> id =
         ingest::ParseTableName(std::string_view(database.data(), database.size()), "");
     if (!id.ok() || !id->database.empty()) return bad();
-    return Grant::TablePattern{id->table, "*"};
+    return Grant::TablePattern{.database = id->table, .any_table = true};
   }
   absl::StatusOr<ingest::TableId> id =
       ingest::ParseTableName(std::string_view(item.data(), item.size()), "");
   if (!id.ok() || id->database.empty()) return bad();
-  return Grant::TablePattern{id->database, id->table};
+  return Grant::TablePattern{.database = id->database, .table = id->table};
+}
+
+// `line` without a comment: from a `#` at its start or after a blank, outside quotes (a quoted
+// name may hold a #).
+absl::string_view WithoutComment(absl::string_view line) {
+  char quote = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote != 0) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+      continue;
+    }
+    if (c == '`' || c == '"') {
+      quote = c;
+    } else if (c == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
+      return line.substr(0, i);
+    }
+  }
+  return line;
 }
 
 }  // namespace
 
 bool Grant::MayInsert(absl::string_view database, absl::string_view table) const {
   return std::any_of(insert.begin(), insert.end(), [&](const TablePattern& p) {
-    if (p.database == "*") return true;
-    return p.database == database && (p.table == "*" || p.table == table);
+    if (p.any_database) return true;
+    return p.database == database && (p.any_table || p.table == table);
   });
 }
 
@@ -64,8 +110,8 @@ absl::StatusOr<Policy> Policy::Parse(absl::string_view text) {
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_number;
-    line = absl::StripAsciiWhitespace(line);
-    if (line.empty() || line.front() == '#') continue;
+    line = absl::StripAsciiWhitespace(WithoutComment(line));
+    if (line.empty()) continue;
     if (line.front() == '[') {
       if (line.back() != ']' || line.size() < 3) {
         return LineError(line_number, "a section is [identity]");

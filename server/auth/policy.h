@@ -4,10 +4,11 @@
 // Immutable after Parse; safe to share between threads.
 //
 // File format (UTF-8 text):
-//   # comment
+//   # comment (also after a value, following a blank; a # inside a quoted name is the name's)
 //   [spiffe://cluster.local/ns/shop/sa/orders]   a section per identity (the text between [ ])
 //   insert = shop.orders, shop.order_items        tables as database.table; repeatable
-//   insert = logs.*                               every table of database `logs`
+//   insert = logs.*                               every table of database `logs` (a star is a
+//                                                 wildcard only unquoted: `*`.x is database *)
 //   query = false                                 may call Query (default false)
 //   ack = committed                               ack modes it may ask for (default: all)
 // Names in `insert` follow the rules of InsertRequest.table (backticks quote a name); `*` alone
@@ -26,9 +27,13 @@ namespace chgate::auth {
 
 // What one identity may do.
 struct Grant {
+  // A star is a wildcard only unquoted: `*` (every table of every database) and db.* (every
+  // table of db). A quoted `*` is a name like any other.
   struct TablePattern {
-    std::string database;  // "*" only together with table "*" (every table)
-    std::string table;     // "*": every table of `database`
+    std::string database;
+    std::string table;
+    bool any_database = false;  // `*`: every table of every database
+    bool any_table = false;     // db.*: every table of `database`
   };
   std::vector<TablePattern> insert;
   bool query = false;

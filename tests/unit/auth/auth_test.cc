@@ -1,8 +1,10 @@
 // The tokens file, the policy file and the Authorizer's decisions and reloads, without gRPC.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -123,6 +125,70 @@ TEST(PolicyTest, RejectsMistakesWithTheirLine) {
     EXPECT_NE(std::string(policy.status().message()).find(c.message), std::string::npos)
         << policy.status();
   }
+}
+
+// A star is a wildcard only unquoted: `*`.somewhere is the database named *, db.`*` the table
+// named *.
+TEST(PolicyTest, AQuotedStarIsANameNotAWildcard) {
+  auto policy = Policy::Parse(
+      "[a]\n"
+      "insert = `*`.somewhere\n"
+      "insert = db.`*`, \"*\".x\n");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const Grant* a = policy->Find("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(a->MayInsert("*", "somewhere"));
+  EXPECT_TRUE(a->MayInsert("db", "*"));
+  EXPECT_TRUE(a->MayInsert("*", "x"));
+  EXPECT_FALSE(a->MayInsert("shop", "somewhere"));
+  EXPECT_FALSE(a->MayInsert("shop", "orders"));
+  EXPECT_FALSE(a->MayInsert("db", "orders"));
+}
+
+TEST(PolicyTest, CommentsFollowValuesButNotInsideQuotedNames) {
+  auto policy = Policy::Parse(
+      "[a]   # the writer\n"
+      "insert = shop.orders   # the orders\n"
+      "insert = shop.`a # b`\n"
+      "query = true\t# may query\n");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const Grant* a = policy->Find("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(a->MayInsert("shop", "orders"));
+  EXPECT_TRUE(a->MayInsert("shop", "a # b"));
+  EXPECT_TRUE(a->query);
+}
+
+// Every policy and tokens example in the README parses as chgate reads the files: the block after
+// "**Policy file**", and the block after "**Tokens file**".
+std::string CodeBlockAfter(const std::string& text, const std::string& marker) {
+  const size_t at = text.find(marker);
+  if (at == std::string::npos) return "";
+  const size_t open = text.find("```", at);
+  const size_t body = text.find('\n', open) + 1;
+  const size_t close = text.find("\n```", body);
+  if (open == std::string::npos || close == std::string::npos) return "";
+  return text.substr(body, close - body + 1);
+}
+
+TEST(PolicyTest, TheReadmesExamplesParse) {
+  const char* source_dir = std::getenv("CHGATE_SOURCE_DIR");
+  ASSERT_NE(source_dir, nullptr) << "CHGATE_SOURCE_DIR names the checkout (ctest sets it)";
+  std::ifstream in(std::string(source_dir) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string policy_text = CodeBlockAfter(readme, "**Policy file**");
+  ASSERT_FALSE(policy_text.empty());
+  auto policy = Policy::Parse(policy_text);
+  ASSERT_TRUE(policy.ok()) << policy.status() << "\n" << policy_text;
+  const Grant* orders = policy->Find("spiffe://cluster.local/ns/shop/sa/orders");
+  ASSERT_NE(orders, nullptr);
+  EXPECT_TRUE(orders->MayInsert("shop", "order_items"));
+  EXPECT_TRUE(orders->MayInsert("logs", "anything"));
+  EXPECT_FALSE(orders->MayInsert("shop", "payments"));
+  const std::string tokens_text = CodeBlockAfter(readme, "**Tokens file**");
+  ASSERT_FALSE(tokens_text.empty());
+  auto tokens = TokenSet::Parse(tokens_text);
+  EXPECT_TRUE(tokens.ok()) << tokens.status() << "\n" << tokens_text;
 }
 
 class AuthorizerTest : public ::testing::Test {
