@@ -292,6 +292,8 @@ int Serve(const config::Config& config) {
        .max_message_bytes = config.max_message_bytes,
        .max_concurrent_streams =
            static_cast<uint32_t>(std::min<uint64_t>(config.max_concurrent_streams, INT32_MAX)),
+       .max_connection_age = config.max_connection_age,
+       .max_connection_age_grace = config.max_connection_age_grace,
        // A quarter of the budget for Insert messages in transit (read_gate.h).
        .read_slots = std::max<size_t>(2, config.memory_budget / 4 / config.max_message_bytes),
        .default_deadline = config.default_deadline,

@@ -294,6 +294,14 @@ const std::vector<Option>& Options() {
        "calls open at once per client connection (`0`: no limit); bounds what gRPC receives for "
        "InsertStream calls in one burst, at the cost of calls waiting in the client",
        Count("max-concurrent-streams", &Config::max_concurrent_streams, 0)},
+      {"max-connection-age", "0",
+       "a client connection to the API is asked to close (GOAWAY) after this long, so clients "
+       "reconnect and spread over a gateway's replicas instead of staying with one (`0`: never; "
+       "the gateway manifests use 5m)",
+       Duration("max-connection-age", &Config::max_connection_age)},
+      {"max-connection-age-grace", "30s",
+       "calls still open on a connection asked to close may finish within this long",
+       Duration("max-connection-age-grace", &Config::max_connection_age_grace)},
       {"table-memory-budget", "0", "most buffered bytes per table (`0`: none)",
        Bytes("table-memory-budget", &Config::table_memory_budget, true)},
       {"ready-high-water", "0.9",

@@ -82,6 +82,8 @@ struct Config {
   uint64_t table_memory_budget{};
   uint64_t max_message_bytes{};
   uint64_t max_concurrent_streams{};
+  absl::Duration max_connection_age{};
+  absl::Duration max_connection_age_grace{};
   absl::Duration liveness_stall_timeout{};
   double ready_high_water{};
   double ready_low_water{};

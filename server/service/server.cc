@@ -63,6 +63,10 @@ void ExclusivePort(grpc::ServerBuilder& builder) {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
 }
 
+int ClampedMillis(absl::Duration d) {
+  return static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(d), 1, INT_MAX));
+}
+
 absl::Status CannotListen(const std::string& address, const char* what) {
   return absl::UnavailableError(absl::StrCat("cannot listen on ", address, " (", what,
                                              " address): in use, or not a local address"));
@@ -153,6 +157,12 @@ class ServerImpl final : public Server {
       // gRPC's own buffers: without BDP probing, each stream's receive window stays at its
       // initial 64 KiB instead of growing to megabytes, so flow control reaches the producer.
       builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+      if (options_.max_connection_age > absl::ZeroDuration()) {
+        builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                                   ClampedMillis(options_.max_connection_age));
+        builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                                   ClampedMillis(options_.max_connection_age_grace));
+      }
       api_ = builder.BuildAndStart();
       if (api_ == nullptr || api_port_ == 0) return CannotListen(options_.api_address, "API");
     }

@@ -53,6 +53,10 @@ struct ServerOptions {
   // bounds what a burst of calls on one connection holds in gRPC's buffers; calls beyond it wait
   // in the client.
   uint32_t max_concurrent_streams = 0;
+  // The API listener asks a connection to close (GOAWAY) after this long, so clients reconnect
+  // and spread over replicas; calls then open may finish within the grace. Zero: never.
+  absl::Duration max_connection_age = absl::ZeroDuration();
+  absl::Duration max_connection_age_grace = absl::Seconds(30);
   // Insert messages gRPC may be receiving at once (see read_gate.h).
   size_t read_slots = 8;
   // Requests without a deadline get this one (InsertStream: each request, from when it is read).

@@ -499,6 +499,21 @@ function checkGateway(id, dep, chgate, env, docs) {
   r.check(Boolean(np) && np.spec.policyTypes?.includes("Ingress") && apiRules.length > 0 &&
     apiRules.every((rule) => rule.from?.length > 0),
     `${id}: a NetworkPolicy selects the pods and admits the API port only from selected peers`);
+  // A namespace is named by kubernetes.io/metadata.name (set by the API server); an empty
+  // namespaceSelector, or a pod label alone, is a label any pod (in any namespace) can set.
+  const namesNamespaces = (peer) => (peer.namespaceSelector?.matchExpressions ?? []).some((e) =>
+    e.key === "kubernetes.io/metadata.name" && e.operator === "In" && e.values?.length > 0) ||
+    Boolean(peer.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"]);
+  r.check(apiRules.length > 0 && apiRules.every((rule) => (rule.from ?? []).every(namesNamespaces)),
+    `${id}: the API's NetworkPolicy peers name their namespaces (kubernetes.io/metadata.name)`,
+    JSON.stringify(apiRules));
+  const pdb = docs.find((o) => o.kind === "PodDisruptionBudget" && selects(o.spec.selector?.matchLabels));
+  r.check(Boolean(pdb) && (pdb.spec.maxUnavailable === 1 || pdb.spec.minAvailable >= 1),
+    `${id}: a PodDisruptionBudget keeps all but one replica through voluntary disruptions`);
+  const spread = dep.spec.template.spec.topologySpreadConstraints ?? [];
+  r.check(["kubernetes.io/hostname", "topology.kubernetes.io/zone"].every((key) =>
+    spread.some((c) => c.topologyKey === key && selects(c.labelSelector?.matchLabels))),
+    `${id}: replicas spread over nodes and zones`, JSON.stringify(spread));
   const cert = docs.find((o) => o.kind === "Certificate" && o.spec.secretName === files.CHGATE_API_TLS_CERT_FILE);
   const ns = svc?.metadata.namespace ?? "default";
   r.check(Boolean(cert) && cert.spec.dnsNames?.includes(`${svc?.metadata.name}.${ns}.svc`),

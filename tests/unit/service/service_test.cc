@@ -985,6 +985,26 @@ TEST_F(ServiceTest, AHealthListenerStartedEarlyIsLiveButNotReadyUntilTheServerTa
   server_.reset();
 }
 
+// With a maximum connection age the server asks each client connection to go (GOAWAY), so the
+// channel leaves READY on its own and reconnects: clients spread over a gateway's replicas.
+TEST_F(ServiceTest, AMaximumConnectionAgeMovesClientsToNewConnections) {
+  ServerOptions options;
+  options.max_connection_age = absl::Seconds(1);
+  options.max_connection_age_grace = absl::Seconds(1);
+  Start(FastFlushes(), options);
+  ASSERT_TRUE(api_channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(10))));
+  ASSERT_EQ(api_channel_->GetState(false), GRPC_CHANNEL_READY);
+  EXPECT_TRUE(api_channel_->WaitForStateChange(GRPC_CHANNEL_READY,
+                                               absl::ToChronoTime(absl::Now() + absl::Seconds(10))))
+      << "the connection outlived its maximum age";
+  // The default: a connection stays.
+  TearDown();
+  Start();
+  ASSERT_TRUE(api_channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(10))));
+  EXPECT_FALSE(api_channel_->WaitForStateChange(
+      GRPC_CHANNEL_READY, absl::ToChronoTime(absl::Now() + absl::Seconds(3))));
+}
+
 TEST_F(ServiceTest, TheWatchdogTurnsLivenessAloneNotServingAndBack) {
   Start();
   server_->SetLiveness(false);
