@@ -64,6 +64,22 @@ Setter Duration(const char* name, absl::Duration Config::*field) {
   };
 }
 
+// A duration where 0 turns the feature off.
+Setter DurationOrOff(const char* name, absl::Duration Config::*field) {
+  return [name, field](absl::string_view v, Config* c) {
+    absl::Duration d;
+    if (v == "0") {
+      c->*field = absl::ZeroDuration();
+      return absl::OkStatus();
+    }
+    if (!absl::ParseDuration(v, &d) || d < absl::ZeroDuration()) {
+      return Bad(name, v, "is not a duration (e.g. 5m, 30s; 0: off)");
+    }
+    c->*field = d;
+    return absl::OkStatus();
+  };
+}
+
 Setter Count(const char* name, uint64_t Config::*field, uint64_t min) {
   return [name, field, min](absl::string_view v, Config* c) {
     uint64_t n = 0;
@@ -298,7 +314,7 @@ const std::vector<Option>& Options() {
        "a client connection to the API is asked to close (GOAWAY) after this long, so clients "
        "reconnect and spread over a gateway's replicas instead of staying with one (`0`: never; "
        "the gateway manifests use 5m)",
-       Duration("max-connection-age", &Config::max_connection_age)},
+       DurationOrOff("max-connection-age", &Config::max_connection_age)},
       {"max-connection-age-grace", "30s",
        "calls still open on a connection asked to close may finish within this long",
        Duration("max-connection-age-grace", &Config::max_connection_age_grace)},
