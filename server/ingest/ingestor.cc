@@ -1137,14 +1137,32 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
   attempt.trace = traces.first;
   attempt.async = options_.async_insert;
   bool too_many_parts = false;
+  const auto batch_fields = [&](std::vector<log::Field>* fields) {
+    fields->emplace_back("callers", pendings.size());
+    fields->emplace_back("ack_mode", BatchAckMode(block->rows(), waiting_rows));
+    traces.AppendFields(fields);
+  };
   absl::Status status = InsertWithRetries(
-      batch, *block, attempt, [stop_at] { return stop_at; },
-      [&](std::vector<log::Field>* fields) {
-        fields->emplace_back("callers", pendings.size());
-        fields->emplace_back("ack_mode", BatchAckMode(block->rows(), waiting_rows));
-        traces.AppendFields(fields);
-      },
-      &too_many_parts);
+      batch, *block, attempt, [stop_at] { return stop_at; }, batch_fields, &too_many_parts);
+  if (!status.ok() && IsDataError(status) && IsTableChangeError(status)) {
+    // The table changed after the rows were checked against its header: rows valid when sent
+    // go in converted to its new columns where that loses nothing; otherwise the callers learn
+    // that the table changed (ABORTED: resend against the new table), never that their rows
+    // were invalid.
+    std::optional<clickhouse::Block> converted =
+        ConvertToChangedTable(batch, *block, [stop_at] { return stop_at; });
+    if (converted.has_value()) {
+      kLog.Info("table changed: batch converted to its new columns",
+                {{"table", batch->label}, {"rows", block->rows()}, {"error", status.message()}});
+      status = InsertWithRetries(
+          batch, *converted, attempt, [stop_at] { return stop_at; }, batch_fields, &too_many_parts);
+    } else {
+      status = absl::AbortedError(absl::StrCat(
+          "the table changed after these rows were checked against it, and its new columns "
+          "cannot take them unchanged; resend them (",
+          status.message(), ")"));
+    }
+  }
   const absl::Time end = clock_->Now();
   if (!too_many_parts) AdaptDelay(batch, false, end - start, attempt.attempt);
   if (!status.ok()) {

@@ -732,6 +732,36 @@ TEST_F(IngestorTest, TablesWhoseNamesShareTheirTextStayApartAndKeysAreScopedById
   EXPECT_TRUE(again->result.deduplicated);
 }
 
+// ALTER TABLE ... MODIFY COLUMN between a request's check and its batch's INSERT: rows valid when
+// sent are converted to the new type where that loses nothing, and otherwise the callers get
+// ABORTED (the table changed, resend), never INVALID_ARGUMENT for valid rows.
+TEST_F(IngestorTest, ValidRowsOfABatchWhoseTableChangedAreConvertedOrAborted) {
+  inserter_.id_type = "UInt16";
+  inserter_.check_types = true;
+  Make(Options());
+  auto widened = IdRow("UInt16", 7);
+  Outcome* first = Submit(widened);
+  ASSERT_TRUE(first->admitted) << first->result.status;
+  inserter_.id_type = "UInt32";  // MODIFY COLUMN id UInt32 before the flush
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(first->done);
+  EXPECT_TRUE(first->result.status.ok()) << first->result.status;
+  ASSERT_FALSE(inserter_.calls.empty());
+  EXPECT_EQ(inserter_.calls.back().rows_text.substr(0, 2), "7\t");
+  auto big = IdRow("UInt32", 70000);
+  Outcome* second = Submit(big);
+  ASSERT_TRUE(second->admitted) << second->result.status;
+  inserter_.id_type = "UInt16";  // MODIFY COLUMN id UInt16: 70000 would not survive
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_TRUE(second->done);
+  EXPECT_EQ(second->result.status.code(), absl::StatusCode::kAborted) << second->result.status;
+  EXPECT_NE(second->result.status.message().find("the table changed"), std::string_view::npos);
+}
+
 TEST_F(IngestorTest, ATypeMismatchWithACachedHeaderAsksTheServerAgainOnce) {
   Make(Options());
   inserter_.id_type = "UInt16";
