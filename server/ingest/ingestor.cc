@@ -314,7 +314,9 @@ bool IsDataError(const absl::Status& status) {
 // the header no longer has, any value that would change, or a header with no type changed makes
 // it nullopt.
 std::optional<clickhouse::Block> ConvertLosslessly(const clickhouse::Block& block,
-                                                   const TableSchema& schema) {
+                                                   const TableSchema& schema,
+                                                   bool* same_header = nullptr) {
+  if (same_header != nullptr) *same_header = false;
   if (schema.names.size() != block.column_count()) return std::nullopt;
   clickhouse::Block out;
   std::string text, back;
@@ -344,7 +346,10 @@ std::optional<clickhouse::Block> ConvertLosslessly(const clickhouse::Block& bloc
     changed = true;
   }
   // The same header: the refusal was about the rows, and sending them again would not help.
-  if (!changed) return std::nullopt;
+  if (!changed) {
+    if (same_header != nullptr) *same_header = true;
+    return std::nullopt;
+  }
   return out;
 }
 
@@ -1149,9 +1154,12 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
     // go in converted to its new columns where that loses nothing; otherwise the callers learn
     // that the table changed (ABORTED: resend against the new table), never that their rows
     // were invalid.
-    std::optional<clickhouse::Block> converted =
-        ConvertToChangedTable(batch, *block, [stop_at] { return stop_at; });
-    if (converted.has_value()) {
+    bool same_header = false;
+    std::optional<clickhouse::Block> converted = ConvertToChangedTable(
+        batch, *block, [stop_at] { return stop_at; }, &same_header);
+    if (same_header) {
+      // The table is as the rows were checked against: the refusal is about the rows.
+    } else if (converted.has_value()) {
       kLog.Info("table changed: batch converted to its new columns",
                 {{"table", batch->label}, {"rows", block->rows()}, {"error", status.message()}});
       status = InsertWithRetries(
@@ -1808,7 +1816,9 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
 }
 
 std::optional<clickhouse::Block> Ingestor::ConvertToChangedTable(
-    Batch* batch, const clickhouse::Block& block, const std::function<absl::Time()>& stop_at) {
+    Batch* batch, const clickhouse::Block& block, const std::function<absl::Time()>& stop_at,
+    bool* same_header) {
+  if (same_header != nullptr) *same_header = false;
   ForgetSchemas(batch->table);
   std::vector<std::string> names;
   for (const clickhouse::NamedColumn& c : block.columns()) names.push_back(c.name);
@@ -1816,7 +1826,7 @@ std::optional<clickhouse::Block> Ingestor::ConvertToChangedTable(
     Progressed();
     absl::StatusOr<TableSchema> now =
         inserter_->Describe(batch->table, names, clock_->Now() + kSchemaRefreshTimeout);
-    if (now.ok()) return ConvertLosslessly(block, *now);
+    if (now.ok()) return ConvertLosslessly(block, *now, same_header);
     // Only an answer about the table decides; while ClickHouse does not answer, ask again.
     if (!ShouldRetry(now.status()) || IsTableChangeError(now.status())) return std::nullopt;
     const absl::Time resume = clock_->Now() + std::min(options_.retry.max_backoff,

@@ -329,8 +329,12 @@ class Ingestor {
   // A spooled block the table refused because its columns changed, laid out as the table's new
   // INSERT header where no value changes (wider numbers, added Nullable); nullopt otherwise, or
   // when ClickHouse does not describe the table before `stop_at`.
-  std::optional<clickhouse::Block> ConvertToChangedTable(
-      Batch* batch, const clickhouse::Block& block, const std::function<absl::Time()>& stop_at);
+  // `*same_header` (when given) is set when the table's header is still the block's: the
+  // server's refusal was about the rows, not a change of the table.
+  std::optional<clickhouse::Block> ConvertToChangedTable(Batch* batch,
+                                                         const clickhouse::Block& block,
+                                                         const std::function<absl::Time()>& stop_at,
+                                                         bool* same_header = nullptr);
   void WriteDeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
                        const absl::Status& status);
   // The INSERT of `block` with retries (backoff with full jitter) while `status` is retryable and
