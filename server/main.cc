@@ -32,6 +32,7 @@
 #include "server/ingest/inserter.h"
 #include "server/log/log.h"
 #include "server/metrics/metrics.h"
+#include "server/service/api_security.h"
 #include "server/service/grpc_log.h"
 #include "server/service/server.h"
 #include "server/spool_cli.h"
@@ -283,6 +284,18 @@ int Serve(const config::Config& config) {
                                                           ? service::ClientAuth::kOptional
                                                           : service::ClientAuth::kRequire,
                                        .reload_interval = config.api_reload_interval};
+  // The serving certificate's expiry, read from its file at each scrape (a rotated file is seen
+  // at once), and the handshakes that failed.
+  auto api_tls_collectable = std::make_shared<metrics::ApiTlsCollectable>([api_tls] {
+    metrics::ApiTlsSample sample{.enabled = api_tls.enabled(),
+                                 .handshake_failures = service::ApiHandshakeFailures()};
+    if (sample.enabled) {
+      absl::StatusOr<absl::Time> not_after = service::CertificateNotAfter(api_tls.cert_file);
+      if (not_after.ok()) sample.certificate_expiry_unix_seconds = absl::ToUnixSeconds(*not_after);
+    }
+    return sample;
+  });
+  metrics.RegisterCollectable(api_tls_collectable);
 
   auto server = service::StartServer(
       {.api_address = config.listen,

@@ -86,6 +86,9 @@ constexpr char kClickHouseLastSuccess[] = "chgate_clickhouse_last_success_timest
 constexpr char kBuildInfo[] = "chgate_build_info";
 constexpr char kTlsInsecure[] = "chgate_clickhouse_tls_insecure_skip_verify";
 constexpr char kTlsReloads[] = "chgate_clickhouse_tls_reloads_total";
+// The API listener's TLS (ApiTlsCollectable).
+constexpr char kApiCertExpiry[] = "chgate_api_tls_certificate_expiry_timestamp_seconds";
+constexpr char kApiHandshakeFailures[] = "chgate_api_tls_handshake_failures_total";
 // The process, under the names every Prometheus client library uses (so standard dashboards and
 // `chgate-cli bench --metrics-url` find them); read from /proc at scrape time.
 constexpr char kProcessCpu[] = "process_cpu_seconds_total";
@@ -619,28 +622,94 @@ std::vector<prometheus::MetricFamily> ClickHouseTlsCollectable::Collect() const 
   return families;
 }
 
+std::vector<prometheus::MetricFamily> ApiTlsCollectable::Collect() const {
+  const ApiTlsSample s = sample_();
+  constexpr auto kCounter = prometheus::MetricType::Counter;
+  constexpr auto kGauge = prometheus::MetricType::Gauge;
+  std::vector<prometheus::MetricFamily> families;
+  if (s.enabled && s.certificate_expiry_unix_seconds.has_value()) {
+    prometheus::MetricFamily expiry = MakeFamily(
+        kApiCertExpiry,
+        "When the API's serving certificate (--api-tls-cert-file, as the next handshake presents "
+        "it) expires, in Unix seconds.",
+        kGauge);
+    expiry.metric.push_back(Sample({}, kGauge, *s.certificate_expiry_unix_seconds));
+    families.push_back(std::move(expiry));
+  }
+  prometheus::MetricFamily failures = MakeFamily(
+      kApiHandshakeFailures,
+      "TLS handshakes of the API listener that failed (plaintext callers, client certificates "
+      "missing, untrusted or expired, no common protocol version or cipher).",
+      kCounter);
+  failures.metric.push_back(Sample({}, kCounter, static_cast<double>(s.handshake_failures)));
+  families.push_back(std::move(failures));
+  return families;
+}
+
 std::vector<std::string> Metrics::MetricNames() {
   std::vector<std::string> names = {
-      kIngestRequests,      kIngestRows,       kBatchesFlushed,
-      kFlushDuration,       kBatchRows,        kBatchSize,
-      kCommitLatency,       kBufferedRows,     kBufferedBytes,
-      kBufferBudget,        kFlushRetries,     kFlushErrors,
-      kWaitingRequests,     kMemoryBudget,     kMemoryRequests,
-      kMemoryRefusals,      kQueries,          kQueryRows,
-      kQueryResponseBytes,  kQueryDuration,    kQueriesInFlight,
-      kReceivedBytes,       kDecodedBytes,     kSentBytes,
-      kPoolConnections,     kPoolConnects,     kPoolConnectFailures,
-      kPoolClosed,          kClickHouseUp,     kClickHouseLastSuccess,
-      kTlsInsecure,         kTlsReloads,       kAuthFailures,
-      kAuthReloads,         kBuildInfo,        kRowsDropped,
-      kBatchesFailed,       kBatchMaxDelay,    kProcessCpu,
-      kSpoolDeadLetterRows, kSpoolReplayed,    kSpoolBytes,
-      kSpoolMaxBytes,       kSpoolSegments,    kSpoolPending,
-      kSpoolOldestAge,      kSpoolFreeBytes,   kSpoolAppends,
-      kSpoolAppendedBytes,  kSpoolRefusals,    kSpoolFsyncs,
-      kSpoolFsyncSeconds,   kSpoolQuarantined, kSpoolSetAside,
-      kDedupWindow,         kProcessResident,  kProcessVirtual,
-      kProcessStart,        kProcessOpenFds,   kProcessMaxFds,
+      kIngestRequests,
+      kIngestRows,
+      kBatchesFlushed,
+      kFlushDuration,
+      kBatchRows,
+      kBatchSize,
+      kCommitLatency,
+      kBufferedRows,
+      kBufferedBytes,
+      kBufferBudget,
+      kFlushRetries,
+      kFlushErrors,
+      kWaitingRequests,
+      kMemoryBudget,
+      kMemoryRequests,
+      kMemoryRefusals,
+      kQueries,
+      kQueryRows,
+      kQueryResponseBytes,
+      kQueryDuration,
+      kQueriesInFlight,
+      kReceivedBytes,
+      kDecodedBytes,
+      kSentBytes,
+      kPoolConnections,
+      kPoolConnects,
+      kPoolConnectFailures,
+      kPoolClosed,
+      kClickHouseUp,
+      kClickHouseLastSuccess,
+      kTlsInsecure,
+      kTlsReloads,
+      kAuthFailures,
+      kAuthReloads,
+      kBuildInfo,
+      kRowsDropped,
+      kBatchesFailed,
+      kBatchMaxDelay,
+      kProcessCpu,
+      kSpoolDeadLetterRows,
+      kSpoolReplayed,
+      kSpoolBytes,
+      kSpoolMaxBytes,
+      kSpoolSegments,
+      kSpoolPending,
+      kSpoolOldestAge,
+      kSpoolFreeBytes,
+      kSpoolAppends,
+      kSpoolAppendedBytes,
+      kSpoolRefusals,
+      kSpoolFsyncs,
+      kSpoolFsyncSeconds,
+      kSpoolQuarantined,
+      kSpoolSetAside,
+      kDedupWindow,
+      kProcessResident,
+      kProcessVirtual,
+      kProcessStart,
+      kProcessOpenFds,
+      kProcessMaxFds,
+      kApiCertExpiry,
+      kApiHandshakeFailures,
   };
   return names;
 }

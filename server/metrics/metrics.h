@@ -337,6 +337,25 @@ class ClickHouseTlsCollectable : public prometheus::Collectable {
   std::function<ClickHouseTlsSample()> sample_;
 };
 
+// TLS of the API listener, as seen at scrape time.
+struct ApiTlsSample {
+  bool enabled = false;                                   // the API serves TLS
+  std::optional<double> certificate_expiry_unix_seconds;  // notAfter of the serving certificate
+  uint64_t handshake_failures = 0;                        // failed TLS handshakes since the start
+};
+
+// Exports chgate_api_tls_certificate_expiry_timestamp_seconds (while the API serves TLS and its
+// certificate file reads) and chgate_api_tls_handshake_failures_total. `sample` is called on the
+// exposer's thread and must be thread-safe.
+class ApiTlsCollectable : public prometheus::Collectable {
+ public:
+  explicit ApiTlsCollectable(std::function<ApiTlsSample()> sample) : sample_(std::move(sample)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  std::function<ApiTlsSample()> sample_;
+};
+
 // Owns the registry and every component's metrics. Construct one per process (tests: one per
 // test) and pass `ingest()` / `query()` to the components. Not copyable or movable.
 // The Query RPC's reports (service::QueryObserver) as QueryMetrics series.

@@ -9,6 +9,7 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -140,6 +141,24 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentials(
     return absl::InvalidArgumentError("gRPC refused the API's TLS settings");
   }
   return credentials;
+}
+
+absl::StatusOr<absl::Time> CertificateNotAfter(const std::string& pem_file) {
+  std::ifstream file(pem_file, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot read '", pem_file, "'"));
+  std::stringstream text;
+  text << file.rdbuf();
+  int count = 0;
+  auto cert = FirstCertificate(text.str(), pem_file, "certificate", &count);
+  if (!cert.ok()) return cert.status();
+  const ASN1_TIME* not_after = X509_get0_notAfter(cert->get());
+  struct tm parts = {};
+  if (not_after == nullptr || ASN1_TIME_to_tm(not_after, &parts) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(
+        absl::StrCat("the certificate in '", pem_file, "' has no readable notAfter"));
+  }
+  return absl::FromUnixSeconds(timegm(&parts));
 }
 
 auth::Credentials CallCredentials(const grpc::ServerContextBase& context) {

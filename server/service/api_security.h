@@ -40,6 +40,11 @@ struct ApiTlsOptions {
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentials(
     const ApiTlsOptions& options);
 
+// The end of the validity (notAfter) of the first certificate in `pem_file`: the API's serving
+// certificate as the next handshake will present it. Errors: NotFound when the file cannot be
+// read, InvalidArgument when it holds no PEM certificate or its notAfter cannot be read.
+absl::StatusOr<absl::Time> CertificateNotAfter(const std::string& pem_file);
+
 // The credentials a call presented: its `authorization` metadata (digested, never kept as text)
 // and the URI and DNS names of a client certificate the TLS handshake verified.
 auth::Credentials CallCredentials(const grpc::ServerContextBase& context);

@@ -4,8 +4,15 @@
 // source line like any repeating event. Call once, after the logger is installed.
 #pragma once
 
+#include <cstdint>
+
 namespace chgate::service {
 
 void RouteGrpcLogs();
+
+// TLS handshakes of the API listener that failed (a plaintext caller, an untrusted or expired
+// client certificate, no shared protocol version or cipher) since RouteGrpcLogs, as the gRPC
+// library reported them (its TLS layer logs each failed handshake as an error). Thread-safe.
+uint64_t ApiHandshakeFailures();
 
 }  // namespace chgate::service

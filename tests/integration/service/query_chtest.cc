@@ -425,7 +425,7 @@ TEST_F(QueryServiceTest, CancelMidStreamKeepsThePooledConnection) {
   START_OR_SKIP({}, CompressionMethod::kLz4, /*pool_max=*/1);
   v1::QueryRequest request;
   request.set_sql("SELECT number FROM system.numbers");
-  request.set_query_id("chgate-chtest-cancel");
+  request.set_query_id("chtest-cancel");
   {
     grpc::ClientContext context;
     auto reader = stub_->Query(&context, request);
@@ -438,7 +438,7 @@ TEST_F(QueryServiceTest, CancelMidStreamKeepsThePooledConnection) {
     }
     EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
-  EXPECT_TRUE(QueryGone("chgate-chtest-cancel"));
+  EXPECT_TRUE(QueryGone("chtest-cancel"));
   // With one pooled connection, the next query runs on the drained one.
   Outcome o = Run("SELECT 42");
   ASSERT_TRUE(o.status.ok()) << o.status.error_message();
@@ -456,12 +456,12 @@ TEST_F(QueryServiceTest, DeadlineCancelsTheQueryInClickHouse) {
   v1::QueryRequest request;
   // Reads for a long time before producing its one row.
   request.set_sql("SELECT count() FROM system.numbers");
-  request.set_query_id("chgate-chtest-deadline");
+  request.set_query_id("chtest-deadline");
   const absl::Time start = absl::Now();
   Outcome o = Run(request, absl::Milliseconds(700));
   EXPECT_EQ(o.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
-  EXPECT_TRUE(QueryGone("chgate-chtest-deadline"));
+  EXPECT_TRUE(QueryGone("chtest-deadline"));
   EXPECT_TRUE(Run("SELECT 1").status.ok());
 }
 
@@ -520,7 +520,7 @@ TEST_F(QueryServiceTest, TotalsExtremesProgressAndSummary) {
       "3000000) GROUP BY k WITH TOTALS ORDER BY k");
   (*request.mutable_settings())["extremes"] = "1";
   request.set_send_progress(true);
-  request.set_query_id("chgate-chtest-totals");
+  request.set_query_id("chtest-totals");
   Outcome o = Run(request);
   ASSERT_TRUE(o.status.ok()) << o.status.error_message();
   EXPECT_EQ(o.responses.front().kind_case(), v1::QueryResponse::kHeader);
@@ -541,8 +541,8 @@ TEST_F(QueryServiceTest, TotalsExtremesProgressAndSummary) {
   }
   const v1::QuerySummary* s = o.summary();
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->query_id(), "chgate-chtest-totals");
-  EXPECT_EQ(o.header()->query_id(), "chgate-chtest-totals");
+  EXPECT_EQ(s->query_id(), "chtest-totals");
+  EXPECT_EQ(o.header()->query_id(), "chtest-totals");
   EXPECT_EQ(s->progress().read_rows(), progress_rows);
   EXPECT_GE(s->progress().read_rows(), 3000000u);
   EXPECT_EQ(s->rows(), 3u);
@@ -695,7 +695,7 @@ TEST_F(HostileCallerTest, AMaterializedColumnIsInvalidArgument) {
 
 TEST_F(HostileCallerTest, ASecondQueryWithARunningQueryIdIsAlreadyExists) {
   START_OR_SKIP();
-  const std::string id = absl::StrCat("chgate-dup-", absl::ToUnixNanos(absl::Now()));
+  const std::string id = absl::StrCat("chtest-dup-", absl::ToUnixNanos(absl::Now()));
   grpc::ClientContext first_context;
   first_context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
   v1::QueryRequest first;

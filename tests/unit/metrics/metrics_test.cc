@@ -187,6 +187,7 @@ class ScrapeTest : public ::testing::Test {
     metrics_.RegisterCollectable(pool_);
     metrics_.RegisterCollectable(tls_);
     metrics_.RegisterCollectable(spool_);
+    metrics_.RegisterCollectable(api_tls_);
     metrics_.SetBuildInfo("1.2.3", "abcdef123456");
   }
 
@@ -203,6 +204,8 @@ class ScrapeTest : public ::testing::Test {
       std::make_shared<SpoolCollectable>([] { return SpoolSample{.max_bytes = 1 << 30}; });
   std::shared_ptr<ClickHouseTlsCollectable> tls_ =
       std::make_shared<ClickHouseTlsCollectable>([] { return ClickHouseTlsSample{}; });
+  std::shared_ptr<ApiTlsCollectable> api_tls_ = std::make_shared<ApiTlsCollectable>(
+      [] { return ApiTlsSample{.enabled = true, .certificate_expiry_unix_seconds = 1.9e9}; });
 };
 
 TEST_F(ScrapeTest, CountsAuthFailuresByReasonFromZeroAndReloadsByFileAndResult) {
@@ -568,6 +571,28 @@ TEST_F(ScrapeTest, ClickHouseTlsStateIsSampledAtScrapeTime) {
   e = Scrape();
   EXPECT_EQ(e.Value("chgate_clickhouse_tls_insecure_skip_verify"), 0);
   EXPECT_EQ(e.Value("chgate_clickhouse_tls_reloads_total", {{"result", "ok"}}), 3);
+}
+
+TEST_F(ScrapeTest, ApiTlsCertificateExpiryAndHandshakeFailuresAreSampledAtScrapeTime) {
+  ApiTlsSample state{
+      .enabled = true, .certificate_expiry_unix_seconds = 1'900'000'000, .handshake_failures = 3};
+  api_tls_ = std::make_shared<ApiTlsCollectable>([&state] { return state; });
+  metrics_.RegisterCollectable(api_tls_);
+  Exposition e = Scrape();
+  EXPECT_EQ(e.types.at("chgate_api_tls_certificate_expiry_timestamp_seconds"), "gauge");
+  EXPECT_EQ(e.types.at("chgate_api_tls_handshake_failures_total"), "counter");
+  EXPECT_EQ(e.Value("chgate_api_tls_certificate_expiry_timestamp_seconds"), 1'900'000'000);
+  EXPECT_EQ(e.Value("chgate_api_tls_handshake_failures_total"), 3);
+  // A renewed certificate is seen at the next scrape; a plaintext API exports no expiry.
+  state.certificate_expiry_unix_seconds = 1'950'000'000;
+  state.handshake_failures = 5;
+  e = Scrape();
+  EXPECT_EQ(e.Value("chgate_api_tls_certificate_expiry_timestamp_seconds"), 1'950'000'000);
+  EXPECT_EQ(e.Value("chgate_api_tls_handshake_failures_total"), 5);
+  state = ApiTlsSample{};
+  e = Scrape();
+  EXPECT_EQ(e.types.count("chgate_api_tls_certificate_expiry_timestamp_seconds"), 0u);
+  EXPECT_EQ(e.Value("chgate_api_tls_handshake_failures_total"), 0);
 }
 
 TEST(MetricsTest, StartServerServesRegistryAndCollectablesOnAnEphemeralPort) {

@@ -19,6 +19,7 @@
 #include "server/clickhouse/columns/factory.h"
 #include "server/ingest/ingestor.h"
 #include "server/metrics/metrics.h"
+#include "server/service/grpc_log.h"
 #include "server/service/server.h"
 #include "tests/unit/tls/test_pki.h"
 
@@ -204,6 +205,42 @@ TEST_F(ApiSecurityTest, RequiredClientCertificatesRejectMissingForeignAndExpired
         << "client certificate '" << client << "'";
   }
   EXPECT_EQ(inserter_.inserted().size(), 1u);
+}
+
+TEST_F(ApiSecurityTest, FailedHandshakesAreCounted) {
+  RouteGrpcLogs();
+  Start(Tls(ClientAuth::kRequire));
+  const uint64_t before = ApiHandshakeFailures();
+  EXPECT_TRUE(Insert(*Stub("writer"), Rows("app.events")).ok());
+  EXPECT_EQ(ApiHandshakeFailures(), before) << "a good handshake is no failure";
+  // Each refused caller fails at least one handshake (gRPC may try to connect again).
+  uint64_t expected = before;
+  for (const char* client : {"", "stranger", "expired"}) {
+    EXPECT_EQ(Insert(*Stub(client), Rows("app.events")).error_code(),
+              grpc::StatusCode::UNAVAILABLE);
+    EXPECT_TRUE(WaitFor([&] { return ApiHandshakeFailures() > expected; }))
+        << "client certificate '" << client << "'";
+    expected = ApiHandshakeFailures();
+  }
+  EXPECT_EQ(Insert(*PlainStub(), Rows("app.events")).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(WaitFor([&] { return ApiHandshakeFailures() > expected; })) << "plaintext caller";
+}
+
+TEST_F(ApiSecurityTest, TheServingCertificatesExpiryIsReadFromItsFile) {
+  ASSERT_TRUE(pki_.Issue("short", "ca", "DNS:localhost", 3));
+  ASSERT_TRUE(pki_.Issue("long", "ca", "DNS:localhost", 400));
+  absl::StatusOr<absl::Time> short_end = CertificateNotAfter(pki_.Path("short.crt"));
+  absl::StatusOr<absl::Time> long_end = CertificateNotAfter(pki_.Path("long.crt"));
+  ASSERT_TRUE(short_end.ok()) << short_end.status();
+  ASSERT_TRUE(long_end.ok()) << long_end.status();
+  // openssl counts the days from now.
+  EXPECT_LT(absl::AbsDuration(*short_end - (absl::Now() + absl::Hours(72))), absl::Minutes(10));
+  EXPECT_LT(absl::AbsDuration(*long_end - (absl::Now() + absl::Hours(24 * 400))),
+            absl::Minutes(10));
+  EXPECT_EQ(CertificateNotAfter(pki_.Path("server.key")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CertificateNotAfter(pki_.Path("missing.crt")).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(ApiSecurityTest, TheCertificateNamesTheIdentityThePolicyJudges) {
