@@ -38,7 +38,7 @@ inline constexpr uint64_t kChunkedPackets = 54470;
 inline constexpr uint64_t kVersionedParallelReplicas = 54471;
 inline constexpr uint64_t kInterserverExternallyGrantedRoles = 54472;
 // Fields of the server's Hello that only servers above kClient send.
-inline constexpr uint64_t kServerCatalog = 54474;          // the server's changed settings
+inline constexpr uint64_t kServerCatalog = 54474;           // the server's changed settings
 inline constexpr uint64_t kQueryPlanSerialization = 54477;  // query plan serialization version
 inline constexpr uint64_t kVersionedClusterFunctionProtocol = 54479;  // that protocol's version
 
