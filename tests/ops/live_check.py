@@ -167,8 +167,18 @@ def main():
 
     workdir = ROOT / ".local/ops" / f"live-{os.getpid()}"
     workdir.mkdir(parents=True, exist_ok=True)
+    # The API serves TLS, as a gateway's does: the certificate series (the Security row, the
+    # certificate alerts) exist only then. A self-signed certificate for the name chgate.test.
+    tls = workdir / "tls"
+    tls.mkdir(exist_ok=True)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(tls / "api.key"), "-out", str(tls / "api.crt"), "-days", "30",
+                    "-subj", "/CN=chgate.test", "-addext", "subjectAltName=DNS:chgate.test"],
+                   check=True, capture_output=True)
     # With a spool: its series (the dashboard's Spool row, the spool alerts) exist only then.
-    chgate = e2e.ChgateProcess(args.chgate, ch, ["--batch-max-delay=100ms", f"--spool-dir={workdir / 'spool'}"],
+    chgate = e2e.ChgateProcess(args.chgate, ch, ["--batch-max-delay=100ms", f"--spool-dir={workdir / 'spool'}",
+                                                 f"--api-tls-cert-file={tls / 'api.crt'}",
+                                                 f"--api-tls-key-file={tls / 'api.key'}"],
                                health_host="0.0.0.0", name="live", database=DATABASE)
     chgate.start()
     prom = None
@@ -198,7 +208,19 @@ def main():
         # --- Prometheus scraping chgate while rows flow ---------------------------------------------
         prom = Prometheus(workdir / "prometheus", f"127.0.0.1:{chgate.metrics_port}")
         check(prom.wait_ready(), f"Prometheus ready on 127.0.0.1:{prom.port}")
-        channel = chgate.channel()
+        # A caller without TLS fails the handshake, and is counted.
+        with grpc.insecure_channel(chgate.api_address) as plain:
+            try:
+                stubs.pb_grpc.IngestStub(plain).Insert(
+                    e2e.rows_request(f"{DATABASE}.live", ["id"], [[V.u(1)]]), timeout=3)
+                plain_result = "OK"
+            except grpc.RpcError as e:
+                plain_result = e.code().name
+        check(plain_result == "UNAVAILABLE",
+              f"a caller without TLS is refused at the handshake ({plain_result})")
+        channel = grpc.secure_channel(
+            chgate.api_address, grpc.ssl_channel_credentials(root_certificates=(tls / "api.crt").read_bytes()),
+            options=[("grpc.ssl_target_name_override", "chgate.test")])
         stub = stubs.pb_grpc.IngestStub(channel)
         stop = threading.Event()
         sent = {"rows": 0, "errors": []}
@@ -307,6 +329,12 @@ def main():
         missing = [m for m in used if m not in typed]
         check(not missing, f"all {len(used)} metric families used by the dashboard and alerts are exported by chgate",
               "missing from /metrics: " + ", ".join(missing))
+        failures = sum(float(v) for v in re.findall(
+            r"^chgate_api_tls_handshake_failures_total(?:\{[^}]*\})? (\S+)$", text, re.M))
+        check(failures >= 1, f"the refused plain-text caller is counted as a failed handshake ({failures:.0f})")
+        expiry = re.findall(r"^chgate_api_tls_certificate_expiry_timestamp_seconds(?:\{[^}]*\})? (\S+)$", text, re.M)
+        days = (float(expiry[0]) - time.time()) / 86400 if expiry else -1
+        check(29 < days <= 30, f"the API certificate's expiry is exported ({days:.1f} days ahead)")
         no_samples = [m for m in used if m in typed and m not in sampled]
         print("live-check: families declared without samples in this run (labelled series appear at "
               f"their first event): {', '.join(no_samples) or 'none'}")
