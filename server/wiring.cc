@@ -113,6 +113,7 @@ spool::SpoolOptions SpoolOptionsFrom(const config::Config& c) {
   spool::SpoolOptions options;
   options.segment_bytes = c.spool_segment_bytes;
   options.max_bytes = c.spool_max_bytes;
+  options.group_commit_delay = c.spool_group_commit_delay;
   options.replay_payloads = false;
   // Enough for a record's table, column list and idempotency key (its header) in nearly every
   // case; longer headers are read back whole.

@@ -352,6 +352,11 @@ const std::vector<Option>& Options() {
       {"spool-segment-bytes", "64MiB",
        "size of one spool file; a file is deleted once ClickHouse has every row in it",
        Bytes("spool-segment-bytes", &Config::spool_segment_bytes, false)},
+      {"spool-group-commit-delay", "2ms",
+       "while persisted requests arrive concurrently, how long the spool's writer waits after one "
+       "for more before their one write and fdatasync (fewer syncs per request, each ack later by "
+       "up to this); a lone caller is never delayed. `0`: off",
+       DurationOrOff("spool-group-commit-delay", &Config::spool_group_commit_delay)},
       {"null-as-default", "false", "a null for a non-Nullable column stores the type's default",
        Bool("null-as-default", &Config::null_as_default), /*flag=*/true},
       {"retry-initial-backoff", "100ms", "first retry delay (doubles, full jitter)",
@@ -667,6 +672,10 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
                                     config.spool_segment_bytes > config.spool_max_bytes / 2)) {
     return absl::InvalidArgumentError(
         "--spool-segment-bytes must be at least 64KiB and at most half of --spool-max-bytes");
+  }
+  if (config.spool_group_commit_delay > absl::Milliseconds(100)) {
+    return absl::InvalidArgumentError(
+        "--spool-group-commit-delay is at most 100ms: every persisted ack waits for it");
   }
   if (config.ready_low_water >= config.ready_high_water) {
     return absl::InvalidArgumentError(

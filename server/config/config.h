@@ -93,6 +93,7 @@ struct Config {
   std::string spool_dir{};
   uint64_t spool_max_bytes{};
   uint64_t spool_segment_bytes{};
+  absl::Duration spool_group_commit_delay{};
   bool null_as_default{};
   // Retries and deadlines.
   absl::Duration retry_initial_backoff{};

@@ -1473,7 +1473,8 @@ void Ingestor::Shutdown(absl::Time deadline) {
 // Persisted requests: the spool.
 
 void Ingestor::Persist(std::shared_ptr<Pending> p) {
-  std::string payload = EncodeRowsRecord(p->table, p->columns, p->idempotency_key, *p->staged);
+  std::string payload = options_.spool->TakeBuffer();
+  EncodeRowsRecord(p->table, p->columns, p->idempotency_key, *p->staged, &payload);
   // Keep the block for its INSERT while the cache has room.
   std::shared_ptr<const CachedBlock> cached;
   const uint64_t cap = options_.spool_cache_bytes != 0 ? options_.spool_cache_bytes

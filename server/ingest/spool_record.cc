@@ -35,7 +35,15 @@ absl::Status Malformed(const absl::Status& cause) {
 
 std::string EncodeRowsRecord(const TableId& table, const std::vector<std::string>& columns,
                              std::string_view idempotency_key, const clickhouse::Block& block) {
-  // The writer keeps its chunks across calls: encoding a record allocates only its string.
+  std::string payload;
+  EncodeRowsRecord(table, columns, idempotency_key, block, &payload);
+  return payload;
+}
+
+void EncodeRowsRecord(const TableId& table, const std::vector<std::string>& columns,
+                      std::string_view idempotency_key, const clickhouse::Block& block,
+                      std::string* payload) {
+  // The writer keeps its chunks across calls: encoding a record allocates at most its string.
   thread_local clickhouse::GatherWriter out;
   out.Clear();
   WriteHead(out, SpoolRecordKind::kRows, table, columns);
@@ -43,7 +51,8 @@ std::string EncodeRowsRecord(const TableId& table, const std::vector<std::string
   out.WriteVarUInt(block.rows());
   out.WriteVarUInt(clickhouse::revision::kClient);
   clickhouse::WriteBlock(block, clickhouse::revision::kClient, out);
-  return out.ToString();
+  payload->clear();
+  out.AppendTo(payload);
 }
 
 std::string EncodeIntentRecord(const TableId& table, const std::vector<std::string>& columns,

@@ -40,6 +40,10 @@ struct SpoolRecordHeader {
 
 std::string EncodeRowsRecord(const TableId& table, const std::vector<std::string>& columns,
                              std::string_view idempotency_key, const clickhouse::Block& block);
+// The same into `payload` (replacing what it held; its capacity is reused).
+void EncodeRowsRecord(const TableId& table, const std::vector<std::string>& columns,
+                      std::string_view idempotency_key, const clickhouse::Block& block,
+                      std::string* payload);
 std::string EncodeIntentRecord(const TableId& table, const std::vector<std::string>& columns,
                                const std::vector<uint64_t>& lsns);
 

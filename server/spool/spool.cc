@@ -27,6 +27,11 @@ namespace chgate::spool {
 namespace {
 
 constexpr uint64_t kFirstLsn = 1;
+// The writer keeps its chunk buffer up to this size between chunks.
+constexpr size_t kKeptWriteBuffer = size_t{4} << 20;
+// Payload strings kept for TakeBuffer: enough for the records of a few group commits.
+constexpr size_t kKeptBuffers = 64;
+constexpr size_t kKeptBufferBytes = size_t{64} << 10;  // at most 4 MiB kept in all
 
 absl::Status WithContext(const absl::Status& s, const std::string& context) {
   return absl::Status(s.code(), absl::StrCat(context, ": ", s.message()));
@@ -352,6 +357,15 @@ absl::Status Spool::AppendOwned(std::string payload, AppendCallback done) {
   return AppendData(std::move(payload), std::move(done), /*exempt=*/false);
 }
 
+std::string Spool::TakeBuffer() {
+  absl::MutexLock l(&buffers_mu_);
+  if (buffers_.empty()) return std::string();
+  std::string buf = std::move(buffers_.back());
+  buffers_.pop_back();
+  buf.clear();
+  return buf;
+}
+
 absl::Status Spool::AppendExempt(std::string_view payload, AppendCallback done) {
   return AppendData(std::string(payload), std::move(done), /*exempt=*/true);
 }
@@ -578,7 +592,8 @@ void Spool::WriterLoop() {
       mu_.AwaitWithDeadline(absl::Condition(&has_work),
                             std::min(unsynced_since_ + options_.commit_sync_delay,
                                      last_set_aside_scan_ + options_.set_aside_scan_interval));
-      if (options_.group_commit_delay > absl::ZeroDuration() && queued_data_ > 0 && !stopping_) {
+      if (options_.group_commit_delay > absl::ZeroDuration() && queued_data_ > 0 && !stopping_ &&
+          last_batch_data_ > 1) {
         auto full = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
           return stopping_ || queued_bytes_ >= options_.max_batch_bytes;
         };
@@ -586,6 +601,7 @@ void Spool::WriterLoop() {
       }
       batch.swap(queue_);
       stopping = stopping_;
+      if (queued_data_ > 0) last_batch_data_ = queued_data_;
     }
     if (!batch.empty()) WriteBatch(batch, completions);
     batch.clear();
@@ -657,8 +673,13 @@ void Spool::WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& compl
     }
     // One chunk: the records that fit in the active segment (at least one, so a segment that
     // holds nothing but its header takes any record).
-    std::string buf;
-    std::vector<uint64_t> offsets;  // of each record in `buf`
+    // Kept across chunks (the writer thread's alone), so a chunk allocates nothing once the
+    // buffer has grown to the usual group's size.
+    std::string& buf = write_buf_;
+    if (buf.capacity() > kKeptWriteBuffer) std::string().swap(buf);  // after an unusual chunk
+    buf.clear();
+    std::vector<uint64_t>& offsets = write_offsets_;  // of each record in `buf`
+    offsets.clear();
     const uint64_t chunk_start = active_size_;
     const uint64_t first_lsn = writer_lsn_;
     uint64_t lsn = first_lsn;
@@ -718,6 +739,7 @@ void Spool::WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& compl
           ++stats_.appends;
           stats_.bytes_appended += e.bytes();
           completions.push_back(Completion{std::move(e.done), rec_lsn++});
+          if (e.payload.capacity() <= kKeptBufferBytes) spent_.push_back(std::move(e.payload));
           break;
         case Entry::Kind::kCommit:
           ++rec_lsn;
@@ -736,6 +758,14 @@ void Spool::WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& compl
     }
     i = j;
     roll_ = rollover;
+  }
+  if (!spent_.empty()) {
+    absl::MutexLock l(&buffers_mu_);
+    for (std::string& s : spent_) {
+      if (buffers_.size() >= kKeptBuffers) break;
+      buffers_.push_back(std::move(s));
+    }
+    spent_.clear();
   }
   if (failure.ok()) return;
   absl::MutexLock l(&mu_);

@@ -50,8 +50,11 @@ struct SpoolOptions {
   // default, 2 x segment_bytes.
   uint64_t min_free_bytes = 0;
   absl::Duration space_check_interval = absl::Seconds(1);
-  // 0: a batch is written as soon as the previous fdatasync returned. > 0: the writer waits up to
-  // this long after a batch's first record for more (or until max_batch_bytes are queued).
+  // 0: a batch is written as soon as the previous fdatasync returned. > 0: while appends arrive
+  // concurrently (the previous batch held more than one data record), the writer waits up to
+  // this long after a batch's first record for more (or until max_batch_bytes are queued), so
+  // one fdatasync serves more of them; a lone caller appending one record at a time is never
+  // delayed.
   absl::Duration group_commit_delay = absl::ZeroDuration();
   uint64_t max_batch_bytes = 8 << 20;
   // Commit records are written at once but synced lazily: with the next data batch, or on their
@@ -157,6 +160,10 @@ class Spool {
   [[nodiscard]] absl::Status Append(std::string_view payload, AppendCallback done);
   // As Append, taking the payload's string instead of copying it.
   [[nodiscard]] absl::Status AppendOwned(std::string payload, AppendCallback done);
+  // An empty string for AppendOwned's payload, with the capacity of an earlier payload whose
+  // write is done where one is kept: a caller appending one record per request reuses them
+  // instead of allocating one each time.
+  std::string TakeBuffer();
   // As Append, but never refused for max_bytes or min_free_bytes: for small records that let
   // the spool shrink (chgate's batch intents, without which the pending records cannot be sent).
   // The write itself can still fail with ENOSPC.
@@ -285,12 +292,21 @@ class Spool {
   bool active_broken_ = false;        // a failed sync or truncate: the next write starts a segment
   bool roll_ = false;                 // the active segment is full: the next write starts a segment
   std::vector<Entry> retry_commits_;  // commit records whose write failed
+  uint64_t last_batch_data_ = 0;      // data records in the last batch written
+  std::string write_buf_;             // WriteBatch's chunk, reused
+  std::vector<std::string> spent_;    // payloads written, to give back to buffers_
+  std::vector<uint64_t> write_offsets_;                 // of each record in write_buf_
   absl::Time unsynced_since_ = absl::InfiniteFuture();  // commit records written, not synced
   absl::Time last_set_aside_scan_ = absl::InfinitePast();
 
   // Read()'s descriptors, one per segment read from: opened at its first Read, closed when the
   // segment is deleted or the spool closes. Reads share the lock; opening and closing take it
   // alone, so no read uses a descriptor being closed.
+  // Payload strings whose records were written, for TakeBuffer (at most kKeptBuffers, each of
+  // at most kKeptBufferBytes capacity).
+  absl::Mutex buffers_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::vector<std::string> buffers_ ABSL_GUARDED_BY(buffers_mu_);
+
   mutable absl::Mutex read_mu_;
   mutable std::map<uint64_t, int> read_fds_ ABSL_GUARDED_BY(read_mu_);
 

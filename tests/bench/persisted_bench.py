@@ -5,12 +5,14 @@ of it for the latency a caller sees, with the disk's own fdatasync latency measu
 in the same directory. Prints one table and the ratios.
 
   /usr/bin/python3 tests/bench/persisted_bench.py [--chgate build/server/chgate] \
-      [--cli build/client/chgate-cli] [--duration 6] [--spool-dir DIR] [--smoke]
+      [--cli build/client/chgate-cli] [--duration 6] [--spool-dir DIR] \
+      [--group-commit-delay 2ms] [--smoke]
 
 Each case runs a fresh chgate against a Null table `(id UInt64, msg String)` over 4 InsertStreams
 (chgate-cli bench). The persisted cases give chgate a spool in --spool-dir (default: a directory
 of the e2e work dir, on the disk the checkout's temp dir is on). Nothing here asserts a timing;
---smoke runs each case for a moment to prove the script works.
+--smoke runs each case for a moment to prove the script works. --group-commit-delay sets chgate's
+--spool-group-commit-delay (default: chgate's own, 2ms; 0 turns group-commit waiting off).
 """
 
 import json
@@ -52,6 +54,7 @@ def fdatasync_latency(directory, count):
 def main():
     parser = small_bench.bench_parser(__doc__, 6)
     parser.add_argument("--spool-dir", default=None)
+    parser.add_argument("--group-commit-delay", default=None, help="default: chgate's own")
     args = parser.parse_args()
     if args.smoke:
         args.duration = 0.5
@@ -72,7 +75,10 @@ def main():
         else:
             bench += ["--rate", f"{rate:.0f}", "--max-in-flight", "8192"]
         try:
-            return small_bench.run_bench(args, ch, name, bench, [f"--spool-dir={spool}"])
+            flags = [f"--spool-dir={spool}"]
+            if args.group_commit_delay is not None:
+                flags.append(f"--spool-group-commit-delay={args.group_commit_delay}")
+            return small_bench.run_bench(args, ch, name, bench, flags)
         finally:
             shutil.rmtree(spool, ignore_errors=True)
 

@@ -58,4 +58,9 @@ std::string GatherWriter::ToString() const {
   return out;
 }
 
+void GatherWriter::AppendTo(std::string* out) const {
+  out->reserve(out->size() + size_);
+  for (const iovec& v : iov_) out->append(static_cast<const char*>(v.iov_base), v.iov_len);
+}
+
 }  // namespace chgate::clickhouse

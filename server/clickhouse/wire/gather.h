@@ -54,6 +54,8 @@ class GatherWriter {
   void Clear();
   // Copies the whole message into one string (tests and small messages only).
   std::string ToString() const;
+  // Appends the bytes written so far to `out` (whose capacity a caller may reuse).
+  void AppendTo(std::string* out) const;
 
  private:
   void AddSpan(const char* p, size_t n);

@@ -187,6 +187,19 @@ TEST(ConfigTest, RejectsInconsistentSettings) {
   EXPECT_FALSE(Parse(3, pool, nullptr).ok());
   const char* ack[] = {"chgate", "--ack-mode=maybe"};
   EXPECT_FALSE(Parse(2, ack, nullptr).ok());
+  const char* group_delay[] = {"chgate", "--spool-group-commit-delay=1s"};
+  EXPECT_FALSE(Parse(2, group_delay, nullptr).ok());
+}
+
+TEST(ConfigTest, SpoolGroupCommitDelayDefaultsToTwoMillisecondsAndTakesZero) {
+  const char* none[] = {"chgate"};
+  auto c = Parse(1, none, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->spool_group_commit_delay, absl::Milliseconds(2));
+  const char* off[] = {"chgate", "--spool-group-commit-delay=0"};
+  c = Parse(2, off, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->spool_group_commit_delay, absl::ZeroDuration());
 }
 
 }  // namespace

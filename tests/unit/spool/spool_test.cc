@@ -686,6 +686,68 @@ TEST(SpoolTest, GroupCommitsConcurrentAppendsIntoFewSyncs) {
   }
 }
 
+TEST(SpoolTest, AGroupCommitDelayGathersConcurrentAppendsButNeverDelaysALoneCaller) {
+  const std::string dir = FreshDir("group-delay");
+  FaultyFileOps ops;
+  SpoolOptions options = SmallOptions();
+  options.segment_bytes = 1 << 20;
+  options.file_ops = &ops;
+  // Long enough that appends made one after another from one thread fall in it whatever the
+  // machine's load, and that a delayed ack cannot pass for an immediate one.
+  options.group_commit_delay = absl::Seconds(2);
+  Spool::Opened opened = OpenOrDie(dir, options);
+  Spool& spool = *opened.spool;
+
+  // A lone caller: each record is its own batch, written at once.
+  absl::Time start = absl::Now();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(spool.AppendAndWait(absl::StrCat("lone", i)).ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "a lone caller waited for the delay";
+
+  // Concurrent appends: while a sync is held, 10 records queue and go out as one batch...
+  Acks acks;
+  ops.CloseSyncGate();
+  ASSERT_TRUE(spool.Append("held", acks.Callback()).ok());
+  ops.AwaitSyncWaiting();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(spool.Append(absl::StrCat("queued", i), acks.Callback()).ok());
+  }
+  ops.OpenSyncGate();
+  for (const auto& r : acks.WaitFor(11)) ASSERT_TRUE(r.ok()) << r.status();
+  // ...after which the writer gathers: 20 appends arriving one after another share one sync.
+  const uint64_t syncs_before = spool.Stats().fsyncs;
+  start = absl::Now();
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(spool.Append(absl::StrCat("r", i), acks.Callback()).ok());
+  }
+  for (const auto& r : acks.WaitFor(31)) ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(1900)) << "acked before the delay ended";
+  EXPECT_EQ(spool.Stats().fsyncs - syncs_before, 1u);
+}
+
+TEST(SpoolTest, PayloadBuffersOfWrittenRecordsAreHandedOutAgain) {
+  const std::string dir = FreshDir("buffers");
+  SpoolOptions options = SmallOptions();
+  options.segment_bytes = 1 << 20;
+  Spool::Opened opened = OpenOrDie(dir, options);
+  Spool& spool = *opened.spool;
+  EXPECT_EQ(spool.TakeBuffer().capacity(), std::string().capacity()) << "nothing written yet";
+  std::string payload(3000, 'x');
+  const char* storage = payload.data();
+  Acks acks;
+  ASSERT_TRUE(spool.AppendOwned(std::move(payload), acks.Callback()).ok());
+  const absl::StatusOr<uint64_t> lsn = acks.WaitFor(1)[0];
+  ASSERT_TRUE(lsn.ok()) << lsn.status();
+  std::string again = spool.TakeBuffer();
+  EXPECT_TRUE(again.empty());
+  EXPECT_GE(again.capacity(), 3000u);
+  EXPECT_EQ(again.data(), storage) << "the written record's string, not a new allocation";
+  EXPECT_EQ(spool.TakeBuffer().capacity(), std::string().capacity()) << "handed out once";
+  // The record itself is intact.
+  const absl::StatusOr<std::string> read = spool.Read(*lsn);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, std::string(3000, 'x'));
+}
+
 TEST(SpoolTest, ConcurrentWaitingAppendsAreEachReplayedOnce) {
   const std::string dir = FreshDir("concurrent");
   SpoolOptions options = SmallOptions();
