@@ -45,13 +45,20 @@ TEST_ENV := CHGATE_CLICKHOUSE=127.0.0.1:$(CHGATE_CH_TCP_PORT) \
 ASAN_ENV := ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1} \
 	UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-# $(call cmake_build,<build dir>,<extra cmake args>): configure (Ninja for a new build dir; an
-# existing one keeps its generator and cached options) and build.
+# $(call cmake_build,<build dir>,<extra cmake args>[,<targets>]): configure (Ninja for a new build
+# dir; an existing one keeps its generator and cached options) and build the targets (all of
+# them without).
 define cmake_build
 	cmake -S $(ROOT) -B $(1) $(if $(wildcard $(1)/CMakeCache.txt),,-G Ninja) \
 		-DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(2) $(CMAKE_ARGS)
-	cmake --build $(1) --parallel $(JOBS)
+	cmake --build $(1) --parallel $(JOBS) $(if $(3),--target $(3))
 endef
+
+# build, run, query and test share one configuration of $(BUILD_DIR): the same compile lines, so
+# `make test` after `make run` builds only what run did not need (the tests), never again what
+# it did. Warnings are errors in it (CI's rule).
+MAIN_CMAKE_ARGS := -DCHGATE_WERROR=ON
+RUN_TARGETS := chgate chgate-cli
 
 .DEFAULT_GOAL := help
 # Steps run in the order written even under `make -j`.
@@ -85,23 +92,23 @@ deps:
 	$(DEPS)
 
 build:
-	$(call cmake_build,$(BUILD_DIR),)
+	$(call cmake_build,$(BUILD_DIR),$(MAIN_CMAKE_ARGS))
 
 run:
 	$(DEPS)
-	$(call cmake_build,$(BUILD_DIR),)
+	$(call cmake_build,$(BUILD_DIR),$(MAIN_CMAKE_ARGS),$(RUN_TARGETS))
 	$(CTL) start
 	$(ROOT)/deploy/run-local.sh $(BUILD_DIR)/server/chgate $(BUILD_DIR)/client/chgate-cli $(RUN_ARGS)
 
 query:
 	$(DEPS)
-	$(call cmake_build,$(BUILD_DIR),)
+	$(call cmake_build,$(BUILD_DIR),$(MAIN_CMAKE_ARGS),chgate)
 	$(CTL) start
 	$(CHGATE_ALONE) $(BUILD_DIR)/server/chgate --endpoints=127.0.0.1:$(CHGATE_CH_TCP_PORT) --query="$(QUERY)"
 
 test:
 	$(DEPS)
-	$(call cmake_build,$(BUILD_DIR),-DCHGATE_WERROR=ON)
+	$(call cmake_build,$(BUILD_DIR),$(MAIN_CMAKE_ARGS))
 	$(CTL) start
 	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure $(CTEST_ARGS)
 
