@@ -195,6 +195,24 @@ Block Block::Clone() const {
   return copy;
 }
 
+Block Block::Concat(std::span<const Block* const> parts) {
+  Block out;
+  if (parts.empty()) return out;
+  out.info_ = parts.front()->info_;
+  std::vector<const Column*> sources(parts.size());
+  for (size_t c = 0; c < parts.front()->column_count(); ++c) {
+    for (size_t i = 0; i < parts.size(); ++i) sources[i] = parts[i]->column(c).column.get();
+    ColumnPtr column = sources.front()->CloneEmpty();
+    column->ReserveForAppend(sources);
+    for (const Column* src : sources) column->AppendRange(*src, 0, src->Size());
+    out.AddColumn(parts.front()->column(c).name, std::move(column));
+  }
+  if (out.columns_.empty()) {
+    for (const Block* part : parts) out.rows_ += part->rows();
+  }
+  return out;
+}
+
 size_t Block::ByteSize() const {
   size_t n = 0;
   for (const NamedColumn& c : columns_) n += c.column->ByteSize();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ class Block {
   // A deep copy that owns all its memory (a block read from a connection may view the
   // connection's buffers and is valid only until the next read).
   Block Clone() const;
+  // One owning block of every part's rows in order. The parts have the first part's columns (the
+  // same names and types, checked by the caller); each buffer is allocated once.
+  static Block Concat(std::span<const Block* const> parts);
 
  private:
   friend absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block,

@@ -1597,7 +1597,10 @@ void Ingestor::StartSpooledFlushLocked(Batch& batch, FlushReason reason) {
 
 std::unique_ptr<clickhouse::Block> Ingestor::ReadSpooled(Batch* batch, SpooledFlush& flush,
                                                          std::vector<SpoolEntry>* later) {
-  std::unique_ptr<clickhouse::Block> block;
+  // The readable records' blocks, gathered first so the INSERT's block is built in one pass with
+  // each column allocated once.
+  std::vector<const clickhouse::Block*> parts;
+  std::vector<std::unique_ptr<clickhouse::Block>> decoded;
   std::vector<SpoolEntry> kept;
   std::vector<uint64_t> lost;
   uint64_t lost_rows = 0;
@@ -1629,13 +1632,12 @@ std::unique_ptr<clickhouse::Block> Ingestor::ReadSpooled(Batch* batch, SpooledFl
       continue;
     }
     e.rows = src->rows();
-    if (block == nullptr) {
-      block = one != nullptr ? std::move(one) : std::make_unique<clickhouse::Block>(src->Clone());
-    } else {
-      bool same = block->column_count() == src->column_count();
+    if (!parts.empty()) {
+      const clickhouse::Block& first = *parts.front();
+      bool same = first.column_count() == src->column_count();
       for (size_t c = 0; same && c < src->column_count(); ++c) {
-        same = block->column(c).name == src->column(c).name &&
-               block->column(c).column->type_name() == src->column(c).column->type_name();
+        same = first.column(c).name == src->column(c).name &&
+               first.column(c).column->type_name() == src->column(c).column->type_name();
       }
       if (!same && flush.intent_lsn == 0 && later != nullptr) {
         // The table changed between these requests: the rest goes in the next INSERT.
@@ -1653,10 +1655,9 @@ std::unique_ptr<clickhouse::Block> Ingestor::ReadSpooled(Batch* batch, SpooledFl
         lost_rows += e.rows;
         continue;
       }
-      for (size_t c = 0; c < block->column_count(); ++c) {
-        block->column(c).column->AppendRange(*src->column(c).column, 0, src->rows());
-      }
     }
+    parts.push_back(src);
+    if (one != nullptr) decoded.push_back(std::move(one));
     kept.push_back(e);
   }
   if (!lost.empty()) {
@@ -1676,7 +1677,9 @@ std::unique_ptr<clickhouse::Block> Ingestor::ReadSpooled(Batch* batch, SpooledFl
       kLog.Error("spool: marking unreadable records failed", {{"error", st.message()}});
     }
   }
-  return block;
+  if (parts.empty()) return nullptr;
+  if (parts.size() == 1 && decoded.size() == 1) return std::move(decoded.front());
+  return std::make_unique<clickhouse::Block>(clickhouse::Block::Concat(parts));
 }
 
 void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason) {

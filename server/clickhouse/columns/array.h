@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstring>
+#include <vector>
 
 #include "server/clickhouse/columns/column.h"
 
@@ -37,6 +38,18 @@ class ColumnArray final : public Column {
     for (size_t i = begin; i < end; ++i) offsets_.AppendFixed<uint64_t>(s.Offset(i) - from + base);
     nested_->AppendRange(*s.nested_, static_cast<size_t>(from),
                          static_cast<size_t>(s.Offset(end - 1)));
+  }
+  void ReserveForAppend(std::span<const Column* const> parts) override {
+    size_t bytes = offsets_.size();
+    std::vector<const Column*> nested;
+    nested.reserve(parts.size());
+    for (const Column* p : parts) {
+      const auto& s = static_cast<const ColumnArray&>(*p);
+      bytes += s.offsets_.size();
+      nested.push_back(s.nested_.get());
+    }
+    offsets_.reserve(bytes);
+    nested_->ReserveForAppend(nested);
   }
   void Truncate(size_t rows) override {
     nested_->Truncate(static_cast<size_t>(RowBegin(rows)));

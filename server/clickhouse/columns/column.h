@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -60,6 +61,9 @@ class Column {
   virtual void Truncate(size_t rows) = 0;
   // Appends rows [begin, end) of `src`, a column of the same type (same class and parameters).
   virtual void AppendRange(const Column& src, size_t begin, size_t end) = 0;
+  // Makes room to append every row of `parts` (columns of this type) without growing again, so a
+  // column gathered from many parts allocates each buffer once. A hint: the default does nothing.
+  virtual void ReserveForAppend(std::span<const Column* const> parts) { (void)parts; }
   // A new empty column of the same type.
   virtual ColumnPtr CloneEmpty() const = 0;
   // Bytes of memory the values occupy (for budgets and metrics).

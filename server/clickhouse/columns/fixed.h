@@ -66,6 +66,11 @@ class ColumnFixed final : public Column {
     values_.Append(s.values_.data() + begin * width_, (end - begin) * width_);
   }
   void AppendDefault() override;
+  void ReserveForAppend(std::span<const Column* const> parts) override {
+    size_t bytes = values_.size();
+    for (const Column* p : parts) bytes += static_cast<const ColumnFixed&>(*p).values_.size();
+    values_.reserve(bytes);
+  }
   ColumnPtr CloneEmpty() const override;
   size_t ByteSize() const override { return values_.size(); }
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;

@@ -50,6 +50,12 @@ class ColumnJson final : public Column {
   void AppendRange(const Column& src, size_t begin, size_t end) override {
     texts_.AppendRange(static_cast<const ColumnJson&>(src).texts_, begin, end);
   }
+  void ReserveForAppend(std::span<const Column* const> parts) override {
+    std::vector<const Column*> texts;
+    texts.reserve(parts.size());
+    for (const Column* p : parts) texts.push_back(&static_cast<const ColumnJson&>(*p).texts_);
+    texts_.ReserveForAppend(texts);
+  }
   ColumnPtr CloneEmpty() const override;
   size_t ByteSize() const override { return texts_.ByteSize(); }
   absl::Status LoadPrefix(ReadBuffer& in) override;

@@ -2,6 +2,8 @@
 // holds a default value under every NULL.
 #pragma once
 
+#include <vector>
+
 #include "server/clickhouse/columns/column.h"
 
 namespace chgate::clickhouse {
@@ -26,6 +28,18 @@ class ColumnNullable final : public Column {
     const auto& s = static_cast<const ColumnNullable&>(src);
     nulls_.Append(s.nulls_.data() + begin, end - begin);
     nested_->AppendRange(*s.nested_, begin, end);
+  }
+  void ReserveForAppend(std::span<const Column* const> parts) override {
+    size_t rows = nulls_.size();
+    std::vector<const Column*> nested;
+    nested.reserve(parts.size());
+    for (const Column* p : parts) {
+      const auto& s = static_cast<const ColumnNullable&>(*p);
+      rows += s.nulls_.size();
+      nested.push_back(s.nested_.get());
+    }
+    nulls_.reserve(rows);
+    nested_->ReserveForAppend(nested);
   }
   void Truncate(size_t rows) override {
     nulls_.resize(rows);

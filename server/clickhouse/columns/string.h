@@ -46,6 +46,17 @@ class ColumnString final : public Column {
     wire_.Append(s.wire_.data() + from, s.ends_[end - 1] - from);
     for (size_t i = begin; i < end; ++i) ends_.push_back(s.ends_[i] + shift);
   }
+  void ReserveForAppend(std::span<const Column* const> parts) override {
+    size_t bytes = wire_.size();
+    size_t rows = ends_.size();
+    for (const Column* p : parts) {
+      const auto& s = static_cast<const ColumnString&>(*p);
+      bytes += s.wire_.size();
+      rows += s.ends_.size();
+    }
+    wire_.reserve(bytes);
+    ends_.reserve(rows);
+  }
   void Truncate(size_t rows) override {
     wire_.resize(rows == 0 ? 0 : ends_[rows - 1]);
     ends_.resize(rows);

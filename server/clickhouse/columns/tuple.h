@@ -26,6 +26,15 @@ class ColumnTuple final : public Column {
     for (size_t i = 0; i < elements_.size(); ++i)
       elements_[i]->AppendRange(*s.elements_[i], begin, end);
   }
+  void ReserveForAppend(std::span<const Column* const> parts) override {
+    std::vector<const Column*> element(parts.size());
+    for (size_t i = 0; i < elements_.size(); ++i) {
+      for (size_t j = 0; j < parts.size(); ++j) {
+        element[j] = static_cast<const ColumnTuple&>(*parts[j]).elements_[i].get();
+      }
+      elements_[i]->ReserveForAppend(element);
+    }
+  }
   void Truncate(size_t rows) override {
     rows_ = rows;
     for (auto& e : elements_) e->Truncate(rows);

@@ -275,6 +275,80 @@ TEST(ColumnRoundTripTest, NullableWritesNullMapThenValues) {
   EXPECT_EQ(Format(*c, 0, true), "NULL");
 }
 
+// A part of rows `first`..`first + rows` with a String, a Nullable(String), an
+// Array(Nullable(UInt32)) and a Tuple(UInt8, String) column, every value derived from its row.
+Block ConcatPart(size_t first, size_t rows) {
+  Block b;
+  ColumnPtr s = Make("String");
+  ColumnPtr n = Make("Nullable(String)");
+  ColumnPtr a = Make("Array(Nullable(UInt32))");
+  ColumnPtr t = Make("Tuple(UInt8, String)");
+  auto& nullable = As<ColumnNullable>(n);
+  auto& array = As<ColumnArray>(a);
+  auto& elements = As<ColumnNullable>(array.nested());
+  auto& tuple = As<ColumnTuple>(t);
+  for (size_t r = first; r < first + rows; ++r) {
+    const std::string text = "row " + std::to_string(r) + std::string(r % 7, 'x');
+    As<ColumnString>(s).Append(text);
+    if (r % 3 == 0) {
+      nullable.AppendNull();
+    } else {
+      nullable.AppendNotNull();
+      As<ColumnString>(nullable.nested()).Append(text);
+    }
+    for (size_t i = 0; i < r % 4; ++i) {
+      if (i == 1) {
+        elements.AppendNull();
+      } else {
+        elements.AppendNotNull();
+        As<ColumnFixed>(elements.nested()).Append<uint32_t>(static_cast<uint32_t>(r * 10 + i));
+      }
+    }
+    array.FinishRow();
+    As<ColumnFixed>(tuple.element(0)).Append<uint8_t>(static_cast<uint8_t>(r));
+    As<ColumnString>(tuple.element(1)).Append(text);
+  }
+  b.AddColumn("s", s);
+  b.AddColumn("n", n);
+  b.AddColumn("a", a);
+  b.AddColumn("t", t);
+  return b;
+}
+
+TEST(BlockConcatTest, GathersEveryPartInOrderAllocatingEachBufferOnce) {
+  std::vector<Block> parts;
+  size_t first = 0;
+  for (size_t rows : {5, 1, 0, 80, 17}) {
+    parts.push_back(ConcatPart(first, rows));
+    first += rows;
+  }
+  std::vector<const Block*> views;
+  for (const Block& b : parts) views.push_back(&b);
+  const Block joined = Block::Concat(views);
+  ASSERT_TRUE(joined.Validate().ok());
+  EXPECT_EQ(joined.rows(), first);
+  // The same bytes as one part holding every row.
+  EXPECT_EQ(Hex(testing::EncodeBlock(joined, kRevision)),
+            Hex(testing::EncodeBlock(ConcatPart(0, first), kRevision)));
+  // Reserved up front: no buffer grew past what its rows need.
+  const auto& s = As<ColumnString>(joined.column(0).column);
+  EXPECT_EQ(s.wire().capacity(), s.wire().size());
+  const auto& n = As<ColumnNullable>(joined.column(1).column);
+  EXPECT_EQ(n.nulls().capacity(), n.nulls().size());
+  EXPECT_EQ(As<ColumnString>(n.nested()).wire().capacity(),
+            As<ColumnString>(n.nested()).wire().size());
+  const auto& a = As<ColumnArray>(joined.column(2).column);
+  EXPECT_EQ(a.offsets().capacity(), a.offsets().size());
+  const auto& t = As<ColumnTuple>(joined.column(3).column);
+  EXPECT_EQ(As<ColumnString>(t.element(1)).wire().capacity(),
+            As<ColumnString>(t.element(1)).wire().size());
+  // One part is a copy; none is an empty block.
+  const Block* one[] = {&parts[3]};
+  EXPECT_EQ(Hex(testing::EncodeBlock(Block::Concat(one), kRevision)),
+            Hex(testing::EncodeBlock(parts[3], kRevision)));
+  EXPECT_EQ(Block::Concat({}).column_count(), 0u);
+}
+
 TEST(ColumnRoundTripTest, ArraysNestThreeDeep) {
   ColumnPtr c = Make("Array(Array(Array(UInt8)))");
   auto& outer = As<ColumnArray>(c);
