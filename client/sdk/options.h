@@ -28,7 +28,7 @@ struct RetryPolicy {
   double multiplier = 2.0;
 };
 
-// TLS to chgate's API (see the README's Security section). The files are read when the client
+// TLS to chgate's API (see docs/security.md). The files are read when the client
 // is created; a rotated client certificate takes effect in clients created afterwards.
 struct TlsOptions {
   bool enabled = false;

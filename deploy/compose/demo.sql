@@ -1,4 +1,4 @@
--- The quickstart's table (README, "Try it with docker compose").
+-- The quickstart's table (docs/operations.md, "Try it with docker compose").
 CREATE DATABASE IF NOT EXISTS demo;
 CREATE TABLE IF NOT EXISTS demo.events
 (

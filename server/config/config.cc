@@ -24,7 +24,7 @@ using Setter = std::function<absl::Status(absl::string_view, Config*)>;
 
 // One setting: its name (the flag without "--"; the variable is CHGATE_<NAME>), its default as
 // text (applied through `set` like any given value, so the Config struct holds no second copy),
-// its help (the --help text and the README's table), and its parser and validation.
+// its help (the --help text and docs/configuration.md's table), and its parser and validation.
 struct Option {
   std::string name;
   std::string default_text;
@@ -398,7 +398,7 @@ const std::vector<Option>& Options() {
        }},
       {"query-allowed-settings", "",
        "comma-separated ClickHouse settings Query callers may set, beyond the default allowlist "
-       "(read-side limits and tuning, see the README); names about users, quotas, readonly, DDL, "
+       "(read-side limits and tuning, see docs/api.md); names about users, quotas, readonly, DDL, "
        "query logging and replace_running_query are refused here",
        [](absl::string_view v, Config* c) {
          c->query_allowed_settings.clear();
@@ -441,7 +441,7 @@ absl::Status CheckApiSecurity(const Config& c) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--listen=", c.listen,
           " is not a loopback address: exposing the API needs --allow-remote-api=true (and "
-          "--api-tls-cert-file, see the README's Security section)"));
+          "--api-tls-cert-file, see docs/security.md)"));
     }
     if (!tls && !c.allow_insecure_remote_api) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -135,7 +135,7 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
 // The --help text: every option, its environment variable and its default.
 std::string Usage();
 
-// The README's option table (markdown) from the same definitions; a test keeps the README's copy
+// docs/configuration.md's option table (markdown) from the same definitions; a test keeps that copy
 // equal to it.
 std::string OptionsMarkdown();
 

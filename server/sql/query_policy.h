@@ -41,7 +41,7 @@ struct QueryPolicy {
   absl::flat_hash_set<std::string> allowed_table_functions;
 };
 
-// Table functions refused unless allowed, lower case, in the order the README lists them.
+// Table functions refused unless allowed, lower case, in the order docs/api.md lists them.
 const std::vector<std::string_view>& RefusedTableFunctions();
 
 // Table functions allowed without configuration, lower case: those that read only the server's

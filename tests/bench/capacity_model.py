@@ -10,7 +10,7 @@ part (one per partition it touches). ClickHouse merges comfortably about one INS
 per table (its documentation's advice); far above it, parts pile up until inserts are delayed
 (parts_to_delay_insert) and then refused (TOO_MANY_PARTS).
 
-  python3 tests/bench/capacity_model.py                         # the README's table
+  python3 tests/bench/capacity_model.py                         # docs/operations.md's table
   python3 tests/bench/capacity_model.py --pods 300 --rows 50 --target 1
       # one fleet: its INSERT rate and the smallest delay that keeps it under --target
 

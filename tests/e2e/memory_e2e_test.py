@@ -10,9 +10,9 @@ until the callers have either been answered or are blocked, resumes ClickHouse a
 every acknowledged row is in the table and every failure is RESOURCE_EXHAUSTED or
 DEADLINE_EXCEEDED.
 
-The assertion is the sizing rule the README states: peak RSS <= K x budget + C, with K and C
+The assertion is the sizing rule docs/operations.md states: peak RSS <= K x budget + C, with K and C
 below (RSS_FACTOR, RSS_CONSTANT). `--table` prints the measurements as a Markdown table (the
-README's table comes from it) instead of running the assertions.
+table in docs/operations.md comes from it) instead of running the assertions.
 """
 
 import os
@@ -32,7 +32,7 @@ CHGATE = e2e.default_chgate_binary()
 MiB = 1 << 20
 KiB = 1 << 10
 
-# The README's sizing rule: chgate's peak RSS <= RSS_FACTOR x --memory-budget + RSS_CONSTANT.
+# The sizing rule of docs/operations.md: chgate's peak RSS <= RSS_FACTOR x --memory-budget + RSS_CONSTANT.
 # The budget itself (requests held + rows buffered) is 1x; a flush's encoded copy of its batch and
 # the allocator's slack add up to about 0.5x; messages in transit (received by gRPC, not yet seen
 # by chgate: gRPC reads a unary call's whole message first) add up to 1x for the bursts below.
@@ -201,7 +201,7 @@ def clickhouse():
 
 
 class MemoryBoundTest(unittest.TestCase):
-    """Peak RSS stays within the README's sizing rule with ClickHouse paused."""
+    """Peak RSS stays within docs/operations.md's sizing rule with ClickHouse paused."""
 
     def check(self, scenario):
         if e2e.is_sanitized(CHGATE):

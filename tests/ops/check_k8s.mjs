@@ -326,7 +326,7 @@ for (const [d, docs] of Object.entries(rendered)) {
         `${id}: the emptyDir spool is waited for at shutdown (preStop: chgate spool wait-drained)`);
     }
 
-    // Memory: the README's sizing rule, measured by tests/e2e/memory_e2e_test.py (peak RSS with
+    // Memory: the sizing rule of docs/operations.md, measured by tests/e2e/memory_e2e_test.py (peak RSS with
     // ClickHouse paused and bursts of concurrent callers): 2.5 x the budget + 64 MiB.
     const budget = parseSize(env.CHGATE_MEMORY_BUDGET ?? "256MiB");
     const limit = chgate.resources?.limits?.memory;

@@ -114,7 +114,7 @@ def main():
             say(f"insert of 100 rows committed in {time.monotonic() - t:.2f}s, query id {resp.query_id}")
 
         if cli.exists():
-            # The README's compose quickstart, with the image's chgate-cli: health, JSON lines in,
+            # The compose quickstart (docs/operations.md), with the image's chgate-cli: health, JSON lines in,
             # a query back.
             api = f"--addr=127.0.0.1:{proc.api_port}"
             # A probe gets a few tries, as the kubelet's do; a chgate that died fails them all.

@@ -89,7 +89,7 @@ strip "$RFS/usr/local/bin/chgate"
 install -D -m 0755 "$ROOT/deploy/docker/healthcheck.sh" "$RFS/usr/local/bin/chgate-healthcheck"
 log "stripped binary: $(stat -c %s "$RFS/usr/local/bin/chgate") bytes"
 
-# chgate-cli too, when it is built (the image ships it; the README's compose steps use it).
+# chgate-cli too, when it is built (the image ships it; the compose steps of docs/operations.md use it).
 CLI=${CHGATE_CLI:-$(dirname "$CHGATE")/../client/chgate-cli}
 binaries=(chgate)
 if [[ -x $CLI ]]; then

@@ -32,7 +32,7 @@ const header =
   "# `node tests/ops/sync_monitoring.mjs --write`: edit that file, not this one.\n" +
   "# Apply once per cluster. release: kube-prometheus-stack is the label kube-prometheus-stack's\n" +
   "# Prometheus selects rules by when the chart's release has that name; for another release name\n" +
-  "# patch the label (README, Alerts).\n";
+  "# patch the label (docs/operations.md, Alerts).\n";
 const ruleText = header + YAML.stringify(rule, { lineWidth: 100, indentSeq: true });
 
 const r = new Reporter("sync-monitoring");

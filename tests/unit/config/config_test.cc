@@ -373,12 +373,12 @@ TEST(ConfigTest, SettingsListEveryOptionsEffectiveValueButNoSecret) {
 namespace chgate::config {
 namespace {
 
-// The README's option table is OptionsMarkdown() between two markers. Run this test with
-// CHGATE_UPDATE_README=1 to rewrite the README's copy after changing an option.
-TEST(ConfigTest, ReadmeOptionTableIsGeneratedFromTheDefinitions) {
+// docs/configuration.md's option table is OptionsMarkdown() between two markers. Run this test
+// with CHGATE_UPDATE_DOCS=1 to rewrite that copy after changing an option.
+TEST(ConfigTest, TheDocumentedOptionTableIsGeneratedFromTheDefinitions) {
   const char* source_dir = std::getenv("CHGATE_SOURCE_DIR");
   ASSERT_NE(source_dir, nullptr) << "CHGATE_SOURCE_DIR names the checkout (ctest sets it)";
-  const std::string path = std::string(source_dir) + "/README.md";
+  const std::string path = std::string(source_dir) + "/docs/configuration.md";
   std::ifstream in(path);
   ASSERT_TRUE(in.good()) << path;
   std::stringstream buffer;
@@ -388,19 +388,19 @@ TEST(ConfigTest, ReadmeOptionTableIsGeneratedFromTheDefinitions) {
   const std::string end = "<!-- options: end -->\n";
   const size_t b = readme.find(begin);
   const size_t e = readme.find(end);
-  ASSERT_NE(b, std::string::npos) << "README.md lacks the marker " << begin;
-  ASSERT_NE(e, std::string::npos) << "README.md lacks the marker " << end;
+  ASSERT_NE(b, std::string::npos) << path << " lacks the marker " << begin;
+  ASSERT_NE(e, std::string::npos) << path << " lacks the marker " << end;
   ASSERT_LT(b, e);
   const std::string table = readme.substr(b + begin.size(), e - b - begin.size());
   const std::string expected = OptionsMarkdown();
-  if (table != expected && std::getenv("CHGATE_UPDATE_README") != nullptr) {
+  if (table != expected && std::getenv("CHGATE_UPDATE_DOCS") != nullptr) {
     readme.replace(b + begin.size(), e - b - begin.size(), expected);
     std::ofstream(path, std::ios::trunc) << readme;
-    GTEST_SKIP() << "README.md rewritten; run again";
+    GTEST_SKIP() << path << " rewritten; run again";
   }
   EXPECT_EQ(table, expected)
-      << "README.md's option table differs from the option definitions; run "
-         "CHGATE_UPDATE_README=1 build/tests/chgate_config_test (with CHGATE_SOURCE_DIR set) to "
+      << "docs/configuration.md's option table differs from the option definitions; run "
+         "CHGATE_UPDATE_DOCS=1 build/tests/chgate_config_test (with CHGATE_SOURCE_DIR set) to "
          "regenerate it";
 }
 
