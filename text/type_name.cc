@@ -3,8 +3,8 @@
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
-#include "server/sql/identifier.h"
 #include "text/escape.h"
+#include "text/identifier.h"
 
 namespace chgate::text {
 namespace {
@@ -45,7 +45,7 @@ class Parser {
   absl::Status ParseIdentifier(std::string* out) {
     SkipSpaces();
     if (pos_ < text_.size() && (text_[pos_] == '`' || text_[pos_] == '"')) {
-      absl::StatusOr<std::string> name = sql::ReadQuotedIdentifier(text_, &pos_);
+      absl::StatusOr<std::string> name = text::ReadQuotedIdentifier(text_, &pos_);
       if (!name.ok()) return Error(std::string(name.status().message()));
       *out = *std::move(name);
       return absl::OkStatus();
@@ -257,7 +257,7 @@ void AppendName(std::string_view name, bool element, std::string* out) {
     out->append(name);
     return;
   }
-  out->append(sql::QuoteIdentifier(name));
+  out->append(text::QuoteIdentifier(name));
 }
 
 void FormatInto(const TypeAst& t, std::string* out) {

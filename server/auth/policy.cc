@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "server/ingest/ingestor.h"
+#include "text/identifier.h"
 
 namespace chgate::auth {
 namespace {
@@ -56,13 +56,13 @@ absl::StatusOr<Grant::TablePattern> ParsePattern(absl::string_view item) {
   // name (parsed alone) with every table.
   if (absl::EndsWith(item, ".*")) {
     absl::string_view database = item.substr(0, item.size() - 2);
-    absl::StatusOr<ingest::TableId> id =
-        ingest::ParseTableName(std::string_view(database.data(), database.size()), "");
+    absl::StatusOr<text::TableId> id =
+        text::ParseTableName(std::string_view(database.data(), database.size()), "");
     if (!id.ok() || !id->database.empty()) return bad();
     return Grant::TablePattern{.database = id->table, .any_table = true};
   }
-  absl::StatusOr<ingest::TableId> id =
-      ingest::ParseTableName(std::string_view(item.data(), item.size()), "");
+  absl::StatusOr<text::TableId> id =
+      text::ParseTableName(std::string_view(item.data(), item.size()), "");
   if (!id.ok() || id->database.empty()) return bad();
   return Grant::TablePattern{.database = id->database, .table = id->table};
 }

@@ -21,7 +21,7 @@
 #include "server/ingest/dead_letter.h"
 #include "server/ingest/spool_record.h"
 #include "server/log/log.h"
-#include "server/sql/identifier.h"
+#include "text/identifier.h"
 
 namespace chgate::ingest {
 namespace {
@@ -59,12 +59,6 @@ const char* BatchAckMode(uint64_t rows, uint64_t waiting_rows) {
 Clock* RealClock() {
   static RealClockImpl* clock = new RealClockImpl();
   return clock;
-}
-
-absl::StatusOr<TableId> ParseTableName(std::string_view text, const std::string& default_database) {
-  ASSIGN_OR_RETURN(sql::QualifiedName name, sql::ParseQualifiedName(text));
-  if (name.database.empty()) return TableId{default_database, std::move(name.name)};
-  return TableId{std::move(name.database), std::move(name.name)};
 }
 
 struct Ingestor::Pending {

@@ -413,9 +413,6 @@ class Ingestor {
   std::vector<std::thread> threads_;
 };
 
-// Splits "table" or "db.table" into a TableId as ClickHouse would read it (sql::ParseQualifiedName:
-// quoted parts with ` or ", doubled-quote and backslash escapes); `default_database` when the text
-// names no database. InvalidArgument for text ClickHouse would not read as one table name.
-absl::StatusOr<TableId> ParseTableName(std::string_view text, const std::string& default_database);
+using text::ParseTableName;
 
 }  // namespace chgate::ingest

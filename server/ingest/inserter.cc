@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/common/status_macros.h"
-#include "server/sql/identifier.h"
+#include "text/identifier.h"
 
 namespace chgate::ingest {
 namespace {
@@ -32,13 +32,13 @@ class DeadlineScope {
 
 std::string InsertQuery(const TableId& table, const std::vector<std::string>& columns) {
   std::string sql = "INSERT INTO ";
-  if (!table.database.empty()) absl::StrAppend(&sql, sql::QuoteIdentifier(table.database), ".");
-  absl::StrAppend(&sql, sql::QuoteIdentifier(table.table));
+  if (!table.database.empty()) absl::StrAppend(&sql, text::QuoteIdentifier(table.database), ".");
+  absl::StrAppend(&sql, text::QuoteIdentifier(table.table));
   if (!columns.empty()) {
     sql += " (";
     for (size_t i = 0; i < columns.size(); ++i) {
       if (i != 0) sql += ", ";
-      sql += sql::QuoteIdentifier(columns[i]);
+      sql += text::QuoteIdentifier(columns[i]);
     }
     sql += ")";
   }

@@ -10,15 +10,12 @@
 #include "absl/time/time.h"
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/pool.h"
+#include "text/identifier.h"
 #include "text/trace_context.h"
 
 namespace chgate::ingest {
 
-struct TableId {
-  std::string database;
-  std::string table;
-  bool operator==(const TableId&) const = default;
-};
+using text::TableId;
 
 // The columns an INSERT expects, as the server's sample block describes them.
 struct TableSchema {
@@ -73,7 +70,7 @@ class Inserter {
   }
 };
 
-// `INSERT INTO db.table (a, b) VALUES`, every name quoted (sql::QuoteIdentifier) (no column list
+// `INSERT INTO db.table (a, b) VALUES`, every name quoted (text::QuoteIdentifier) (no column list
 // when `columns` is empty).
 std::string InsertQuery(const TableId& table, const std::vector<std::string>& columns);
 

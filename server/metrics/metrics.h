@@ -1,8 +1,9 @@
 // chgate's Prometheus metrics: every family the binary exports is declared here, created in one
 // place (the Metrics constructor) and handed to the components as plain structs of pointers.
 // Metrics owns the registry; the families live as long as it does. Every method is thread-safe.
-// This module uses no other chgate module: the native layer's counters and pool statistics come
-// in through ByteCountersCollectable and PoolCollectable, which read them at scrape time.
+// Of other modules it includes only the observer interfaces it implements (ingest/observer.h,
+// service/observers.h) and links none: the native layer's counters and pool statistics come in
+// through ByteCountersCollectable and PoolCollectable, which read them at scrape time.
 #pragma once
 
 #include <atomic>

@@ -15,8 +15,8 @@
 #include "server/common/status_macros.h"
 #include "server/log/log.h"
 #include "server/service/query_block.h"
-#include "server/sql/identifier.h"
 #include "server/sql/query_policy.h"
+#include "text/identifier.h"
 
 namespace chgate::service {
 namespace {
@@ -235,7 +235,7 @@ absl::Status QueryRun::UseDatabase() {
   // The native protocol names the database only at the handshake: switch this connection and
   // close it afterwards rather than hand a changed session back to the pool.
   discard_ = true;
-  return conn_->Select({.query = absl::StrCat("USE ", sql::QuoteIdentifier(request_.database()))},
+  return conn_->Select({.query = absl::StrCat("USE ", text::QuoteIdentifier(request_.database()))},
                        [](const clickhouse::Block&) { return absl::OkStatus(); });
 }
 

@@ -11,8 +11,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "server/common/status_macros.h"
-#include "server/sql/identifier.h"
 #include "server/sql/lexer.h"
+#include "text/identifier.h"
 
 namespace chgate::sql {
 namespace {
@@ -66,7 +66,7 @@ const Token* FirstWord(const std::vector<Token>& statement) {
 absl::StatusOr<std::string> CalleeName(const Token& t) {
   if (t.kind == TokenKind::kBareWord) return absl::AsciiStrToLower(A(t.text));
   if (t.kind == TokenKind::kQuotedIdentifier) {
-    absl::StatusOr<std::string> name = UnquoteIdentifier(t.text);
+    absl::StatusOr<std::string> name = text::UnquoteIdentifier(t.text);
     if (!name.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the quoted name before `(` cannot be read the same way by every ClickHouse version (",

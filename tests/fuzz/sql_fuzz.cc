@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "server/sql/identifier.h"
 #include "server/sql/lexer.h"
 #include "server/sql/query_policy.h"
+#include "text/identifier.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A heap copy of exactly the input, so reads past it are caught.
@@ -16,13 +16,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)chgate::sql::CheckQuery(text, {});
   (void)chgate::sql::CheckQuery(text, {.allow_writes = true});
 
-  auto name = chgate::sql::ParseQualifiedName(text);
+  auto name = chgate::text::ParseQualifiedName(text);
   if (!name.ok()) return 0;
-  std::string quoted = chgate::sql::QuoteIdentifier(name->name);
+  std::string quoted = chgate::text::QuoteIdentifier(name->name);
   if (!name->database.empty()) {
-    quoted = chgate::sql::QuoteIdentifier(name->database) + "." + quoted;
+    quoted = chgate::text::QuoteIdentifier(name->database) + "." + quoted;
   }
-  auto again = chgate::sql::ParseQualifiedName(quoted);
+  auto again = chgate::text::ParseQualifiedName(quoted);
   if (!again.ok() || !(*again == *name)) __builtin_trap();
   return 0;
 }

@@ -30,10 +30,10 @@
 #include "server/service/query_settings.h"
 #include "server/service/server.h"
 #include "server/service/status.h"
-#include "server/sql/identifier.h"
 #include "server/sql/query_policy.h"
 #include "tests/integration/clickhouse/live.h"
 #include "tests/integration/clickhouse/type_cases.h"
+#include "text/identifier.h"
 
 namespace chgate::service {
 namespace {
@@ -960,7 +960,7 @@ TEST(IdentifierDifferentialTest, QuotedCalleesReadAsTheLiveServerReadsThem) {
     ++read;
     // Read: does chgate's reading name numbers?
     absl::StatusOr<std::string> name = spelling.front() == '`' || spelling.front() == '"'
-                                           ? sql::UnquoteIdentifier(spelling)
+                                           ? text::UnquoteIdentifier(spelling)
                                            : absl::StatusOr<std::string>(spelling);
     ASSERT_TRUE(name.ok()) << name.status();
     // Where the server ran numbers, chgate's reading (compared without case) names it; where

@@ -2,12 +2,18 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/sql/identifier.h"
 #include "server/sql/lexer.h"
 #include "server/sql/query_policy.h"
+#include "text/identifier.h"
 
 namespace chgate::sql {
 namespace {
+
+using text::ParseQualifiedName;
+using text::QualifiedName;
+using text::QuoteIdentifier;
+using text::ReadQuotedIdentifier;
+using text::UnquoteIdentifier;
 
 std::vector<std::string> Texts(std::string_view sql, LexerOptions options = {}) {
   absl::StatusOr<std::vector<Token>> tokens = Tokenize(sql, options);

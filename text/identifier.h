@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace chgate::sql {
+namespace chgate::text {
 
 struct QualifiedName {
   std::string database;  // empty when the text named only a table
@@ -46,4 +46,17 @@ absl::StatusOr<QualifiedName> ParseQualifiedName(std::string_view text);
 // that would change the statement's meaning where chgate writes names (type arguments).
 bool IsPlainIdentifier(std::string_view name);
 
-}  // namespace chgate::sql
+// One table: the (database, table) pair every batch key, schema cache and policy check uses, so
+// two names that share their text ("a.b"."c" and "a"."b.c") stay apart.
+struct TableId {
+  std::string database;
+  std::string table;
+  bool operator==(const TableId&) const = default;
+};
+
+// Splits "table" or "db.table" into a TableId as ClickHouse would read it (ParseQualifiedName);
+// `default_database` when the text names no database. InvalidArgument for text ClickHouse would
+// not read as one table name.
+absl::StatusOr<TableId> ParseTableName(std::string_view text, const std::string& default_database);
+
+}  // namespace chgate::text

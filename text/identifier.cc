@@ -1,9 +1,11 @@
-#include "server/sql/identifier.h"
+#include "text/identifier.h"
+
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
-namespace chgate::sql {
+namespace chgate::text {
 namespace {
 
 // absl::string_view is its own type in this Abseil build; absl's string functions take it.
@@ -200,4 +202,11 @@ bool IsPlainIdentifier(std::string_view name) {
   return true;
 }
 
-}  // namespace chgate::sql
+absl::StatusOr<TableId> ParseTableName(std::string_view text, const std::string& default_database) {
+  absl::StatusOr<QualifiedName> name = ParseQualifiedName(text);
+  if (!name.ok()) return name.status();
+  if (name->database.empty()) return TableId{default_database, std::move(name->name)};
+  return TableId{std::move(name->database), std::move(name->name)};
+}
+
+}  // namespace chgate::text
