@@ -48,6 +48,7 @@ RUN apt-get update \
       --shell /usr/sbin/nologin chgate
 COPY --from=build /out/chgate /out/chgate-cli /usr/local/bin/
 COPY deploy/docker/healthcheck.sh /usr/local/bin/chgate-healthcheck
+COPY THIRD_PARTY_NOTICES.md /usr/share/doc/chgate/THIRD_PARTY_NOTICES.md
 LABEL org.opencontainers.image.title="chgate" \
       org.opencontainers.image.description="gRPC sidecar that batches rows into ClickHouse" \
       org.opencontainers.image.licenses="NOASSERTION"

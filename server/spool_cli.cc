@@ -23,13 +23,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "server/clickhouse/pool.h"
-#include "server/common/status_macros.h"
 #include "server/config/config.h"
 #include "server/ingest/dead_letter.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
 #include "server/wiring.h"
 #include "text/json.h"
+#include "text/status_macros.h"
 
 namespace chgate {
 namespace {
@@ -172,8 +172,8 @@ int List(const config::Config& c, std::ostream& out, std::ostream& err) {
 
 absl::StatusOr<ingest::DeadLetter> Load(const config::Config& c, const std::string& file,
                                         std::string* path) {
-  ASSIGN_OR_RETURN(*path, ResolveFile(c, file));
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(*path));
+  CHGATE_ASSIGN_OR_RETURN(*path, ResolveFile(c, file));
+  CHGATE_ASSIGN_OR_RETURN(std::string bytes, ReadFile(*path));
   return ingest::DecodeDeadLetter(bytes);
 }
 

@@ -14,8 +14,8 @@
 #include "client/cli/json.h"
 #include "client/cli/metrics_scrape.h"
 #include "client/sdk/client.h"
-#include "client/sdk/internal/status_macros.h"
 #include "client/sdk/internal/strings.h"
+#include "text/status_macros.h"
 #include "text/value_parse.h"
 
 namespace chgate::cli {
@@ -82,14 +82,14 @@ absl::StatusOr<std::vector<std::string>> ParseTypeList(std::string_view text) {
     } else if (c == ')') {
       if (--depth < 0) break;
     } else if (c == ',' && depth == 0) {
-      CLIENT_RETURN_IF_ERROR(take(i));
+      CHGATE_RETURN_IF_ERROR(take(i));
     }
   }
   if (depth != 0 || quote != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--types: unbalanced parentheses or quotes in '", Sv(text), "'"));
   }
-  CLIENT_RETURN_IF_ERROR(take(text.size()));
+  CHGATE_RETURN_IF_ERROR(take(text.size()));
   return types;
 }
 
@@ -162,14 +162,14 @@ absl::Status AppendBenchValue(client::ColumnBuilder& column, const v1::Value& va
       const auto& items = value.array_value().values();
       if (type.kind == client::TypeKind::kArray) {
         for (const v1::Value& item : items) {
-          CLIENT_RETURN_IF_ERROR(AppendBenchValue(column.element(), item, name));
+          CHGATE_RETURN_IF_ERROR(AppendBenchValue(column.element(), item, name));
         }
       } else if (type.kind == client::TypeKind::kTuple) {
         if (static_cast<size_t>(items.size()) != type.elements.size()) {
           return mismatch(absl::StrCat(items.size(), " elements"));
         }
         for (int i = 0; i < items.size(); ++i) {
-          CLIENT_RETURN_IF_ERROR(
+          CHGATE_RETURN_IF_ERROR(
               AppendBenchValue(column.element(static_cast<size_t>(i)), items[i], name));
         }
       } else {
@@ -181,8 +181,8 @@ absl::Status AppendBenchValue(client::ColumnBuilder& column, const v1::Value& va
     case v1::Value::kMapValue: {
       if (type.kind != client::TypeKind::kMap) return mismatch("a JSON object");
       for (const v1::MapValue::Entry& entry : value.map_value().entries()) {
-        CLIENT_RETURN_IF_ERROR(AppendBenchValue(column.element(0), entry.key(), name));
-        CLIENT_RETURN_IF_ERROR(AppendBenchValue(column.element(1), entry.value(), name));
+        CHGATE_RETURN_IF_ERROR(AppendBenchValue(column.element(0), entry.key(), name));
+        CHGATE_RETURN_IF_ERROR(AppendBenchValue(column.element(1), entry.value(), name));
       }
       column.EndRow();
       return absl::OkStatus();
@@ -213,7 +213,7 @@ absl::StatusOr<v1::Block> BuildBenchBlock(const BenchRow& row,
   }
   for (uint64_t r = 0; r < rows; ++r) {
     for (size_t i = 0; i < columns.size(); ++i) {
-      CLIENT_RETURN_IF_ERROR(AppendBenchValue(*columns[i], row.values[i], names[i]));
+      CHGATE_RETURN_IF_ERROR(AppendBenchValue(*columns[i], row.values[i], names[i]));
     }
   }
   absl::StatusOr<v1::Block> built = block.Build();
@@ -507,8 +507,8 @@ absl::Duration ProcessCpuTime() {
 
 // chgate's CPU seconds from the metrics page at `url_text`.
 absl::StatusOr<double> ScrapeCpuSeconds(const std::string& url_text, absl::Duration timeout) {
-  CLIENT_ASSIGN_OR_RETURN(MetricsUrl url, ParseMetricsUrl(url_text));
-  CLIENT_ASSIGN_OR_RETURN(std::string page, FetchMetricsPage(url, timeout));
+  CHGATE_ASSIGN_OR_RETURN(MetricsUrl url, ParseMetricsUrl(url_text));
+  CHGATE_ASSIGN_OR_RETURN(std::string page, FetchMetricsPage(url, timeout));
   absl::StatusOr<double> seconds = FindPrometheusSample(page, kCpuMetric);
   if (seconds.status().code() == absl::StatusCode::kNotFound) {
     return absl::NotFoundError(

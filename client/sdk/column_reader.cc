@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/civil_time.h"
-#include "client/sdk/internal/status_macros.h"
 #include "client/sdk/internal/strings.h"
 #include "text/escape.h"
 #include "text/json.h"
+#include "text/status_macros.h"
 #include "text/type_facts.h"
 #include "text/value_text.h"
 
@@ -401,10 +401,10 @@ absl::Status Validate(const v1::Column& column, const ColumnType& type, uint64_t
         return Invalid(type,
                        absl::StrCat(column.children_size(), " children, expected ", children));
       }
-      CLIENT_RETURN_IF_ERROR(
+      CHGATE_RETURN_IF_ERROR(
           CheckOffsets(column, type, rows, std::numeric_limits<uint64_t>::max(), &last));
       for (size_t i = 0; i < children; ++i) {
-        CLIENT_RETURN_IF_ERROR(
+        CHGATE_RETURN_IF_ERROR(
             Validate(column.children(static_cast<int>(i)), type.elements[i], last, depth + 1));
       }
       return absl::OkStatus();
@@ -415,7 +415,7 @@ absl::Status Validate(const v1::Column& column, const ColumnType& type, uint64_t
                                           type.elements.size()));
       }
       for (size_t i = 0; i < type.elements.size(); ++i) {
-        CLIENT_RETURN_IF_ERROR(
+        CHGATE_RETURN_IF_ERROR(
             Validate(column.children(static_cast<int>(i)), type.elements[i], rows, depth + 1));
       }
       return absl::OkStatus();

@@ -4,8 +4,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "client/sdk/internal/status_macros.h"
 #include "client/sdk/internal/strings.h"
+#include "text/status_macros.h"
 #include "text/type_facts.h"
 #include "text/type_name.h"
 

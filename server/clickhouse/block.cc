@@ -8,7 +8,7 @@
 #include "server/clickhouse/columns/nullable.h"
 #include "server/clickhouse/columns/tuple.h"
 #include "server/clickhouse/protocol/revision.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -29,7 +29,7 @@ absl::Status LoadSparseBody(ReadBuffer& in, size_t rows, bool discard, Column& c
   uint64_t total = 0;
   while (true) {
     uint64_t entry = 0;
-    RETURN_IF_ERROR(in.ReadVarUInt(&entry));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&entry));
     const bool last = (entry & kEndOfGranule) != 0;
     const uint64_t count = entry & ~kEndOfGranule;
     if (count > rows || total + count + (last ? 0 : 1) > rows) {
@@ -48,8 +48,8 @@ absl::Status LoadSparseBody(ReadBuffer& in, size_t rows, bool discard, Column& c
   }
   ColumnPtr values = column.CloneEmpty();
   if (!gaps.empty()) {
-    RETURN_IF_ERROR(discard ? values->SkipBody(in, gaps.size())
-                            : values->LoadBody(in, gaps.size()));
+    CHGATE_RETURN_IF_ERROR(discard ? values->SkipBody(in, gaps.size())
+                                   : values->LoadBody(in, gaps.size()));
   }
   if (discard) return absl::OkStatus();
   for (size_t k = 0; k < gaps.size(); ++k) {
@@ -78,12 +78,12 @@ struct Kinds {
 };
 
 absl::Status ReadKinds(ReadBuffer& in, const Column& column, Kinds* kinds) {
-  RETURN_IF_ERROR(in.ReadFixed(&kinds->kind));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&kinds->kind));
   if (column.kind() == ColumnKind::kTuple) {
     const auto& tuple = static_cast<const ColumnTuple&>(column);
     kinds->elements.resize(tuple.element_count());
     for (size_t i = 0; i < tuple.element_count(); ++i) {
-      RETURN_IF_ERROR(ReadKinds(in, *tuple.element(i), &kinds->elements[i]));
+      CHGATE_RETURN_IF_ERROR(ReadKinds(in, *tuple.element(i), &kinds->elements[i]));
     }
   }
   return absl::OkStatus();
@@ -145,7 +145,7 @@ bool ReadsSparse(const Column& column) {
 absl::Status CheckReadable(const Kinds& kinds, const Column& column) {
   if ((kinds.kind == kKindSparse && ReadsSparse(column)) || kinds.kind == kKindDefault) {
     for (size_t i = 0; i < kinds.elements.size(); ++i) {
-      RETURN_IF_ERROR(
+      CHGATE_RETURN_IF_ERROR(
           CheckReadable(kinds.elements[i], *static_cast<const ColumnTuple&>(column).element(i)));
     }
     return absl::OkStatus();
@@ -164,7 +164,8 @@ absl::Status LoadBodyOfKinds(ReadBuffer& in, size_t rows, const Kinds& kinds, bo
     // A tuple's body is its elements' bodies in turn, each in its own kind.
     const auto& tuple = static_cast<const ColumnTuple&>(column);
     for (size_t i = 0; i < tuple.element_count(); ++i) {
-      RETURN_IF_ERROR(LoadBodyOfKinds(in, rows, kinds.elements[i], discard, *tuple.element(i)));
+      CHGATE_RETURN_IF_ERROR(
+          LoadBodyOfKinds(in, rows, kinds.elements[i], discard, *tuple.element(i)));
     }
     return absl::OkStatus();
   }
@@ -230,22 +231,22 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block, bool dis
   if (revision >= revision::kBlockInfo) {
     while (true) {
       uint64_t field = 0;
-      RETURN_IF_ERROR(in.ReadVarUInt(&field));
+      CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&field));
       if (field == 0) break;
       if (field == 1) {
         uint8_t v = 0;
-        RETURN_IF_ERROR(in.ReadFixed(&v));
+        CHGATE_RETURN_IF_ERROR(in.ReadFixed(&v));
         block->info_.is_overflows = v != 0;
       } else if (field == 2) {
-        RETURN_IF_ERROR(in.ReadFixed(&block->info_.bucket_num));
+        CHGATE_RETURN_IF_ERROR(in.ReadFixed(&block->info_.bucket_num));
       } else {
         return absl::DataLossError(absl::StrCat("unknown block info field ", field));
       }
     }
   }
   uint64_t columns = 0, rows = 0;
-  RETURN_IF_ERROR(in.ReadVarUInt(&columns));
-  RETURN_IF_ERROR(in.ReadVarUInt(&rows));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&columns));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&rows));
   if (columns > kMaxBlockColumns || rows > kMaxBlockRows) {
     return absl::DataLossError(
         absl::StrCat("implausible block of ", columns, " columns and ", rows, " rows"));
@@ -253,12 +254,12 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block, bool dis
   block->rows_ = static_cast<size_t>(rows);
   std::string name, type;
   for (uint64_t i = 0; i < columns; ++i) {
-    RETURN_IF_ERROR(in.ReadString(&name, 1 << 20));
-    RETURN_IF_ERROR(in.ReadString(&type, 1 << 20));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&name, 1 << 20));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&type, 1 << 20));
     bool has_custom = false;
     if (revision >= revision::kCustomSerialization) {
       uint8_t flag = 0;
-      RETURN_IF_ERROR(in.ReadFixed(&flag));
+      CHGATE_RETURN_IF_ERROR(in.ReadFixed(&flag));
       has_custom = flag != 0;
     }
     absl::StatusOr<ColumnPtr> column;

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/revision.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 
@@ -32,11 +32,11 @@ Connection::Connection(const ConnectionOptions& options, std::unique_ptr<Transpo
 }
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Connect(const ConnectionOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport,
-                   Transport::Connect(options.host, options.port,
-                                      {.connect_timeout = options.connect_timeout,
-                                       .handshake_timeout = options.handshake_timeout,
-                                       .tls = options.tls}));
+  CHGATE_ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport,
+                          Transport::Connect(options.host, options.port,
+                                             {.connect_timeout = options.connect_timeout,
+                                              .handshake_timeout = options.handshake_timeout,
+                                              .tls = options.tls}));
   std::unique_ptr<Connection> conn(new Connection(options, std::move(transport)));
   absl::Status status = conn->Handshake();
   if (!status.ok()) {
@@ -73,8 +73,8 @@ absl::Status Connection::Flush() {
 absl::Status Connection::Handshake() {
   out_.Clear();
   WriteHello(hello_, out_);
-  RETURN_IF_ERROR(Flush());
-  RETURN_IF_ERROR(CheckNotTls());
+  CHGATE_RETURN_IF_ERROR(Flush());
+  CHGATE_RETURN_IF_ERROR(CheckNotTls());
   absl::StatusOr<ServerInfo> info = ReadServerHello(in_, options_.client_revision);
   if (!info.ok()) return Fail(info.status());
   server_ = *std::move(info);
@@ -82,7 +82,7 @@ absl::Status Connection::Handshake() {
   reader_.set_revision(revision_);
   if (revision_ >= revision::kAddendum) {
     WriteAddendum(revision_, hello_.quota_key, out_);
-    RETURN_IF_ERROR(Flush());
+    CHGATE_RETURN_IF_ERROR(Flush());
   }
   in_.set_read_timeout(options_.read_timeout);
   return absl::OkStatus();
@@ -114,10 +114,10 @@ absl::Status Connection::CheckNotTls() {
 absl::Status Connection::Ping() {
   if (!usable()) return absl::FailedPreconditionError("connection is not usable");
   out_.WriteVarUInt(static_cast<uint64_t>(ClientCode::kPing));
-  RETURN_IF_ERROR(Flush());
+  CHGATE_RETURN_IF_ERROR(Flush());
   in_query_ = true;
   while (true) {
-    ASSIGN_OR_RETURN(Packet * packet, ReceivePacket());
+    CHGATE_ASSIGN_OR_RETURN(Packet * packet, ReceivePacket());
     // Progress or log packets may precede Pong on some servers.
     if (packet->type == PacketType::kPong) {
       in_query_ = false;
@@ -153,7 +153,7 @@ absl::Status Connection::SendQuery(QueryParams query) {
   if (query_compressed_) {
     Block empty;
     WriteBlock(empty, revision_, body_);
-    RETURN_IF_ERROR(WriteCompressedBody());
+    CHGATE_RETURN_IF_ERROR(WriteCompressedBody());
     return absl::OkStatus();
   }
   Block empty;
@@ -175,7 +175,7 @@ absl::Status Connection::WriteCompressedBody() {
     if (!st.ok()) return st;
     if (frames_.size() >= kMaxFrameInput) {
       out_.Reference(frames_.data(), frames_.size());
-      RETURN_IF_ERROR(Flush());
+      CHGATE_RETURN_IF_ERROR(Flush());
       frames_.clear();
     }
     return absl::OkStatus();
@@ -207,7 +207,7 @@ absl::Status Connection::WriteCompressedBody() {
 
 absl::Status Connection::SendData(const Block& block) {
   if (broken_) return absl::FailedPreconditionError("connection is broken");
-  RETURN_IF_ERROR(block.Validate());
+  CHGATE_RETURN_IF_ERROR(block.Validate());
   out_.Clear();
   WriteDataHeader(revision_, out_);
   if (query_compressed_) {
@@ -237,7 +237,7 @@ absl::StatusOr<bool> Connection::WaitForInput(absl::Duration timeout) {
 absl::Status Connection::Resync() {
   out_.Clear();
   out_.WriteVarUInt(static_cast<uint64_t>(ClientCode::kPing));
-  RETURN_IF_ERROR(Flush());
+  CHGATE_RETURN_IF_ERROR(Flush());
   while (true) {
     absl::StatusOr<Packet*> packet = reader_.Next();
     if (!packet.ok()) return Fail(packet.status());
@@ -295,9 +295,9 @@ absl::Status Connection::Select(QueryParams query,
   QueryResult local;
   if (result == nullptr) result = &local;
   *result = {};
-  RETURN_IF_ERROR(SendQuery(std::move(query)));
+  CHGATE_RETURN_IF_ERROR(SendQuery(std::move(query)));
   while (true) {
-    ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
+    CHGATE_ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
     switch (p->type) {
       case PacketType::kData:
         if (p->block.rows() > 0) {
@@ -330,9 +330,9 @@ absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block*
   QueryResult local;
   if (result == nullptr) result = &local;
   *result = {};
-  for (const Block* b : blocks) RETURN_IF_ERROR(b->Validate());
-  RETURN_IF_ERROR(SendQuery(std::move(insert_query)));
-  ASSIGN_OR_RETURN(Block header, ReadInsertHeader());
+  for (const Block* b : blocks) CHGATE_RETURN_IF_ERROR(b->Validate());
+  CHGATE_RETURN_IF_ERROR(SendQuery(std::move(insert_query)));
+  CHGATE_ASSIGN_OR_RETURN(Block header, ReadInsertHeader());
   absl::Status mismatch;
   for (const Block* b : blocks) {
     if (b->column_count() != header.column_count()) {
@@ -362,10 +362,10 @@ absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block*
   }
   for (const Block* b : blocks) {
     if (b->rows() == 0) continue;
-    RETURN_IF_ERROR(SendData(*b));
+    CHGATE_RETURN_IF_ERROR(SendData(*b));
     result->rows += b->rows();
     ++result->blocks;
-    RETURN_IF_ERROR(ReadWhileInserting(result));
+    CHGATE_RETURN_IF_ERROR(ReadWhileInserting(result));
   }
   return FinishInsert(result);
 }
@@ -394,7 +394,7 @@ absl::Status Connection::ReadWhileInserting(QueryResult* result) {
 absl::StatusOr<Block> Connection::ReadInsertHeader() {
   // The server answers with the table's header block (0 rows), maybe after TableColumns.
   while (true) {
-    ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
+    CHGATE_ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
     if (p->type == PacketType::kData) return std::move(p->block);
     if (p->type == PacketType::kEndOfStream) {
       return absl::FailedPreconditionError("server ended the INSERT before sending its header");
@@ -404,19 +404,19 @@ absl::StatusOr<Block> Connection::ReadInsertHeader() {
 
 absl::Status Connection::FinishInsert(QueryResult* result) {
   Block empty;
-  RETURN_IF_ERROR(SendData(empty));
+  CHGATE_RETURN_IF_ERROR(SendData(empty));
   while (true) {
-    ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
+    CHGATE_ASSIGN_OR_RETURN(Packet * p, ReceivePacket());
     if (p->type == PacketType::kEndOfStream) return absl::OkStatus();
     if (p->type == PacketType::kProgress) result->progress.Add(p->progress);
   }
 }
 
 absl::StatusOr<Block> Connection::DescribeInsert(QueryParams insert_query) {
-  RETURN_IF_ERROR(SendQuery(std::move(insert_query)));
-  ASSIGN_OR_RETURN(Block header, ReadInsertHeader());
+  CHGATE_RETURN_IF_ERROR(SendQuery(std::move(insert_query)));
+  CHGATE_ASSIGN_OR_RETURN(Block header, ReadInsertHeader());
   QueryResult ignored;
-  RETURN_IF_ERROR(FinishInsert(&ignored));
+  CHGATE_RETURN_IF_ERROR(FinishInsert(&ignored));
   return header;
 }
 

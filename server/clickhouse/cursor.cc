@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 
@@ -28,7 +28,7 @@ void Cursor::Finish(absl::Status status) {
 absl::StatusOr<bool> Cursor::WaitUnlessInterrupted() {
   while (true) {
     if (options_.interrupted()) return false;
-    ASSIGN_OR_RETURN(bool ready, conn_->WaitForInput(options_.poll_interval));
+    CHGATE_ASSIGN_OR_RETURN(bool ready, conn_->WaitForInput(options_.poll_interval));
     if (ready) return true;
   }
 }

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/common/status_macros.h"
 #include "server/log/log.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/clickhouse/protocol/settings.h"
-#include "server/common/status_macros.h"
 #include "server/common/string_view.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -21,7 +21,7 @@ std::string VersionOf(const Connection& conn) {
 // Rows of a query of string columns, each row's columns as text.
 absl::StatusOr<std::vector<std::vector<std::string>>> Rows(Connection& conn, std::string sql) {
   std::vector<std::vector<std::string>> rows;
-  RETURN_IF_ERROR(conn.Select({.query = std::move(sql)}, [&](const Block& block) {
+  CHGATE_RETURN_IF_ERROR(conn.Select({.query = std::move(sql)}, [&](const Block& block) {
     for (size_t r = 0; r < block.rows(); ++r) {
       std::vector<std::string>& row = rows.emplace_back(block.column_count());
       for (size_t c = 0; c < block.column_count(); ++c) {
@@ -54,15 +54,17 @@ absl::StatusOr<ServerCatalog> ReadServerCatalog(Connection& conn) {
   ServerCatalog out;
   out.version = VersionOf(conn);
   out.revision = conn.revision();
-  ASSIGN_OR_RETURN(auto typed, Rows(conn,
-                                    "SELECT name FROM system.columns WHERE database = 'system' "
-                                    "AND table = 'settings' AND name = 'type'"));
-  ASSIGN_OR_RETURN(auto rows, Rows(conn, typed.empty() ? "SELECT name, '' FROM system.settings"
-                                                       : "SELECT name, type FROM system.settings"));
+  CHGATE_ASSIGN_OR_RETURN(auto typed,
+                          Rows(conn,
+                               "SELECT name FROM system.columns WHERE database = 'system' "
+                               "AND table = 'settings' AND name = 'type'"));
+  CHGATE_ASSIGN_OR_RETURN(auto rows,
+                          Rows(conn, typed.empty() ? "SELECT name, '' FROM system.settings"
+                                                   : "SELECT name, type FROM system.settings"));
   for (auto& row : rows) {
     if (row.size() == 2) out.types.emplace(std::move(row[0]), std::move(row[1]));
   }
-  ASSIGN_OR_RETURN(auto functions, Rows(conn, "SELECT name FROM system.table_functions"));
+  CHGATE_ASSIGN_OR_RETURN(auto functions, Rows(conn, "SELECT name FROM system.table_functions"));
   for (auto& row : functions) {
     if (row.size() == 1) out.table_functions.insert(absl::AsciiStrToLower(row[0]));
   }
@@ -112,7 +114,7 @@ absl::StatusOr<std::shared_ptr<const ServerCatalog>> ServerCatalogCache::Get(Con
     auto it = servers_.find(key);
     if (it != servers_.end()) return it->second;
   }
-  ASSIGN_OR_RETURN(ServerCatalog read, ReadServerCatalog(conn));
+  CHGATE_ASSIGN_OR_RETURN(ServerCatalog read, ReadServerCatalog(conn));
   auto shared = std::make_shared<const ServerCatalog>(std::move(read));
   absl::MutexLock lock(&mu_);
   return servers_.emplace(key, std::move(shared)).first->second;

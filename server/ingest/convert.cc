@@ -26,7 +26,7 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
 #include "server/clickhouse/columns/variant.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 #include "text/type_facts.h"
 #include "text/value_parse.h"
 #include "text/value_text.h"
@@ -266,7 +266,7 @@ absl::Status PlanNode(Column* column, const ConvertOptions& options, Nodes* node
   node.column = column;
   switch (column->kind()) {
     case clickhouse::ColumnKind::kFixed:
-      RETURN_IF_ERROR(PlanFixed(static_cast<ColumnFixed&>(*column), options, &node));
+      CHGATE_RETURN_IF_ERROR(PlanFixed(static_cast<ColumnFixed&>(*column), options, &node));
       break;
     case clickhouse::ColumnKind::kString:
       node.op = Op::kString;
@@ -327,7 +327,7 @@ absl::Status PlanNode(Column* column, const ConvertOptions& options, Nodes* node
   nodes->resize(nodes->size() + node.child_count);
   (*nodes)[index] = node;
   for (size_t i = 0; i < node.child_count; ++i) {
-    RETURN_IF_ERROR(PlanNode(ChildColumn(node, i), options, nodes, node.first_child + i));
+    CHGATE_RETURN_IF_ERROR(PlanNode(ChildColumn(node, i), options, nodes, node.first_child + i));
   }
   return absl::OkStatus();
 }

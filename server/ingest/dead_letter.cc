@@ -6,8 +6,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "server/common/status_macros.h"
 #include "server/ingest/spool_record.h"
+#include "text/status_macros.h"
 
 namespace chgate::ingest {
 namespace {
@@ -105,7 +105,7 @@ absl::StatusOr<DeadLetter> DecodeDeadLetter(std::string_view bytes, bool header_
     } else if (key == "identity") {
       letter.identity = std::string(value);
     } else if (key == "unreadable") {
-      ASSIGN_OR_RETURN(letter.unreadable, ParseLsns(value));
+      CHGATE_ASSIGN_OR_RETURN(letter.unreadable, ParseLsns(value));
     } else if (key == "error") {
       letter.error = std::string(value);
     }

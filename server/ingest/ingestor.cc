@@ -17,11 +17,11 @@
 #include "server/clickhouse/protocol/packets.h"
 #include "server/common/failpoint.h"
 #include "server/common/random_id.h"
-#include "server/common/status_macros.h"
 #include "server/ingest/dead_letter.h"
 #include "server/ingest/spool_record.h"
 #include "server/log/log.h"
 #include "text/identifier.h"
+#include "text/status_macros.h"
 
 namespace chgate::ingest {
 namespace {
@@ -738,7 +738,7 @@ absl::Status Ingestor::Convert(const Request& request, const TableSchema& s, Pen
   }
   if (request.block != nullptr) {
     clickhouse::Block& b = *request.block;
-    RETURN_IF_ERROR(b.Validate());
+    CHGATE_RETURN_IF_ERROR(b.Validate());
     if (b.column_count() != s.names.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "block has ", b.column_count(), " columns, the insert expects ", s.names.size()));

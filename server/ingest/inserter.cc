@@ -6,8 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/common/status_macros.h"
 #include "text/identifier.h"
+#include "text/status_macros.h"
 
 namespace chgate::ingest {
 namespace {
@@ -49,10 +49,10 @@ std::string InsertQuery(const TableId& table, const std::vector<std::string>& co
 absl::StatusOr<TableSchema> ClickHouseInserter::Describe(const TableId& table,
                                                          const std::vector<std::string>& columns,
                                                          absl::Time deadline) {
-  ASSIGN_OR_RETURN(clickhouse::PooledConnection conn, pool_->Acquire(deadline));
+  CHGATE_ASSIGN_OR_RETURN(clickhouse::PooledConnection conn, pool_->Acquire(deadline));
   DeadlineScope scope(conn.get(), pool_->options().connection.read_timeout, deadline);
-  ASSIGN_OR_RETURN(clickhouse::Block header,
-                   conn->DescribeInsert({.query = InsertQuery(table, columns)}));
+  CHGATE_ASSIGN_OR_RETURN(clickhouse::Block header,
+                          conn->DescribeInsert({.query = InsertQuery(table, columns)}));
   TableSchema schema;
   schema.server_time_zone = conn->server_info().timezone;
   for (const clickhouse::NamedColumn& c : header.columns()) {
@@ -64,7 +64,7 @@ absl::StatusOr<TableSchema> ClickHouseInserter::Describe(const TableId& table,
 
 absl::Status ClickHouseInserter::Insert(const TableId& table, const clickhouse::Block& block,
                                         const InsertAttempt& attempt, absl::Time deadline) {
-  ASSIGN_OR_RETURN(clickhouse::PooledConnection conn, pool_->Acquire(deadline));
+  CHGATE_ASSIGN_OR_RETURN(clickhouse::PooledConnection conn, pool_->Acquire(deadline));
   std::vector<std::string> names;
   for (const clickhouse::NamedColumn& c : block.columns()) names.push_back(c.name);
   clickhouse::QueryParams query{.query_id = attempt.query_id, .query = InsertQuery(table, names)};
@@ -104,7 +104,7 @@ std::string Literal(std::string_view text) {
 absl::StatusOr<std::vector<std::string>> FirstRow(clickhouse::Connection& conn,
                                                   const std::string& sql) {
   std::vector<std::string> row;
-  RETURN_IF_ERROR(conn.Select({.query = sql}, [&](const clickhouse::Block& block) {
+  CHGATE_RETURN_IF_ERROR(conn.Select({.query = sql}, [&](const clickhouse::Block& block) {
     if (!row.empty() || block.rows() == 0) return absl::OkStatus();
     for (size_t c = 0; c < block.column_count(); ++c) {
       row.emplace_back();
@@ -139,19 +139,20 @@ std::optional<uint64_t> TableSetting(std::string_view engine_full, std::string_v
 
 absl::StatusOr<DedupWindow> ClickHouseInserter::DedupWindowOf(const TableId& table,
                                                               absl::Time deadline) {
-  ASSIGN_OR_RETURN(clickhouse::PooledConnection conn, pool_->Acquire(deadline));
+  CHGATE_ASSIGN_OR_RETURN(clickhouse::PooledConnection conn, pool_->Acquire(deadline));
   DeadlineScope scope(conn.get(), pool_->options().connection.read_timeout, deadline);
   const std::string where =
       absl::StrCat("database = ", Literal(table.database), " AND name = ", Literal(table.table));
-  ASSIGN_OR_RETURN(std::vector<std::string> t,
-                   FirstRow(*conn, absl::StrCat("SELECT engine, engine_full FROM system.tables "
-                                                "WHERE ",
-                                                where)));
+  CHGATE_ASSIGN_OR_RETURN(
+      std::vector<std::string> t,
+      FirstRow(*conn, absl::StrCat("SELECT engine, engine_full FROM system.tables "
+                                   "WHERE ",
+                                   where)));
   DedupWindow w;
   if (t.size() < 2) return absl::NotFoundError(absl::StrCat("no table ", where));
   w.replicated = absl::StartsWith(t[0], "Replicated");
   if (!w.replicated) return w;
-  ASSIGN_OR_RETURN(
+  CHGATE_ASSIGN_OR_RETURN(
       std::vector<std::string> defaults,
       FirstRow(*conn,
                "SELECT toString(sumIf(toUInt64OrZero(value), name = "

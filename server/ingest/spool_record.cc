@@ -5,7 +5,7 @@
 #include "server/clickhouse/protocol/revision.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::ingest {
 namespace {
@@ -119,19 +119,19 @@ absl::StatusOr<SpoolRecordHeader> DecodeSpoolRecord(std::string_view payload,
   SpoolRecordHeader h;
   uint8_t kind = 0, version = 0;
   auto read_head = [&]() -> absl::Status {
-    RETURN_IF_ERROR(in.ReadFixed(&kind));
-    RETURN_IF_ERROR(in.ReadFixed(&version));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&kind));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&version));
     if ((kind != 1 && kind != 2) || version != kVersion) {
       return absl::DataLossError(absl::StrCat("kind ", kind, ", version ", version));
     }
     h.kind = static_cast<SpoolRecordKind>(kind);
-    RETURN_IF_ERROR(in.ReadString(&h.table.database, kMaxName));
-    RETURN_IF_ERROR(in.ReadString(&h.table.table, kMaxName));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&h.table.database, kMaxName));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&h.table.table, kMaxName));
     uint64_t n = 0;
-    RETURN_IF_ERROR(in.ReadVarUInt(&n));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&n));
     if (n > kMaxColumns) return absl::DataLossError(absl::StrCat(n, " columns"));
     h.columns.resize(n);
-    for (std::string& c : h.columns) RETURN_IF_ERROR(in.ReadString(&c, kMaxName));
+    for (std::string& c : h.columns) CHGATE_RETURN_IF_ERROR(in.ReadString(&c, kMaxName));
     return absl::OkStatus();
   };
   if (absl::Status st = read_head(); !st.ok()) return Malformed(st);

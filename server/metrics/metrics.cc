@@ -19,7 +19,7 @@
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_type.h"
 #include "prometheus/text_serializer.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::metrics {
 namespace {
@@ -586,11 +586,12 @@ void Metrics::RegisterCollectable(std::weak_ptr<prometheus::Collectable> collect
 absl::StatusOr<std::unique_ptr<HttpServer>> Metrics::StartServer(const std::string& address) {
   // The page is rendered from the collector, which the server keeps alive on its own.
   std::shared_ptr<Collector> collector = collector_;
-  ASSIGN_OR_RETURN(std::unique_ptr<HttpServer> server, HttpServer::Start(address, [collector] {
-                     return HttpServer::Page{
-                         .content_type = "text/plain; version=0.0.4; charset=utf-8",
-                         .body = prometheus::TextSerializer().Serialize(collector->Collect())};
-                   }));
+  CHGATE_ASSIGN_OR_RETURN(
+      std::unique_ptr<HttpServer> server, HttpServer::Start(address, [collector] {
+        return HttpServer::Page{
+            .content_type = "text/plain; version=0.0.4; charset=utf-8",
+            .body = prometheus::TextSerializer().Serialize(collector->Collect())};
+      }));
   port_.store(server->port(), std::memory_order_release);
   return server;
 }

@@ -10,7 +10,6 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "server/common/status_macros.h"
 #include "server/ingest/value_error.h"
 #include "server/log/log.h"
 #include "server/service/api_security.h"
@@ -18,6 +17,7 @@
 #include "server/service/proto_values.h"
 #include "server/service/raw_messages.h"
 #include "server/service/status.h"
+#include "text/status_macros.h"
 
 namespace chgate::service {
 namespace {
@@ -81,7 +81,7 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
       }
       names.push_back(block.columns(i).name());
     }
-    RETURN_IF_ERROR(CheckColumnNames(names));
+    CHGATE_RETURN_IF_ERROR(CheckColumnNames(names));
   } else {
     if (static_cast<size_t>(block.columns_size()) != columns.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -107,7 +107,7 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
     }
     return absl::OkStatus();  // no data: resolve the table only
   }
-  RETURN_IF_ERROR(ConvertBlock(block, names, &out->block));
+  CHGATE_RETURN_IF_ERROR(ConvertBlock(block, names, &out->block));
   columns = std::move(names);
   out->request.block = &out->block;
   out->row_count = block.rows();
@@ -148,7 +148,7 @@ absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline,
           absl::StrCat("unknown `ack_mode` ", static_cast<int>(message.ack_mode())));
   }
   request.columns.assign(message.columns().begin(), message.columns().end());
-  RETURN_IF_ERROR(CheckColumnNames(request.columns));
+  CHGATE_RETURN_IF_ERROR(CheckColumnNames(request.columns));
   switch (message.data_case()) {
     case v1::InsertRequest::kRows:
       out->rows.emplace(&message.rows());
@@ -156,7 +156,7 @@ absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline,
       out->row_count = static_cast<uint64_t>(message.rows().rows_size());
       break;
     case v1::InsertRequest::kBlock:
-      RETURN_IF_ERROR(PrepareBlock(message.block(), out));
+      CHGATE_RETURN_IF_ERROR(PrepareBlock(message.block(), out));
       break;
     case v1::InsertRequest::DATA_NOT_SET:
       break;

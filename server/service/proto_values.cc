@@ -17,10 +17,10 @@
 #include "server/clickhouse/columns/nullable.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
-#include "server/common/status_macros.h"
 #include "server/ingest/convert.h"
 #include "server/ingest/value_error.h"
 #include "server/service/query_block.h"
+#include "text/status_macros.h"
 #include "text/type_facts.h"
 #include "text/value_parse.h"
 #include "text/value_text.h"
@@ -545,7 +545,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildFixed(const v1::Column& src, uint64_t
                                                  const Position& pos) {
   const FixedForm convenience = ConvenienceForm(dst->fixed_kind());
   if (dst->fixed_kind() == clickhouse::FixedKind::kNothing) {
-    RETURN_IF_ERROR(CheckFields(src, pos, 0));
+    CHGATE_RETURN_IF_ERROR(CheckFields(src, pos, 0));
     if (rows > 0) return LayoutError(pos, "Nothing has no values (only NULLs in Nullable)");
     return std::make_unique<FixedNode>(src, dst, FixedForm::kNone);
   }
@@ -566,7 +566,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildFixed(const v1::Column& src, uint64_t
     default:
       break;
   }
-  RETURN_IF_ERROR(CheckFields(src, pos, allowed));
+  CHGATE_RETURN_IF_ERROR(CheckFields(src, pos, allowed));
   const unsigned present = PresentFields(src) & allowed;
   if (std::popcount(present) > 1) {
     return LayoutError(pos,
@@ -627,7 +627,7 @@ class StringNode final : public Node {
 absl::StatusOr<std::unique_ptr<Node>> BuildString(const v1::Column& src, uint64_t rows,
                                                   clickhouse::ColumnString* dst,
                                                   const Position& pos) {
-  RETURN_IF_ERROR(CheckFields(src, pos, kData | kOffsets | kStrings));
+  CHGATE_RETURN_IF_ERROR(CheckFields(src, pos, kData | kOffsets | kStrings));
   const unsigned present = PresentFields(src);
   if ((present & kStrings) != 0) {
     if ((present & (kData | kOffsets)) != 0) {
@@ -640,7 +640,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildString(const v1::Column& src, uint64_
     return std::make_unique<StringNode>(src, dst, true);
   }
   if (rows == 0 && present == 0) return std::make_unique<StringNode>(src, dst, true);
-  ASSIGN_OR_RETURN(const uint64_t last, CheckOffsets(src.offsets(), rows, pos, "bytes"));
+  CHGATE_ASSIGN_OR_RETURN(const uint64_t last, CheckOffsets(src.offsets(), rows, pos, "bytes"));
   if (last != src.data().size()) {
     return LayoutError(pos, absl::StrCat("`offsets` end at byte ", last, " but `data` has ",
                                          src.data().size(), " bytes"));
@@ -672,7 +672,7 @@ class NullableNode final : public Node {
       uint64_t run_end = i;
       while (run_end < end && nulls[run_end] == 0) ++run_end;
       for (uint64_t r = i; r < run_end; ++r) dst_.AppendNotNull();
-      RETURN_IF_ERROR(nested_->Append(i, run_end));
+      CHGATE_RETURN_IF_ERROR(nested_->Append(i, run_end));
       i = run_end;
     }
     return absl::OkStatus();
@@ -709,7 +709,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildNullable(const v1::Column& src, uint6
   if (all_null && (PresentFields(src) & ~kNulls) == 0) return node;  // only NULLs, no values
   Position nested = SameRows(pos, node.get());
   nested.shares_nulls = true;
-  ASSIGN_OR_RETURN(node->nested_, Build(src, rows, dst->nested().get(), std::move(nested)));
+  CHGATE_ASSIGN_OR_RETURN(node->nested_, Build(src, rows, dst->nested().get(), std::move(nested)));
   return node;
 }
 
@@ -724,7 +724,7 @@ class ArrayNode final : public Node {
     for (uint64_t row = begin; row < end; ++row) {
       const uint64_t from = RowStart(offsets, row);
       const uint64_t to = offsets.Get(static_cast<int>(row));
-      for (const auto& child : children_) RETURN_IF_ERROR(child->Append(from, to));
+      for (const auto& child : children_) CHGATE_RETURN_IF_ERROR(child->Append(from, to));
       dst_.FinishRow();
     }
     return absl::OkStatus();
@@ -740,8 +740,9 @@ class ArrayNode final : public Node {
 absl::StatusOr<std::unique_ptr<Node>> BuildArray(const v1::Column& src, uint64_t rows,
                                                  clickhouse::ColumnArray* dst,
                                                  const Position& pos) {
-  RETURN_IF_ERROR(CheckFields(src, pos, kOffsets | kChildren));
-  ASSIGN_OR_RETURN(const uint64_t elements, CheckOffsets(src.offsets(), rows, pos, "elements"));
+  CHGATE_RETURN_IF_ERROR(CheckFields(src, pos, kOffsets | kChildren));
+  CHGATE_ASSIGN_OR_RETURN(const uint64_t elements,
+                          CheckOffsets(src.offsets(), rows, pos, "elements"));
   auto node = std::make_unique<ArrayNode>(src, dst);
   Place(pos, node.get());
   std::vector<clickhouse::Column*> targets;
@@ -766,7 +767,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildArray(const v1::Column& src, uint64_t
                                           : Link::kMapValue,
                    .parent_offsets = &src.offsets(),
                    .where = ChildWhere(pos, i)};
-    ASSIGN_OR_RETURN(
+    CHGATE_ASSIGN_OR_RETURN(
         std::unique_ptr<Node> c,
         Build(src.children(i), elements, targets[static_cast<size_t>(i)], std::move(child)));
     node->children_.push_back(std::move(c));
@@ -779,7 +780,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildArray(const v1::Column& src, uint64_t
 class TupleNode final : public Node {
  public:
   absl::Status Append(uint64_t begin, uint64_t end) override {
-    for (const auto& element : elements_) RETURN_IF_ERROR(element->Append(begin, end));
+    for (const auto& element : elements_) CHGATE_RETURN_IF_ERROR(element->Append(begin, end));
     return absl::OkStatus();
   }
 
@@ -789,7 +790,7 @@ class TupleNode final : public Node {
 absl::StatusOr<std::unique_ptr<Node>> BuildTuple(const v1::Column& src, uint64_t rows,
                                                  clickhouse::ColumnTuple* dst,
                                                  const Position& pos) {
-  RETURN_IF_ERROR(CheckFields(src, pos, kChildren));
+  CHGATE_RETURN_IF_ERROR(CheckFields(src, pos, kChildren));
   const size_t n = dst->element_count();
   auto node = std::make_unique<TupleNode>();
   Place(pos, node.get());
@@ -806,8 +807,9 @@ absl::StatusOr<std::unique_ptr<Node>> BuildTuple(const v1::Column& src, uint64_t
                    .link = Link::kTupleElement,
                    .label = name.empty() ? absl::StrCat(".", i + 1) : absl::StrCat(".", name),
                    .where = ChildWhere(pos, static_cast<int>(i))};
-    ASSIGN_OR_RETURN(std::unique_ptr<Node> c, Build(src.children(static_cast<int>(i)), rows,
-                                                    dst->element(i).get(), std::move(child)));
+    CHGATE_ASSIGN_OR_RETURN(
+        std::unique_ptr<Node> c,
+        Build(src.children(static_cast<int>(i)), rows, dst->element(i).get(), std::move(child)));
     node->elements_.push_back(std::move(c));
   }
   return node;
@@ -822,7 +824,7 @@ class LowCardinalityNode final : public Node {
 
   absl::Status Append(uint64_t begin, uint64_t end) override {
     scratch_->Clear();
-    RETURN_IF_ERROR(inner_->Append(begin, end));
+    CHGATE_RETURN_IF_ERROR(inner_->Append(begin, end));
     const clickhouse::Column* values = scratch_.get();
     const clickhouse::ColumnNullable* nullable = nullptr;
     if (dst_.nullable()) {
@@ -842,14 +844,14 @@ class LowCardinalityNode final : public Node {
       if (nullable != nullptr && nullable->IsNull(i)) {
         dst_.AppendNull();
       } else if (strings != nullptr) {
-        RETURN_IF_ERROR(dst_.AppendString(strings->At(i)));
+        CHGATE_RETURN_IF_ERROR(dst_.AppendString(strings->At(i)));
       } else if (fixed_string) {
         std::string_view v(fixed->RawAt(i), fixed->width());
         while (!v.empty() && v.back() == '\0') v.remove_suffix(1);
-        RETURN_IF_ERROR(dst_.AppendString(v));
+        CHGATE_RETURN_IF_ERROR(dst_.AppendString(v));
       } else {
         dst_.dictionary()->AppendRange(*values, i, i + 1);
-        RETURN_IF_ERROR(dst_.AppendFromDictionaryTail());
+        CHGATE_RETURN_IF_ERROR(dst_.AppendFromDictionaryTail());
       }
     }
     return absl::OkStatus();
@@ -866,10 +868,11 @@ absl::StatusOr<std::unique_ptr<Node>> BuildLowCardinality(const v1::Column& src,
                                                           clickhouse::ColumnLowCardinality* dst,
                                                           const Position& pos) {
   if (dst->type().args.size() != 1) return LayoutError(pos, "malformed LowCardinality type");
-  ASSIGN_OR_RETURN(clickhouse::ColumnPtr scratch, clickhouse::CreateColumn(dst->type().args[0]));
+  CHGATE_ASSIGN_OR_RETURN(clickhouse::ColumnPtr scratch,
+                          clickhouse::CreateColumn(dst->type().args[0]));
   auto node = std::make_unique<LowCardinalityNode>(dst, scratch);
   Place(pos, node.get());
-  ASSIGN_OR_RETURN(node->inner_, Build(src, rows, scratch.get(), SameRows(pos, node.get())));
+  CHGATE_ASSIGN_OR_RETURN(node->inner_, Build(src, rows, scratch.get(), SameRows(pos, node.get())));
   return node;
 }
 
@@ -885,7 +888,7 @@ class TextNode final : public Node {
 
   absl::Status Append(uint64_t begin, uint64_t end) override {
     scratch_->Clear();
-    RETURN_IF_ERROR(inner_->Append(begin, end));
+    CHGATE_RETURN_IF_ERROR(inner_->Append(begin, end));
     const auto& nullable = static_cast<const clickhouse::ColumnNullable&>(*scratch_);
     const auto& strings = static_cast<const clickhouse::ColumnString&>(*nullable.nested());
     ingest::ConvertOptions options;
@@ -911,10 +914,11 @@ class TextNode final : public Node {
 
 absl::StatusOr<std::unique_ptr<Node>> BuildText(const v1::Column& src, uint64_t rows,
                                                 clickhouse::Column* dst, const Position& pos) {
-  ASSIGN_OR_RETURN(clickhouse::ColumnPtr scratch, clickhouse::CreateColumn("Nullable(String)"));
+  CHGATE_ASSIGN_OR_RETURN(clickhouse::ColumnPtr scratch,
+                          clickhouse::CreateColumn("Nullable(String)"));
   auto node = std::make_unique<TextNode>(dst, scratch);
   Place(pos, node.get());
-  ASSIGN_OR_RETURN(node->inner_, Build(src, rows, scratch.get(), SameRows(pos, node.get())));
+  CHGATE_ASSIGN_OR_RETURN(node->inner_, Build(src, rows, scratch.get(), SameRows(pos, node.get())));
   return node;
 }
 
@@ -953,7 +957,8 @@ absl::StatusOr<std::unique_ptr<Node>> Build(const v1::Column& src, uint64_t rows
 absl::Status AppendProtoColumn(const v1::Column& src, uint64_t rows, std::string_view column,
                                clickhouse::Column* dst) {
   const Scope scope{.column = std::string(column), .type = dst->type_name()};
-  ASSIGN_OR_RETURN(std::unique_ptr<Node> root, Build(src, rows, dst, Position{.scope = &scope}));
+  CHGATE_ASSIGN_OR_RETURN(std::unique_ptr<Node> root,
+                          Build(src, rows, dst, Position{.scope = &scope}));
   return root->Append(0, rows);
 }
 
@@ -981,7 +986,7 @@ absl::Status ConvertBlock(const v1::Block& block, std::span<const std::string> n
                            ingest::PrintableName(src.type()), "): ", column.status().message())),
           {.column = name, .type = src.type()});
     }
-    RETURN_IF_ERROR(AppendProtoColumn(src, block.rows(), name, column->get()));
+    CHGATE_RETURN_IF_ERROR(AppendProtoColumn(src, block.rows(), name, column->get()));
     out->AddColumn(name, *std::move(column));
   }
   return absl::OkStatus();

@@ -14,7 +14,7 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
 #include "server/clickhouse/columns/variant.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 #include "text/value_text.h"
 
 namespace chgate::service {
@@ -117,7 +117,7 @@ absl::Status CheckColumn(const Column& col, std::string_view path) {
     case ColumnKind::kTuple: {
       const auto& tuple = static_cast<const ColumnTuple&>(col);
       for (size_t i = 0; i < tuple.element_count(); ++i) {
-        RETURN_IF_ERROR(CheckColumn(*tuple.element(i), path));
+        CHGATE_RETURN_IF_ERROR(CheckColumn(*tuple.element(i), path));
       }
       return absl::OkStatus();
     }
@@ -235,7 +235,7 @@ std::string_view ElementName(const Column& tuple, size_t i) {
 
 absl::Status CheckResultColumns(const clickhouse::Block& header) {
   for (const clickhouse::NamedColumn& c : header.columns()) {
-    RETURN_IF_ERROR(CheckColumn(*c.column, c.name));
+    CHGATE_RETURN_IF_ERROR(CheckColumn(*c.column, c.name));
   }
   return absl::OkStatus();
 }

@@ -12,11 +12,11 @@
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/common/random_id.h"
-#include "server/common/status_macros.h"
 #include "server/log/log.h"
 #include "server/service/query_block.h"
 #include "server/sql/query_policy.h"
 #include "text/identifier.h"
+#include "text/status_macros.h"
 
 namespace chgate::service {
 namespace {
@@ -157,7 +157,7 @@ absl::Status QueryRun::Run() {
   const absl::Time started = clock_->Now();
   if (observer_ != nullptr) observer_->QueryStarted();
   absl::Status status = [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(conn_, Acquire());
+    CHGATE_ASSIGN_OR_RETURN(conn_, Acquire());
     absl::Status ran = RunOnConnection();
     ReleaseConnection();
     return ran;
@@ -167,18 +167,18 @@ absl::Status QueryRun::Run() {
 }
 
 absl::Status QueryRun::RunOnConnection() {
-  RETURN_IF_ERROR(CheckServer());
-  RETURN_IF_ERROR(CheckWithServer());
+  CHGATE_RETURN_IF_ERROR(CheckServer());
+  CHGATE_RETURN_IF_ERROR(CheckWithServer());
   // A statement that may change the session (USE, SET, temporary tables) does not hand its
   // connection back to the pool.
   discard_ = !sql::KeepsSession(request_.sql());
-  RETURN_IF_ERROR(UseDatabase());
-  ASSIGN_OR_RETURN(clickhouse::QueryParams params, Parameters());
+  CHGATE_RETURN_IF_ERROR(UseDatabase());
+  CHGATE_ASSIGN_OR_RETURN(clickhouse::QueryParams params, Parameters());
   query_id_ = params.query_id;
   clickhouse::CursorOptions hooks = CursorHooks();
   sent_at_ = clock_->Now();
   cursor_.emplace(conn_.get(), std::move(params), std::move(hooks));
-  RETURN_IF_ERROR(Stream());
+  CHGATE_RETURN_IF_ERROR(Stream());
   return Trailer();
 }
 
@@ -214,14 +214,15 @@ absl::Status QueryRun::CheckServer() const {
 }
 
 absl::Status QueryRun::CheckWithServer() {
-  ASSIGN_OR_RETURN(std::shared_ptr<const clickhouse::ServerCatalog> server,
-                   options_.server_catalog->Get(*conn_));
+  CHGATE_ASSIGN_OR_RETURN(std::shared_ptr<const clickhouse::ServerCatalog> server,
+                          options_.server_catalog->Get(*conn_));
   sql::QueryPolicy policy;
   policy.allowed_table_functions.insert(options_.allowed_table_functions.begin(),
                                         options_.allowed_table_functions.end());
-  RETURN_IF_ERROR(sql::CheckTableFunctions(request_.sql(), policy, server->table_functions));
+  CHGATE_RETURN_IF_ERROR(sql::CheckTableFunctions(request_.sql(), policy, server->table_functions));
   for (const auto& [name, value] : request_.settings()) {
-    ASSIGN_OR_RETURN(std::string checked, clickhouse::CheckSettingForServer(name, value, *server));
+    CHGATE_ASSIGN_OR_RETURN(std::string checked,
+                            clickhouse::CheckSettingForServer(name, value, *server));
     settings_.push_back({.name = name, .value = std::move(checked), .important = true});
   }
   // A stable order (the request's map has none), so a query's packet is reproducible.

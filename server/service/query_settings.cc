@@ -8,8 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/protocol/settings.h"
-#include "server/common/status_macros.h"
 #include "server/common/string_view.h"
+#include "text/status_macros.h"
 
 namespace chgate::service {
 namespace {
@@ -150,7 +150,7 @@ absl::Status QuerySettingsPolicy::Check(std::string_view name, std::string_view 
         " is not one callers may set (the operator can allow it with --query-allowed-settings)"));
   }
   if (const clickhouse::SettingSpec* spec = clickhouse::FindSetting(name); spec != nullptr) {
-    RETURN_IF_ERROR(clickhouse::CheckSettingValue(*spec, value).status());
+    CHGATE_RETURN_IF_ERROR(clickhouse::CheckSettingValue(*spec, value).status());
   }
   return absl::OkStatus();
 }

@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "server/common/failpoint.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::spool {
 namespace {
@@ -60,7 +60,7 @@ class Spool::Recovery {
   // Scans every segment, cuts or quarantines what is bad, and fills the spool's segments,
   // pending records and next LSN. Returns the records to replay.
   absl::StatusOr<std::vector<SpoolRecord>> Run() {
-    ASSIGN_OR_RETURN(std::vector<std::string> names, ops_->ListDir(spool_.dir_));
+    CHGATE_ASSIGN_OR_RETURN(std::vector<std::string> names, ops_->ListDir(spool_.dir_));
     std::vector<uint64_t> firsts;
     for (const std::string& name : names) {
       if (auto lsn = ParseSegmentFileName(name)) firsts.push_back(*lsn);
@@ -68,11 +68,11 @@ class Spool::Recovery {
     std::sort(firsts.begin(), firsts.end());
     // Before anything is changed: a segment of another format version (written by a newer
     // chgate, say, before a rollback) stops the start with every file left as it is.
-    for (uint64_t first : firsts) RETURN_IF_ERROR(CheckVersion(first));
+    for (uint64_t first : firsts) CHGATE_RETURN_IF_ERROR(CheckVersion(first));
     for (size_t i = 0; i < firsts.size(); ++i) {
-      RETURN_IF_ERROR(RecoverSegment(firsts[i], i + 1 == firsts.size()));
+      CHGATE_RETURN_IF_ERROR(RecoverSegment(firsts[i], i + 1 == firsts.size()));
     }
-    if (dir_changed_) RETURN_IF_ERROR(spool_.SyncDir());
+    if (dir_changed_) CHGATE_RETURN_IF_ERROR(spool_.SyncDir());
     return Finish();
   }
 
@@ -87,12 +87,13 @@ class Spool::Recovery {
 
   absl::Status CheckVersion(uint64_t first) {
     const std::string name = SegmentFileName(first);
-    ASSIGN_OR_RETURN(const int fd, ops_->Open(absl::StrCat(spool_.dir_, "/", name), O_RDONLY, 0));
+    CHGATE_ASSIGN_OR_RETURN(const int fd,
+                            ops_->Open(absl::StrCat(spool_.dir_, "/", name), O_RDONLY, 0));
     std::string head(kSegmentHeaderSize, '\0');
     absl::StatusOr<size_t> got = ops_->ReadAt(fd, head.data(), head.size(), 0);
     const absl::Status closed = ops_->Close(fd);
-    RETURN_IF_ERROR(got.status());
-    RETURN_IF_ERROR(closed);
+    CHGATE_RETURN_IF_ERROR(got.status());
+    CHGATE_RETURN_IF_ERROR(closed);
     head.resize(*got);
     const SegmentScan scan = ScanSegment(head, first);
     if (scan.unknown_version) {
@@ -109,11 +110,11 @@ class Spool::Recovery {
     const std::string name = SegmentFileName(first);
     const std::string path = absl::StrCat(spool_.dir_, "/", name);
     ++report_.segments;
-    ASSIGN_OR_RETURN(const int fd, ops_->Open(path, O_RDWR, 0));
+    CHGATE_ASSIGN_OR_RETURN(const int fd, ops_->Open(path, O_RDWR, 0));
     absl::Status st = RecoverOpenSegment(fd, first, last, name, path);
     const absl::Status closed = ops_->Close(fd);
-    RETURN_IF_ERROR(st);
-    RETURN_IF_ERROR(closed);
+    CHGATE_RETURN_IF_ERROR(st);
+    CHGATE_RETURN_IF_ERROR(closed);
     return absl::OkStatus();
   }
 
@@ -121,12 +122,12 @@ class Spool::Recovery {
                                   const std::string& path) {
     // What was read may so far be only in the page cache (a process that died before its sync):
     // make it durable before its commit marks let any segment go.
-    RETURN_IF_ERROR(ops_->DataSync(fd));
-    ASSIGN_OR_RETURN(const uint64_t size, ops_->FileSize(fd));
+    CHGATE_RETURN_IF_ERROR(ops_->DataSync(fd));
+    CHGATE_ASSIGN_OR_RETURN(const uint64_t size, ops_->FileSize(fd));
     // One buffer for every segment: a fresh one each time would fault in (and zero) a whole
     // segment's pages again, which measured as most of a full spool's start.
     if (buffer_.size() < size) buffer_.resize(size);
-    ASSIGN_OR_RETURN(const size_t got, ops_->ReadAt(fd, buffer_.data(), size, 0));
+    CHGATE_ASSIGN_OR_RETURN(const size_t got, ops_->ReadAt(fd, buffer_.data(), size, 0));
     const std::string_view data(buffer_.data(), got);
     const SegmentScan scan = ScanSegment(data, first);
     if (!scan.bad_reason.empty()) {
@@ -135,17 +136,18 @@ class Spool::Recovery {
         // A crash mid-append: nothing but the unfinished write follows the last good record.
         report_.bytes_cut += bad_bytes;
       } else {
-        ASSIGN_OR_RETURN(std::string moved_to, WriteQuarantine(name, data.substr(scan.good_end)));
+        CHGATE_ASSIGN_OR_RETURN(std::string moved_to,
+                                WriteQuarantine(name, data.substr(scan.good_end)));
         report_.quarantined.push_back(RecoveryReport::Quarantine{
             name, std::move(moved_to), scan.good_end, bad_bytes, scan.bad_reason});
         report_.bytes_quarantined += bad_bytes;
       }
-      RETURN_IF_ERROR(ops_->Truncate(fd, scan.good_end));
-      RETURN_IF_ERROR(ops_->DataSync(fd));
+      CHGATE_RETURN_IF_ERROR(ops_->Truncate(fd, scan.good_end));
+      CHGATE_RETURN_IF_ERROR(ops_->DataSync(fd));
     }
     if (scan.records.empty()) {
       // Nothing in it (a segment started just before a crash, or wholly bad): no information.
-      RETURN_IF_ERROR(ops_->Unlink(path));
+      CHGATE_RETURN_IF_ERROR(ops_->Unlink(path));
       dir_changed_ = true;
       ++report_.segments_deleted;
       return absl::OkStatus();
@@ -162,7 +164,7 @@ class Spool::Recovery {
                        : std::string(r.payload.substr(0, spool_.options_.replay_head_bytes)),
                  first, r.offset, r.payload.size()};
       } else {
-        ASSIGN_OR_RETURN(std::vector<LsnRange> ranges, DecodeCommitPayload(r.payload));
+        CHGATE_ASSIGN_OR_RETURN(std::vector<LsnRange> ranges, DecodeCommitPayload(r.payload));
         commits_.insert(commits_.end(), ranges.begin(), ranges.end());
       }
     }
@@ -195,8 +197,8 @@ class Spool::Recovery {
       }
       if (st.ok()) st = ops_->DataSync(*fd);
       const absl::Status closed = ops_->Close(*fd);
-      RETURN_IF_ERROR(st);
-      RETURN_IF_ERROR(closed);
+      CHGATE_RETURN_IF_ERROR(st);
+      CHGATE_RETURN_IF_ERROR(closed);
       dir_changed_ = true;
       return name;
     }
@@ -263,19 +265,19 @@ absl::StatusOr<Spool::Opened> Spool::Open(std::string dir, SpoolOptions options)
   if (options.min_free_bytes == 0) options.min_free_bytes = 2 * options.segment_bytes;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   FileOps* ops = options.file_ops;
-  RETURN_IF_ERROR(ops->MakeDir(dir));
+  CHGATE_RETURN_IF_ERROR(ops->MakeDir(dir));
 
   std::unique_ptr<Spool> spool(new Spool(dir, std::move(options)));
   const std::string lock_path = absl::StrCat(dir, "/LOCK");
-  ASSIGN_OR_RETURN(spool->lock_fd_, ops->Open(lock_path, O_RDWR | O_CREAT, 0644));
+  CHGATE_ASSIGN_OR_RETURN(spool->lock_fd_, ops->Open(lock_path, O_RDWR | O_CREAT, 0644));
   if (absl::Status st = ops->LockExclusive(spool->lock_fd_); !st.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("spool directory ", dir, " is in use by another spool (", st.message(), ")"));
   }
 
-  RETURN_IF_ERROR(spool->LoadOrMakeId());
+  CHGATE_RETURN_IF_ERROR(spool->LoadOrMakeId());
   Opened opened;
-  ASSIGN_OR_RETURN(opened.replay, Recovery(*spool, opened.report).Run());
+  CHGATE_ASSIGN_OR_RETURN(opened.replay, Recovery(*spool, opened.report).Run());
   {
     absl::MutexLock l(&spool->mu_);
     spool->RefreshFreeBytesLocked(/*force=*/true);
@@ -284,7 +286,7 @@ absl::StatusOr<Spool::Opened> Spool::Open(std::string dir, SpoolOptions options)
   spool->last_set_aside_scan_ = absl::Now();
   // Appends go to a new segment: the recovered ones stay as they are, and the new one's commit
   // snapshot lets the committed ones go.
-  RETURN_IF_ERROR(spool->StartSegment());
+  CHGATE_RETURN_IF_ERROR(spool->StartSegment());
   const uint64_t deleted_before = spool->Stats().segments_deleted;
   spool->DeleteCommittedSegments();
   opened.report.segments_deleted += spool->Stats().segments_deleted - deleted_before;
@@ -300,7 +302,7 @@ absl::Status Spool::LoadOrMakeId() {
     char buf[64];
     absl::StatusOr<size_t> got = ops_->ReadAt(*fd, buf, sizeof(buf), 0);
     (void)ops_->Close(*fd);
-    RETURN_IF_ERROR(got.status());
+    CHGATE_RETURN_IF_ERROR(got.status());
     std::string_view text(buf, *got);
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
     if (text.size() != 32 || text.find_first_not_of("0123456789abcdef") != text.npos) {
@@ -314,7 +316,7 @@ absl::Status Spool::LoadOrMakeId() {
   std::random_device random;
   std::string id;
   for (int i = 0; i < 4; ++i) absl::StrAppend(&id, absl::Hex(random(), absl::kZeroPad8));
-  RETURN_IF_ERROR(WriteFileAtomically(ops_, dir_, "ID", absl::StrCat(id, "\n")));
+  CHGATE_RETURN_IF_ERROR(WriteFileAtomically(ops_, dir_, "ID", absl::StrCat(id, "\n")));
   id_ = std::move(id);
   return absl::OkStatus();
 }
@@ -397,7 +399,7 @@ absl::Status Spool::AppendData(std::string payload, AppendCallback done, bool ex
 absl::StatusOr<uint64_t> Spool::AppendAndWait(std::string_view payload, bool exempt) {
   absl::Notification done;
   absl::StatusOr<uint64_t> result;
-  RETURN_IF_ERROR(AppendData(
+  CHGATE_RETURN_IF_ERROR(AppendData(
       std::string(payload),
       [&](absl::StatusOr<uint64_t> lsn) {
         result = std::move(lsn);
@@ -434,14 +436,14 @@ absl::StatusOr<std::string> Spool::Read(uint64_t lsn) const {
     absl::MutexLock w(&read_mu_);
     auto it = read_fds_.find(where.segment);
     if (it == read_fds_.end()) {
-      ASSIGN_OR_RETURN(const int fd, ops_->Open(path, O_RDONLY, 0));
+      CHGATE_ASSIGN_OR_RETURN(const int fd, ops_->Open(path, O_RDONLY, 0));
       it = read_fds_.emplace(where.segment, fd).first;
     }
     got = ops_->ReadAt(it->second, bytes.data(), bytes.size(), where.offset);
   }
-  RETURN_IF_ERROR(got->status());
+  CHGATE_RETURN_IF_ERROR(got->status());
   bytes.resize(**got);
-  ASSIGN_OR_RETURN(std::string_view payload, CheckDataRecord(bytes, lsn));
+  CHGATE_ASSIGN_OR_RETURN(std::string_view payload, CheckDataRecord(bytes, lsn));
   bytes.erase(0, payload.data() - bytes.data());
   return bytes;
 }
@@ -969,10 +971,10 @@ void Spool::DeleteCommittedSegments() {
 }
 
 absl::Status Spool::SyncDir() {
-  ASSIGN_OR_RETURN(const int fd, ops_->Open(dir_, O_RDONLY | O_DIRECTORY, 0));
+  CHGATE_ASSIGN_OR_RETURN(const int fd, ops_->Open(dir_, O_RDONLY | O_DIRECTORY, 0));
   const absl::Status st = ops_->Sync(fd);
   const absl::Status closed = ops_->Close(fd);
-  RETURN_IF_ERROR(st);
+  CHGATE_RETURN_IF_ERROR(st);
   return closed;
 }
 

@@ -10,9 +10,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "server/common/status_macros.h"
 #include "server/sql/lexer.h"
 #include "text/identifier.h"
+#include "text/status_macros.h"
 
 namespace chgate::sql {
 namespace {
@@ -145,7 +145,7 @@ bool InsertHasInlineData(const std::vector<Token>& st) {
 }
 
 absl::Status CheckTokens(const std::vector<Token>& tokens, const QueryPolicy& policy) {
-  RETURN_IF_ERROR(ForEachCall(tokens, [&](const std::string& name) {
+  CHGATE_RETURN_IF_ERROR(ForEachCall(tokens, [&](const std::string& name) {
     if (!IsRefusedTableFunction(name) || policy.allowed_table_functions.contains(name)) {
       return absl::OkStatus();
     }
@@ -243,7 +243,7 @@ absl::Status CheckTableFunctions(std::string_view sql, const QueryPolicy& policy
   for (const LexerOptions& reading : kReadings) {
     absl::StatusOr<std::vector<Token>> tokens = Tokenize(sql, reading);
     if (!tokens.ok()) return tokens.status();
-    RETURN_IF_ERROR(ForEachCall(*tokens, [&](const std::string& name) {
+    CHGATE_RETURN_IF_ERROR(ForEachCall(*tokens, [&](const std::string& name) {
       if (!server_table_functions.contains(name) || IsDefaultTableFunction(name) ||
           policy.allowed_table_functions.contains(name)) {
         return absl::OkStatus();

@@ -17,7 +17,7 @@
 #include "server/clickhouse/wire/gather.h"
 #include "server/clickhouse/wire/stream.h"
 #include "server/clickhouse/wire/transport.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -48,7 +48,7 @@ absl::Status AppendData(std::string_view body, FrameCompressor* compressor,
   size_t off = 0;
   do {
     std::span<const char> piece(body.data() + off, std::min(kMaxFrameInput, body.size() - off));
-    RETURN_IF_ERROR(
+    CHGATE_RETURN_IF_ERROR(
         compressor->Compress(std::span<const std::span<const char>>(&piece, 1), frames));
     off += piece.size();
   } while (off < body.size());

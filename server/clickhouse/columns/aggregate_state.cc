@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -52,7 +52,7 @@ absl::StatusOr<Arg> Classify(const TypeAst& type) {
     return absl::InvalidArgumentError(
         absl::StrCat("expected an argument type, got ", FormatTypeName(type)));
   }
-  ASSIGN_OR_RETURN(ColumnPtr column, CreateColumn(type));
+  CHGATE_ASSIGN_OR_RETURN(ColumnPtr column, CreateColumn(type));
   Arg arg;
   switch (column->kind()) {
     case ColumnKind::kString:
@@ -144,7 +144,8 @@ class AggregateFormatBuilder {
     AggregateStateFormat format;
     format.function_ = function.name;
     std::vector<TypeAst> arg_types(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-    RETURN_IF_ERROR(Resolve(function.name, function.args, arg_types, version, &format.steps_));
+    CHGATE_RETURN_IF_ERROR(
+        Resolve(function.name, function.args, arg_types, version, &format.steps_));
     for (const Step& step : format.steps_) AppendEmpty(step, &format.empty_state_);
     return format;
   }
@@ -198,7 +199,7 @@ class AggregateFormatBuilder {
   // The single-value state (SingleValueData*) of an argument.
   absl::Status SingleValue(std::string_view function, const TypeAst& type,
                            std::vector<Step>* steps) const {
-    ASSIGN_OR_RETURN(Arg arg, Classify(type));
+    CHGATE_ASSIGN_OR_RETURN(Arg arg, Classify(type));
     switch (arg.kind) {
       case Arg::Kind::kString:
         steps->push_back({Part::kSingleString});
@@ -229,7 +230,7 @@ class AggregateFormatBuilder {
     }
     if (IsBase(name)) {
       for (const TypeAst& arg : args) {
-        ASSIGN_OR_RETURN(Arg a, Classify(arg));
+        CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(arg));
         if (a.kind == Arg::Kind::kNullable) {
           return Unknown(name,
                          "its state for Nullable arguments (with the Null combinator's "
@@ -240,7 +241,7 @@ class AggregateFormatBuilder {
     const size_t arity = args.size();
     if (name == "sum" || name == "sumWithOverflow" || name == "sumKahan" || name == "avg") {
       if (arity != 1) return Bad(absl::StrCat(std::string(name), " takes one argument"));
-      ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
+      CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
       const bool integral =
           a.kind == Arg::Kind::kUInt || a.kind == Arg::Kind::kInt || a.kind == Arg::Kind::kBool;
       if (!integral && a.kind != Arg::Kind::kFloat && a.kind != Arg::Kind::kDecimal) {
@@ -268,7 +269,7 @@ class AggregateFormatBuilder {
     }
     if (name == "argMin" || name == "argMax") {
       if (arity != 2) return Bad(absl::StrCat(std::string(name), " takes two arguments"));
-      RETURN_IF_ERROR(SingleValue(name, args[0], steps));
+      CHGATE_RETURN_IF_ERROR(SingleValue(name, args[0], steps));
       return SingleValue(name, args[1], steps);
     }
     if (name == "uniq") {
@@ -281,7 +282,7 @@ class AggregateFormatBuilder {
     }
     if (name == "uniqExact") {
       if (arity != 1) return Unknown(name, "its state for several arguments is not known here");
-      ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
+      CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
       if (IsNumber(a) || a.kind == Arg::Kind::kBool) {
         steps->push_back({Part::kCountedFixed, a.width});
       } else if (a.kind == Arg::Kind::kString || a.kind == Arg::Kind::kFixedString) {
@@ -294,7 +295,7 @@ class AggregateFormatBuilder {
     }
     if (name == "groupArray") {
       if (arity != 1 || params.size() > 1) return Bad("groupArray takes one argument");
-      ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
+      CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
       if (IsNumber(a) || a.kind == Arg::Kind::kBool || a.kind == Arg::Kind::kDate ||
           a.kind == Arg::Kind::kDateTime) {
         steps->push_back({Part::kCountedFixed, a.width});
@@ -308,7 +309,7 @@ class AggregateFormatBuilder {
     }
     if (name == "quantile" || name == "quantiles") {
       if (arity != 1) return Bad(absl::StrCat(std::string(name), " takes one argument"));
-      ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
+      CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
       if (!IsNumber(a)) {
         return Unknown(
             name, absl::StrCat("its state for ", FormatTypeName(args[0]), " is not known here"));
@@ -319,7 +320,7 @@ class AggregateFormatBuilder {
     // Combinators, innermost last in the name (sumArrayIf = If over Array over sum).
     if (name.size() > 2 && EndsWith(name, "If")) {
       if (args.empty()) return Bad("an -If function needs a condition argument");
-      ASSIGN_OR_RETURN(Arg cond, Classify(args.back()));
+      CHGATE_ASSIGN_OR_RETURN(Arg cond, Classify(args.back()));
       if (!(cond.kind == Arg::Kind::kUInt && cond.width == 1) && cond.kind != Arg::Kind::kBool) {
         return Bad("the condition of an -If function must be UInt8");
       }
@@ -341,7 +342,7 @@ class AggregateFormatBuilder {
           args[0].name != "AggregateFunction") {
         return Bad("a -Merge function takes one AggregateFunction argument");
       }
-      ASSIGN_OR_RETURN(AggregateStateFormat inner, AggregateStateFormat::Create(args[0]));
+      CHGATE_ASSIGN_OR_RETURN(AggregateStateFormat inner, AggregateStateFormat::Create(args[0]));
       if (inner.function() != name.substr(0, name.size() - 5)) {
         return Bad("a -Merge function must merge states of its own function");
       }
@@ -386,7 +387,7 @@ class StateCopier {
   template <typename T>
   absl::StatusOr<T> Fixed() {
     T v;
-    RETURN_IF_ERROR(in_.ReadFixed(&v));
+    CHGATE_RETURN_IF_ERROR(in_.ReadFixed(&v));
     out_->AppendFixed(v);
     return v;
   }
@@ -395,7 +396,7 @@ class StateCopier {
     uint64_t v = 0;
     for (int shift = 0; shift < 70; shift += 7) {
       uint8_t byte = 0;
-      RETURN_IF_ERROR(in_.ReadFixed(&byte));
+      CHGATE_RETURN_IF_ERROR(in_.ReadFixed(&byte));
       out_->PushBack(static_cast<char>(byte));
       if (shift < 64) v |= static_cast<uint64_t>(byte & 0x7f) << shift;
       if ((byte & 0x80) == 0) return v;
@@ -421,58 +422,58 @@ absl::Status AggregateStateFormat::CopyState(ReadBuffer& in, ByteBuffer* out) co
   for (const Step& step : steps_) {
     switch (step.part) {
       case Part::kFixed:
-        RETURN_IF_ERROR(copy.Bytes(step.width));
+        CHGATE_RETURN_IF_ERROR(copy.Bytes(step.width));
         break;
       case Part::kVarUInt:
-        RETURN_IF_ERROR(copy.VarUInt().status());
+        CHGATE_RETURN_IF_ERROR(copy.VarUInt().status());
         break;
       case Part::kSingleValue: {
-        ASSIGN_OR_RETURN(uint8_t has, copy.Fixed<uint8_t>());
-        if (has != 0) RETURN_IF_ERROR(copy.Bytes(step.width));
+        CHGATE_ASSIGN_OR_RETURN(uint8_t has, copy.Fixed<uint8_t>());
+        if (has != 0) CHGATE_RETURN_IF_ERROR(copy.Bytes(step.width));
         break;
       }
       case Part::kSingleString: {
-        ASSIGN_OR_RETURN(int32_t size, copy.Fixed<int32_t>());
-        if (size >= 0) RETURN_IF_ERROR(copy.Bytes(static_cast<uint64_t>(size)));
+        CHGATE_ASSIGN_OR_RETURN(int32_t size, copy.Fixed<int32_t>());
+        if (size >= 0) CHGATE_RETURN_IF_ERROR(copy.Bytes(static_cast<uint64_t>(size)));
         break;
       }
       case Part::kUniq:
       case Part::kUniqV1: {
         uint64_t hash_width = 4;
         if (step.part == Part::kUniqV1) {
-          ASSIGN_OR_RETURN(uint8_t flags, copy.Fixed<uint8_t>());
+          CHGATE_ASSIGN_OR_RETURN(uint8_t flags, copy.Fixed<uint8_t>());
           if (flags > 1) return absl::DataLossError(absl::StrCat("uniq state flags ", flags));
           hash_width = flags == 1 ? 4 : 8;
         }
-        ASSIGN_OR_RETURN(uint8_t skip, copy.Fixed<uint8_t>());
+        CHGATE_ASSIGN_OR_RETURN(uint8_t skip, copy.Fixed<uint8_t>());
         if (skip > (hash_width == 4 ? 16 : 63)) {
           return absl::DataLossError(absl::StrCat("uniq state skip degree ", skip));
         }
-        ASSIGN_OR_RETURN(uint64_t n, copy.VarUInt());
+        CHGATE_ASSIGN_OR_RETURN(uint64_t n, copy.VarUInt());
         if (n > kUniqMaxSize) return absl::DataLossError(absl::StrCat("uniq state of ", n));
-        RETURN_IF_ERROR(copy.Count(n, hash_width));
+        CHGATE_RETURN_IF_ERROR(copy.Count(n, hash_width));
         break;
       }
       case Part::kCountedFixed: {
-        ASSIGN_OR_RETURN(uint64_t n, copy.VarUInt());
-        RETURN_IF_ERROR(copy.Count(n, step.width));
+        CHGATE_ASSIGN_OR_RETURN(uint64_t n, copy.VarUInt());
+        CHGATE_RETURN_IF_ERROR(copy.Count(n, step.width));
         break;
       }
       case Part::kCountedString: {
-        ASSIGN_OR_RETURN(uint64_t n, copy.VarUInt());
+        CHGATE_ASSIGN_OR_RETURN(uint64_t n, copy.VarUInt());
         // Every element takes at least one byte, so a corrupt count ends at the data's end.
         for (uint64_t i = 0; i < n; ++i) {
-          ASSIGN_OR_RETURN(uint64_t length, copy.VarUInt());
-          RETURN_IF_ERROR(copy.Bytes(length));
+          CHGATE_ASSIGN_OR_RETURN(uint64_t length, copy.VarUInt());
+          CHGATE_RETURN_IF_ERROR(copy.Bytes(length));
         }
         break;
       }
       case Part::kReservoir: {
-        ASSIGN_OR_RETURN(uint64_t sample_count, copy.Fixed<uint64_t>());
-        ASSIGN_OR_RETURN(uint64_t total, copy.Fixed<uint64_t>());
-        ASSIGN_OR_RETURN(uint64_t rng_length, copy.VarUInt());
-        RETURN_IF_ERROR(copy.Bytes(rng_length));
-        RETURN_IF_ERROR(copy.Count(std::min(sample_count, total), step.width));
+        CHGATE_ASSIGN_OR_RETURN(uint64_t sample_count, copy.Fixed<uint64_t>());
+        CHGATE_ASSIGN_OR_RETURN(uint64_t total, copy.Fixed<uint64_t>());
+        CHGATE_ASSIGN_OR_RETURN(uint64_t rng_length, copy.VarUInt());
+        CHGATE_RETURN_IF_ERROR(copy.Bytes(rng_length));
+        CHGATE_RETURN_IF_ERROR(copy.Count(std::min(sample_count, total), step.width));
         break;
       }
     }

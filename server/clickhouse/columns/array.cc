@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/columns/tuple.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -26,7 +26,7 @@ ColumnPtr ColumnArray::CloneEmpty() const {
 absl::Status ColumnArray::LoadBody(ReadBuffer& in, size_t rows) {
   const size_t first = Size();
   const uint64_t base = first == 0 ? 0 : Offset(first - 1);
-  RETURN_IF_ERROR(ReadBulk(in, rows * 8, &offsets_));
+  CHGATE_RETURN_IF_ERROR(ReadBulk(in, rows * 8, &offsets_));
   // Offsets on the wire are relative to this block; shift them after earlier rows and check
   // that they never decrease.
   uint64_t prev = 0;

@@ -7,7 +7,7 @@
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -27,7 +27,7 @@ constexpr int kMaxBinaryTypeDepth = 32;
 absl::Status ReadBinaryType(ReadBuffer& in, int depth, TypeAst* type) {
   if (depth > kMaxBinaryTypeDepth) return absl::DataLossError("binary type nested too deeply");
   uint8_t code = 0;
-  RETURN_IF_ERROR(in.ReadFixed(&code));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&code));
   static constexpr const char* kSimple[] = {
       nullptr, "UInt8", "UInt16", "UInt32", "UInt64",  "UInt128", "UInt256", "Int8",   "Int16",
       "Int32", "Int64", "Int128", "Int256", "Float32", "Float64", "Date",    "Date32", "DateTime"};
@@ -43,17 +43,17 @@ absl::Status ReadBinaryType(ReadBuffer& in, int depth, TypeAst* type) {
       type->name = code == 0x12 ? "DateTime" : "DateTime64";
       if (code == 0x14) {
         uint8_t precision = 0;
-        RETURN_IF_ERROR(in.ReadFixed(&precision));
+        CHGATE_RETURN_IF_ERROR(in.ReadFixed(&precision));
         type->args.push_back(number(precision));
       }
       std::string zone;
-      RETURN_IF_ERROR(in.ReadString(&zone, kMaxTypeNameSize));
+      CHGATE_RETURN_IF_ERROR(in.ReadString(&zone, kMaxTypeNameSize));
       type->args.push_back(TypeAst{.kind = TypeAst::Kind::kString, .name = std::move(zone)});
       return absl::OkStatus();
     }
     case 0x13: {  // DateTime64(precision)
       uint8_t precision = 0;
-      RETURN_IF_ERROR(in.ReadFixed(&precision));
+      CHGATE_RETURN_IF_ERROR(in.ReadFixed(&precision));
       type->name = "DateTime64";
       type->args.push_back(number(precision));
       return absl::OkStatus();
@@ -63,7 +63,7 @@ absl::Status ReadBinaryType(ReadBuffer& in, int depth, TypeAst* type) {
       return absl::OkStatus();
     case 0x16: {  // FixedString(N)
       uint64_t n = 0;
-      RETURN_IF_ERROR(in.ReadVarUInt(&n));
+      CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&n));
       if (n == 0 || n > (uint64_t{1} << 30)) return absl::DataLossError("bad FixedString size");
       type->name = "FixedString";
       type->args.push_back(number(static_cast<int64_t>(n)));
@@ -74,8 +74,8 @@ absl::Status ReadBinaryType(ReadBuffer& in, int depth, TypeAst* type) {
     case 0x1b:
     case 0x1c: {  // Decimal32/64/128/256(P, S): UInt8 precision, UInt8 scale
       uint8_t precision = 0, scale = 0;
-      RETURN_IF_ERROR(in.ReadFixed(&precision));
-      RETURN_IF_ERROR(in.ReadFixed(&scale));
+      CHGATE_RETURN_IF_ERROR(in.ReadFixed(&precision));
+      CHGATE_RETURN_IF_ERROR(in.ReadFixed(&scale));
       type->name = "Decimal";
       type->args = {number(precision), number(scale)};
       return absl::OkStatus();
@@ -85,19 +85,19 @@ absl::Status ReadBinaryType(ReadBuffer& in, int depth, TypeAst* type) {
       return absl::OkStatus();
     case 0x1e: {  // Array(T)
       TypeAst nested;
-      RETURN_IF_ERROR(ReadBinaryType(in, depth + 1, &nested));
+      CHGATE_RETURN_IF_ERROR(ReadBinaryType(in, depth + 1, &nested));
       type->name = "Array";
       type->args.push_back(std::move(nested));
       return absl::OkStatus();
     }
     case 0x1f: {  // Tuple(T1, ..., Tn)
       uint64_t n = 0;
-      RETURN_IF_ERROR(in.ReadVarUInt(&n));
+      CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&n));
       if (n == 0 || n > 1024) return absl::DataLossError("bad Tuple size in a binary type");
       type->name = "Tuple";
       for (uint64_t i = 0; i < n; ++i) {
         TypeAst element;
-        RETURN_IF_ERROR(ReadBinaryType(in, depth + 1, &element));
+        CHGATE_RETURN_IF_ERROR(ReadBinaryType(in, depth + 1, &element));
         type->args.push_back(std::move(element));
       }
       return absl::OkStatus();
@@ -119,10 +119,10 @@ absl::Status ReadRowBinaryValue(ReadBuffer& in, int depth, Column& column) {
     case ColumnKind::kArray: {
       auto& array = static_cast<ColumnArray&>(column);
       uint64_t n = 0;
-      RETURN_IF_ERROR(in.ReadVarUInt(&n));
+      CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&n));
       if (n > (uint64_t{1} << 32)) return absl::DataLossError("implausible array size");
       for (uint64_t i = 0; i < n; ++i) {
-        RETURN_IF_ERROR(ReadRowBinaryValue(in, depth + 1, *array.nested()));
+        CHGATE_RETURN_IF_ERROR(ReadRowBinaryValue(in, depth + 1, *array.nested()));
       }
       array.FinishRow();
       return absl::OkStatus();
@@ -130,7 +130,7 @@ absl::Status ReadRowBinaryValue(ReadBuffer& in, int depth, Column& column) {
     case ColumnKind::kTuple: {
       auto& tuple = static_cast<ColumnTuple&>(column);
       for (size_t i = 0; i < tuple.element_count(); ++i) {
-        RETURN_IF_ERROR(ReadRowBinaryValue(in, depth + 1, *tuple.element(i)));
+        CHGATE_RETURN_IF_ERROR(ReadRowBinaryValue(in, depth + 1, *tuple.element(i)));
       }
       return absl::OkStatus();
     }
@@ -152,9 +152,9 @@ absl::Status ReadRowBinaryValue(ReadBuffer& in, int depth, Column& column) {
 absl::StatusOr<ColumnPtr> DecodeBinaryValue(std::string_view bytes) {
   MemoryReadBuffer in(bytes);
   TypeAst type;
-  RETURN_IF_ERROR(ReadBinaryType(in, 0, &type));
-  ASSIGN_OR_RETURN(ColumnPtr column, CreateColumn(type));
-  RETURN_IF_ERROR(ReadRowBinaryValue(in, 0, *column));
+  CHGATE_RETURN_IF_ERROR(ReadBinaryType(in, 0, &type));
+  CHGATE_ASSIGN_OR_RETURN(ColumnPtr column, CreateColumn(type));
+  CHGATE_RETURN_IF_ERROR(ReadRowBinaryValue(in, 0, *column));
   if (!in.AtEnd()) return absl::DataLossError("trailing bytes after a binary value");
   return column;
 }
@@ -182,9 +182,9 @@ absl::StatusOr<std::shared_ptr<ColumnVariant>> ColumnDynamic::MakeVariant(
       asts.push_back(TypeAst{.name = std::string(kSharedVariant)});
       continue;
     }
-    ASSIGN_OR_RETURN(TypeAst ast, ParseTypeName(name));
-    RETURN_IF_ERROR(CheckVariantAlternative(ast));
-    ASSIGN_OR_RETURN(ColumnPtr column, CreateColumn(ast));
+    CHGATE_ASSIGN_OR_RETURN(TypeAst ast, ParseTypeName(name));
+    CHGATE_RETURN_IF_ERROR(CheckVariantAlternative(ast));
+    CHGATE_ASSIGN_OR_RETURN(ColumnPtr column, CreateColumn(ast));
     columns.push_back(std::move(column));
     asts.push_back(std::move(ast));
   }
@@ -203,7 +203,7 @@ size_t ColumnDynamic::Find(std::string_view name) const {
 absl::StatusOr<size_t> ColumnDynamic::Insert(const std::string& name) {
   std::vector<std::string> names = names_;
   names.push_back(name);
-  ASSIGN_OR_RETURN(std::shared_ptr<ColumnVariant> wider, MakeVariant(&names));
+  CHGATE_ASSIGN_OR_RETURN(std::shared_ptr<ColumnVariant> wider, MakeVariant(&names));
   std::vector<size_t> mapping(names_.size());
   for (size_t i = 0; i < names_.size(); ++i) {
     mapping[i] = static_cast<size_t>(std::lower_bound(names.begin(), names.end(), names_[i]) -
@@ -217,11 +217,11 @@ absl::StatusOr<size_t> ColumnDynamic::Insert(const std::string& name) {
 }
 
 absl::StatusOr<size_t> ColumnDynamic::AddType(std::string_view type_name) {
-  ASSIGN_OR_RETURN(TypeAst ast, ParseTypeName(type_name));
+  CHGATE_ASSIGN_OR_RETURN(TypeAst ast, ParseTypeName(type_name));
   const std::string name = FormatTypeName(ast);
   if (name == kSharedVariant) return absl::InvalidArgumentError("SharedVariant is not a type");
   if (size_t i = Find(name); i != names_.size()) return i;
-  RETURN_IF_ERROR(CheckVariantAlternative(ast));
+  CHGATE_RETURN_IF_ERROR(CheckVariantAlternative(ast));
   if (static_cast<int64_t>(names_.size()) - 1 >= max_types_) {
     return absl::ResourceExhaustedError(absl::StrCat(Column::type_name(), " already holds ",
                                                      max_types_, " types; cannot add ", name));
@@ -230,7 +230,7 @@ absl::StatusOr<size_t> ColumnDynamic::AddType(std::string_view type_name) {
 }
 
 absl::StatusOr<Column*> ColumnDynamic::AppendValueOf(std::string_view type_name) {
-  ASSIGN_OR_RETURN(size_t index, AddType(type_name));
+  CHGATE_ASSIGN_OR_RETURN(size_t index, AddType(type_name));
   variant_->AppendAlternative(index);
   return variant_->alternative(index).get();
 }
@@ -259,7 +259,7 @@ ColumnPtr ColumnDynamic::CloneEmpty() const {
 
 absl::Status ColumnDynamic::LoadPrefix(ReadBuffer& in) {
   uint64_t version = 0;
-  RETURN_IF_ERROR(in.ReadFixed(&version));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&version));
   if (version == kVersionFlattened || version == kVersionV3) {
     return absl::UnimplementedError(absl::StrCat("Dynamic serialization version ", version,
                                                  " is not supported (only V1 and V2)"));
@@ -268,26 +268,26 @@ absl::Status ColumnDynamic::LoadPrefix(ReadBuffer& in) {
     return absl::DataLossError(absl::StrCat("unknown Dynamic serialization version ", version));
   }
   uint64_t count = 0;
-  if (version == kVersionV1) RETURN_IF_ERROR(in.ReadVarUInt(&count));  // a hint readers skip
-  RETURN_IF_ERROR(in.ReadVarUInt(&count));
+  if (version == kVersionV1) CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&count));  // a hint readers skip
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&count));
   if (count >= ColumnVariant::kMaxAlternatives) {
     return absl::DataLossError(absl::StrCat("Dynamic prefix announces ", count, " types"));
   }
   incoming_names_.clear();
   for (uint64_t i = 0; i < count; ++i) {
     std::string name;
-    RETURN_IF_ERROR(in.ReadString(&name, kMaxTypeNameSize));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&name, kMaxTypeNameSize));
     if (name == kSharedVariant) return absl::DataLossError("Dynamic lists SharedVariant");
     incoming_names_.push_back(std::move(name));
   }
   incoming_names_.emplace_back(kSharedVariant);
-  ASSIGN_OR_RETURN(incoming_, MakeVariant(&incoming_names_));
+  CHGATE_ASSIGN_OR_RETURN(incoming_, MakeVariant(&incoming_names_));
   return incoming_->LoadPrefix(in);
 }
 
 absl::Status ColumnDynamic::LoadBody(ReadBuffer& in, size_t rows) {
   if (incoming_ == nullptr) return absl::DataLossError("Dynamic body without its prefix");
-  RETURN_IF_ERROR(incoming_->LoadBody(in, rows));
+  CHGATE_RETURN_IF_ERROR(incoming_->LoadBody(in, rows));
   // Values that overflowed into SharedVariant are checked now so that printing cannot fail.
   const size_t shared = static_cast<size_t>(
       std::lower_bound(incoming_names_.begin(), incoming_names_.end(), kSharedVariant) -
@@ -310,7 +310,7 @@ absl::Status ColumnDynamic::LoadBody(ReadBuffer& in, size_t rows) {
   }
   std::vector<size_t> mapping(incoming_names_.size());
   for (const std::string& name : incoming_names_) {
-    if (Find(name) == names_.size()) RETURN_IF_ERROR(Insert(name).status());
+    if (Find(name) == names_.size()) CHGATE_RETURN_IF_ERROR(Insert(name).status());
   }
   for (size_t i = 0; i < incoming_names_.size(); ++i) mapping[i] = Find(incoming_names_[i]);
   variant_->AppendRemapped(*incoming_, mapping, 0, incoming_->Size());

@@ -13,7 +13,7 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
 #include "server/clickhouse/columns/variant.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -36,7 +36,7 @@ absl::StatusOr<ColumnPtr> MakeVariant(const TypeAst& type) {
   for (TypeAst arg : type.args) {
     if (arg.kind != TypeAst::Kind::kType) return Bad(type, "arguments must be types");
     arg.element_name.clear();
-    RETURN_IF_ERROR(CheckVariantAlternative(arg));
+    CHGATE_RETURN_IF_ERROR(CheckVariantAlternative(arg));
     if (arg.name == "Nothing" && arg.args.empty()) continue;
     args.push_back(std::move(arg));
   }
@@ -52,7 +52,7 @@ absl::StatusOr<ColumnPtr> MakeVariant(const TypeAst& type) {
   if (args.size() > ColumnVariant::kMaxAlternatives) return Bad(type, "too many types");
   std::vector<ColumnPtr> alternatives;
   for (const TypeAst& arg : args) {
-    ASSIGN_OR_RETURN(ColumnPtr alternative, CreateColumn(arg));
+    CHGATE_ASSIGN_OR_RETURN(ColumnPtr alternative, CreateColumn(arg));
     alternatives.push_back(std::move(alternative));
   }
   TypeAst canonical{.name = "Variant", .args = std::move(args)};
@@ -97,7 +97,7 @@ absl::StatusOr<ColumnPtr> MakeJson(const TypeAst& type, const std::string& name)
         for (const auto& [path, column] : params.typed_paths) {
           if (path == arg.element_name) return Bad(type, "a path is typed twice");
         }
-        ASSIGN_OR_RETURN(ColumnPtr column, CreateColumn(arg));
+        CHGATE_ASSIGN_OR_RETURN(ColumnPtr column, CreateColumn(arg));
         params.typed_paths.emplace_back(arg.element_name, std::move(column));
         break;
       }
@@ -125,12 +125,12 @@ absl::StatusOr<ColumnPtr> Build(const TypeAst& type, const std::string& name) {
 
   // Fixed-width families (numbers, dates, times, Decimal, Enum, UUID, IP, FixedString...): the
   // shared type facts describe them.
-  ASSIGN_OR_RETURN(std::optional<text::FixedType> fixed,
-                   text::DescribeFixed(type, text::UnknownZone::kError));
+  CHGATE_ASSIGN_OR_RETURN(std::optional<text::FixedType> fixed,
+                          text::DescribeFixed(type, text::UnknownZone::kError));
   if (fixed.has_value()) {
     if (fixed->kind == FixedKind::kEnum && name == FormatTypeName(type)) {
       // Named by the resolved type (`Enum8('a' = 1)`), as the server names it.
-      ASSIGN_OR_RETURN(TypeAst resolved, text::ResolveEnum(type));
+      CHGATE_ASSIGN_OR_RETURN(TypeAst resolved, text::ResolveEnum(type));
       return std::make_shared<ColumnFixed>(FormatTypeName(resolved), resolved, *std::move(fixed));
     }
     return std::make_shared<ColumnFixed>(name, type, *std::move(fixed));
@@ -141,28 +141,28 @@ absl::StatusOr<ColumnPtr> Build(const TypeAst& type, const std::string& name) {
   }
   if (family == "Nullable") {
     if (type.args.size() != 1) return Bad(type, "needs one type");
-    ASSIGN_OR_RETURN(ColumnPtr nested, CreateColumn(type.args[0]));
+    CHGATE_ASSIGN_OR_RETURN(ColumnPtr nested, CreateColumn(type.args[0]));
     if (nested->kind() == ColumnKind::kNullable) return Bad(type, "nested Nullable");
     if (CannotBeWrapped(*nested)) return Bad(type, "Variant, Dynamic and JSON cannot be Nullable");
     return std::make_shared<ColumnNullable>(name, type, std::move(nested));
   }
   if (family == "Array") {
     if (type.args.size() != 1) return Bad(type, "needs one type");
-    ASSIGN_OR_RETURN(ColumnPtr nested, CreateColumn(type.args[0]));
+    CHGATE_ASSIGN_OR_RETURN(ColumnPtr nested, CreateColumn(type.args[0]));
     return std::make_shared<ColumnArray>(name, type, std::move(nested));
   }
   if (family == "Tuple") {
     std::vector<ColumnPtr> elements;
     for (const TypeAst& arg : type.args) {
-      ASSIGN_OR_RETURN(ColumnPtr element, CreateColumn(arg));
+      CHGATE_ASSIGN_OR_RETURN(ColumnPtr element, CreateColumn(arg));
       elements.push_back(std::move(element));
     }
     return std::make_shared<ColumnTuple>(name, type, std::move(elements));
   }
   if (family == "Map") {
     if (type.args.size() != 2) return Bad(type, "needs key and value types");
-    ASSIGN_OR_RETURN(ColumnPtr key, CreateColumn(type.args[0]));
-    ASSIGN_OR_RETURN(ColumnPtr value, CreateColumn(type.args[1]));
+    CHGATE_ASSIGN_OR_RETURN(ColumnPtr key, CreateColumn(type.args[0]));
+    CHGATE_ASSIGN_OR_RETURN(ColumnPtr value, CreateColumn(type.args[1]));
     TypeAst tuple_type{.name = "Tuple", .args = {type.args[0], type.args[1]}};
     auto tuple = std::make_shared<ColumnTuple>(FormatTypeName(tuple_type), tuple_type,
                                                std::vector<ColumnPtr>{key, value});
@@ -176,7 +176,7 @@ absl::StatusOr<ColumnPtr> Build(const TypeAst& type, const std::string& name) {
       nullable = true;
       inner = &inner->args[0];
     }
-    ASSIGN_OR_RETURN(ColumnPtr dictionary, CreateColumn(*inner));
+    CHGATE_ASSIGN_OR_RETURN(ColumnPtr dictionary, CreateColumn(*inner));
     if (CannotBeWrapped(*dictionary)) {
       return Bad(type, "Variant, Dynamic and JSON cannot be LowCardinality");
     }
@@ -192,7 +192,7 @@ absl::StatusOr<ColumnPtr> Build(const TypeAst& type, const std::string& name) {
   if (family == "Dynamic") return MakeDynamic(type, name);
   if (family == "JSON") return MakeJson(type, name);
   if (family == "AggregateFunction") {
-    ASSIGN_OR_RETURN(AggregateStateFormat format, AggregateStateFormat::Create(type));
+    CHGATE_ASSIGN_OR_RETURN(AggregateStateFormat format, AggregateStateFormat::Create(type));
     return std::make_shared<ColumnAggregateState>(name, type, std::move(format));
   }
   return absl::UnimplementedError(absl::StrCat("unsupported column type ", name));
@@ -211,7 +211,7 @@ absl::Status CheckVariantAlternative(const TypeAst& type) {
 }
 
 absl::StatusOr<ColumnPtr> CreateColumn(std::string_view type_name) {
-  ASSIGN_OR_RETURN(TypeAst type, ParseTypeName(type_name));
+  CHGATE_ASSIGN_OR_RETURN(TypeAst type, ParseTypeName(type_name));
   return CreateColumn(type);
 }
 
@@ -224,7 +224,7 @@ absl::StatusOr<ColumnPtr> CreateColumn(const TypeAst& input) {
   // An alias keeps its own name on a column of its layout type (whose nested columns are built
   // from the layout, so they keep the names of nested aliases: Ring holds Points).
   for (int depth = 0;; ++depth) {
-    ASSIGN_OR_RETURN(std::optional<TypeAst> layout, text::AliasLayout(type));
+    CHGATE_ASSIGN_OR_RETURN(std::optional<TypeAst> layout, text::AliasLayout(type));
     if (!layout.has_value()) break;
     if (depth > 8) return Bad(input, "aliases nested too deeply");
     type = *std::move(layout);

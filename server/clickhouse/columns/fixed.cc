@@ -21,7 +21,7 @@ absl::Status ReadBulk(ReadBuffer& in, size_t bytes, ByteBuffer* out) {
   while (bytes > 0) {
     size_t step = std::min(bytes, std::max(kBulkStep, in.available()));
     char* dst = out->Prepare(step);
-    RETURN_IF_ERROR(in.Read(dst, step));
+    CHGATE_RETURN_IF_ERROR(in.Read(dst, step));
     out->Commit(step);
     bytes -= step;
   }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "server/clickhouse/columns/column.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 #include "text/type_facts.h"
 #include "text/value_text.h"
 

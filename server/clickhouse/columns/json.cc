@@ -10,8 +10,8 @@
 #include "server/clickhouse/columns/nullable.h"
 #include "server/clickhouse/columns/tuple.h"
 #include "server/clickhouse/columns/variant.h"
-#include "server/common/status_macros.h"
 #include "text/json.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -35,7 +35,7 @@ class JsonChecker {
   absl::Status CheckObjectDocument() {
     SkipSpaces();
     if (!At('{')) return Error("expected a JSON object");
-    RETURN_IF_ERROR(Value(0));
+    CHGATE_RETURN_IF_ERROR(Value(0));
     SkipSpaces();
     if (pos_ != text_.size()) return Error("unexpected characters after the object");
     return absl::OkStatus();
@@ -92,11 +92,11 @@ class JsonChecker {
     while (true) {
       SkipSpaces();
       if (!At('"')) return Error("expected a key");
-      RETURN_IF_ERROR(String());
+      CHGATE_RETURN_IF_ERROR(String());
       SkipSpaces();
       if (!At(':')) return Error("expected ':'");
       ++pos_;
-      RETURN_IF_ERROR(Value(depth + 1));
+      CHGATE_RETURN_IF_ERROR(Value(depth + 1));
       SkipSpaces();
       if (At(',')) {
         ++pos_;
@@ -118,7 +118,7 @@ class JsonChecker {
       return absl::OkStatus();
     }
     while (true) {
-      RETURN_IF_ERROR(Value(depth + 1));
+      CHGATE_RETURN_IF_ERROR(Value(depth + 1));
       SkipSpaces();
       if (At(',')) {
         ++pos_;
@@ -406,7 +406,7 @@ ColumnJson::ColumnJson(std::string type_name, TypeAst type, JsonParams params)
     : Column(std::move(type_name), std::move(type)), params_(std::move(params)) {}
 
 absl::Status ColumnJson::AppendJson(std::string_view text) {
-  RETURN_IF_ERROR(ValidateJsonObject(text));
+  CHGATE_RETURN_IF_ERROR(ValidateJsonObject(text));
   texts_.Append(text);
   return absl::OkStatus();
 }
@@ -418,7 +418,7 @@ ColumnPtr ColumnJson::CloneEmpty() const {
 }
 
 absl::Status ColumnJson::LoadPrefix(ReadBuffer& in) {
-  RETURN_IF_ERROR(in.ReadFixed(&version_));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&version_));
   dynamic_paths_.clear();
   shared_ = nullptr;
   if (version_ == kVersionString) return absl::OkStatus();
@@ -430,24 +430,24 @@ absl::Status ColumnJson::LoadPrefix(ReadBuffer& in) {
     return absl::DataLossError(absl::StrCat("unknown JSON serialization version ", version_));
   }
   uint64_t count = 0;
-  if (version_ == kVersionV1) RETURN_IF_ERROR(in.ReadVarUInt(&count));  // max_dynamic_paths
-  RETURN_IF_ERROR(in.ReadVarUInt(&count));
+  if (version_ == kVersionV1) CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&count));  // max_dynamic_paths
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&count));
   if (count > kMaxDynamicPaths) {
     return absl::DataLossError(absl::StrCat("JSON prefix announces ", count, " dynamic paths"));
   }
   const TypeAst dynamic_type{.name = "Dynamic"};
   for (uint64_t i = 0; i < count; ++i) {
     std::string path;
-    RETURN_IF_ERROR(in.ReadString(&path, kMaxPathSize));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&path, kMaxPathSize));
     dynamic_paths_.emplace_back(
         std::move(path),
         std::make_shared<ColumnDynamic>("Dynamic", dynamic_type, params_.max_dynamic_types));
   }
   for (auto& [path, column] : params_.typed_paths) {
     column->Clear();
-    RETURN_IF_ERROR(column->LoadPrefix(in));
+    CHGATE_RETURN_IF_ERROR(column->LoadPrefix(in));
   }
-  for (auto& [path, column] : dynamic_paths_) RETURN_IF_ERROR(column->LoadPrefix(in));
+  for (auto& [path, column] : dynamic_paths_) CHGATE_RETURN_IF_ERROR(column->LoadPrefix(in));
   // Shared data is Array(Tuple(String, String)), which has no prefix.
   const TypeAst string_type{.name = "String"};
   const TypeAst pair_type{.name = "Tuple", .args = {string_type, string_type}};
@@ -465,9 +465,10 @@ absl::Status ColumnJson::LoadBody(ReadBuffer& in, size_t rows) {
     return texts_.LoadBody(in, rows);
   }
   if (shared_ == nullptr) return absl::DataLossError("JSON body without its prefix");
-  for (auto& [path, column] : params_.typed_paths) RETURN_IF_ERROR(column->LoadBody(in, rows));
-  for (auto& [path, column] : dynamic_paths_) RETURN_IF_ERROR(column->LoadBody(in, rows));
-  RETURN_IF_ERROR(shared_->LoadBody(in, rows));
+  for (auto& [path, column] : params_.typed_paths)
+    CHGATE_RETURN_IF_ERROR(column->LoadBody(in, rows));
+  for (auto& [path, column] : dynamic_paths_) CHGATE_RETURN_IF_ERROR(column->LoadBody(in, rows));
+  CHGATE_RETURN_IF_ERROR(shared_->LoadBody(in, rows));
   const auto& pairs =
       static_cast<const ColumnTuple&>(*static_cast<ColumnArray&>(*shared_).nested());
   const auto& values = static_cast<const ColumnString&>(*pairs.element(1));

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/columns/string.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -146,7 +146,7 @@ void ColumnLowCardinality::AppendRange(const Column& src, size_t begin, size_t e
 
 absl::Status ColumnLowCardinality::LoadPrefix(ReadBuffer& in) {
   uint64_t version = 0;
-  RETURN_IF_ERROR(in.ReadFixed(&version));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&version));
   if (version != kSharedDictionariesWithAdditionalKeys) {
     return absl::DataLossError(
         absl::StrCat("unsupported LowCardinality serialization version ", version));
@@ -158,7 +158,7 @@ absl::Status ColumnLowCardinality::LoadBody(ReadBuffer& in, size_t rows) {
   size_t read = 0;
   while (read < rows) {
     uint64_t index_type = 0;
-    RETURN_IF_ERROR(in.ReadFixed(&index_type));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&index_type));
     if (index_type & kNeedGlobalDictionaryBit) {
       return absl::UnimplementedError("LowCardinality with a global dictionary is not supported");
     }
@@ -170,7 +170,7 @@ absl::Status ColumnLowCardinality::LoadBody(ReadBuffer& in, size_t rows) {
       return absl::DataLossError(absl::StrCat("bad LowCardinality key width code ", width_code));
     }
     uint64_t n_keys = 0;
-    RETURN_IF_ERROR(in.ReadFixed(&n_keys));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&n_keys));
     if (n_keys > (uint64_t{1} << 32)) {
       return absl::DataLossError(absl::StrCat("LowCardinality dictionary of ", n_keys, " keys"));
     }
@@ -179,9 +179,9 @@ absl::Status ColumnLowCardinality::LoadBody(ReadBuffer& in, size_t rows) {
     // NULL placeholder) takes its place, so that decoded data re-encodes to the same bytes.
     if (nullable_ && n_keys > 0 && dictionary_->Size() == 1) dictionary_->Clear();
     const uint64_t base = dictionary_->Size();
-    RETURN_IF_ERROR(dictionary_->LoadBody(in, static_cast<size_t>(n_keys)));
+    CHGATE_RETURN_IF_ERROR(dictionary_->LoadBody(in, static_cast<size_t>(n_keys)));
     uint64_t n_rows = 0;
-    RETURN_IF_ERROR(in.ReadFixed(&n_rows));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&n_rows));
     if (n_rows > rows - read) {
       return absl::DataLossError(
           absl::StrCat("LowCardinality chunk of ", n_rows, " rows exceeds the block"));
@@ -190,7 +190,7 @@ absl::Status ColumnLowCardinality::LoadBody(ReadBuffer& in, size_t rows) {
     const uint64_t dict_size = dictionary_->Size();
     for (uint64_t i = 0; i < n_rows; ++i) {
       uint64_t key = 0;
-      RETURN_IF_ERROR(in.Read(&key, width));
+      CHGATE_RETURN_IF_ERROR(in.Read(&key, width));
       uint64_t global = key + base;
       if (global >= dict_size) {
         return absl::DataLossError(absl::StrCat("LowCardinality index ", key,
@@ -215,7 +215,9 @@ void ColumnLowCardinality::SaveBody(GatherWriter& out) const {
   // body for 0 rows, so a dictionary header here would be taken for the next column's data.
   if (indexes_.empty()) return;
   const uint64_t keys = dictionary_->Size();
-  uint64_t width_code = keys <= 0x100 ? 0 : keys <= 0x10000 ? 1 : 2;
+  // The index width ClickHouse picks for this many keys (18.16 writes UInt8 up to 255 keys, UInt16
+  // from 256 to 65,535, UInt32 from 65,536), so a re-encoded block is the server's bytes.
+  const uint64_t width_code = keys < 0x100 ? 0 : keys < 0x10000 ? 1 : 2;
   out.WriteFixed<uint64_t>(width_code | kHasAdditionalKeysBit | kNeedUpdateDictionaryBit);
   out.WriteFixed<uint64_t>(keys);
   dictionary_->SaveBody(out);

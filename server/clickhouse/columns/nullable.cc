@@ -1,7 +1,7 @@
 #include "server/clickhouse/columns/nullable.h"
 
 #include "server/clickhouse/columns/fixed.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 
@@ -23,7 +23,7 @@ ColumnPtr ColumnNullable::CloneEmpty() const {
 }
 
 absl::Status ColumnNullable::LoadBody(ReadBuffer& in, size_t rows) {
-  RETURN_IF_ERROR(ReadBulk(in, rows, &nulls_));
+  CHGATE_RETURN_IF_ERROR(ReadBulk(in, rows, &nulls_));
   return nested_->LoadBody(in, rows);
 }
 

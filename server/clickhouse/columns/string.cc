@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/fixed.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 
@@ -33,8 +33,8 @@ absl::Status ColumnString::SkipBody(ReadBuffer& in, size_t rows) {
   Clear();
   for (size_t i = 0; i < rows; ++i) {
     uint64_t len = 0;
-    RETURN_IF_ERROR(in.ReadVarUInt(&len));
-    RETURN_IF_ERROR(in.Skip(len));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&len));
+    CHGATE_RETURN_IF_ERROR(in.Skip(len));
   }
   return absl::OkStatus();
 }
@@ -74,7 +74,7 @@ absl::Status ColumnString::LoadBody(ReadBuffer& in, size_t rows) {
   }
   for (size_t i = 0; i < rows; ++i) {
     uint64_t len = 0;
-    RETURN_IF_ERROR(in.ReadVarUInt(&len));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&len));
     if (len > kMaxStringSize) {
       return absl::DataLossError(absl::StrCat("String value of ", len, " bytes at offset ",
                                               in.position(), " exceeds the limit"));
@@ -85,7 +85,7 @@ absl::Status ColumnString::LoadBody(ReadBuffer& in, size_t rows) {
       wire_.Append(in.pos(), n);
       in.Advance(n);
     } else {
-      RETURN_IF_ERROR(ReadBulk(in, n, &wire_));
+      CHGATE_RETURN_IF_ERROR(ReadBulk(in, n, &wire_));
     }
     ends_.push_back(wire_.size());
   }

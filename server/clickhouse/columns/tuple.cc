@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 
@@ -33,17 +33,17 @@ size_t ColumnTuple::ByteSize() const {
 }
 
 absl::Status ColumnTuple::LoadPrefix(ReadBuffer& in) {
-  for (auto& e : elements_) RETURN_IF_ERROR(e->LoadPrefix(in));
+  for (auto& e : elements_) CHGATE_RETURN_IF_ERROR(e->LoadPrefix(in));
   return absl::OkStatus();
 }
 
 absl::Status ColumnTuple::LoadBody(ReadBuffer& in, size_t rows) {
   if (elements_.empty()) {
-    RETURN_IF_ERROR(in.Skip(rows));
+    CHGATE_RETURN_IF_ERROR(in.Skip(rows));
     rows_ += rows;
     return absl::OkStatus();
   }
-  for (auto& e : elements_) RETURN_IF_ERROR(e->LoadBody(in, rows));
+  for (auto& e : elements_) CHGATE_RETURN_IF_ERROR(e->LoadBody(in, rows));
   return absl::OkStatus();
 }
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/fixed.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -101,11 +101,11 @@ size_t ColumnVariant::ByteSize() const {
 }
 
 absl::Status ColumnVariant::LoadPrefix(ReadBuffer& in) {
-  RETURN_IF_ERROR(in.ReadFixed(&mode_));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&mode_));
   if (mode_ != kModeBasic && mode_ != kModeCompact) {
     return absl::DataLossError(absl::StrCat("unknown Variant discriminators mode ", mode_));
   }
-  for (auto& a : alternatives_) RETURN_IF_ERROR(a->LoadPrefix(in));
+  for (auto& a : alternatives_) CHGATE_RETURN_IF_ERROR(a->LoadPrefix(in));
   return absl::OkStatus();
 }
 
@@ -115,8 +115,8 @@ absl::Status ColumnVariant::ReadDiscriminators(ReadBuffer& in, size_t rows) {
   while (read < rows) {
     uint64_t granule = 0;
     uint8_t format = 0;
-    RETURN_IF_ERROR(in.ReadVarUInt(&granule));
-    RETURN_IF_ERROR(in.ReadFixed(&format));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&granule));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&format));
     if (granule == 0 || granule > rows - read) {
       return absl::DataLossError(
           absl::StrCat("Variant granule of ", granule, " rows where ", rows - read, " remain"));
@@ -124,11 +124,11 @@ absl::Status ColumnVariant::ReadDiscriminators(ReadBuffer& in, size_t rows) {
     const size_t n = static_cast<size_t>(granule);
     if (format == kGranuleCompact) {
       uint8_t d = 0;
-      RETURN_IF_ERROR(in.ReadFixed(&d));
+      CHGATE_RETURN_IF_ERROR(in.ReadFixed(&d));
       std::memset(discriminators_.Prepare(n), d, n);
       discriminators_.Commit(n);
     } else if (format == kGranulePlain) {
-      RETURN_IF_ERROR(ReadBulk(in, n, &discriminators_));
+      CHGATE_RETURN_IF_ERROR(ReadBulk(in, n, &discriminators_));
     } else {
       return absl::DataLossError(absl::StrCat("unknown Variant granule format ", format));
     }
@@ -139,7 +139,7 @@ absl::Status ColumnVariant::ReadDiscriminators(ReadBuffer& in, size_t rows) {
 
 absl::Status ColumnVariant::LoadBody(ReadBuffer& in, size_t rows) {
   const size_t first = Size();
-  RETURN_IF_ERROR(ReadDiscriminators(in, rows));
+  CHGATE_RETURN_IF_ERROR(ReadDiscriminators(in, rows));
   std::vector<uint64_t> added(alternatives_.size(), 0);
   offsets_.reserve(first + rows);
   for (size_t row = first; row < first + rows; ++row) {
@@ -158,7 +158,7 @@ absl::Status ColumnVariant::LoadBody(ReadBuffer& in, size_t rows) {
     offsets_.push_back(counts_[d] + added[d]++);
   }
   for (size_t i = 0; i < alternatives_.size(); ++i) {
-    RETURN_IF_ERROR(alternatives_[i]->LoadBody(in, static_cast<size_t>(added[i])));
+    CHGATE_RETURN_IF_ERROR(alternatives_[i]->LoadBody(in, static_cast<size_t>(added[i])));
     counts_[i] += added[i];
   }
   return absl::OkStatus();

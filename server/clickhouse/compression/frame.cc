@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "server/clickhouse/compression/cityhash.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/clickhouse/types/type_ast.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -23,13 +23,13 @@ constexpr std::string_view kInterserverMarker = " INTERSERVER SECRET ";
 
 absl::Status ReadHelloBody(ReadBuffer& in, HelloParams* out) {
   HelloParams hello;
-  RETURN_IF_ERROR(in.ReadString(&hello.client_name, kMaxNameSize));
-  RETURN_IF_ERROR(in.ReadVarUInt(&hello.version_major));
-  RETURN_IF_ERROR(in.ReadVarUInt(&hello.version_minor));
-  RETURN_IF_ERROR(in.ReadVarUInt(&hello.revision));
-  RETURN_IF_ERROR(in.ReadString(&hello.database, kMaxNameSize));
-  RETURN_IF_ERROR(in.ReadString(&hello.user, kMaxNameSize));
-  RETURN_IF_ERROR(in.ReadString(&hello.password, kMaxValueSize));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&hello.client_name, kMaxNameSize));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&hello.version_major));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&hello.version_minor));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&hello.revision));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&hello.database, kMaxNameSize));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&hello.user, kMaxNameSize));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&hello.password, kMaxValueSize));
   if (hello.user == kInterserverMarker) {
     return absl::UnimplementedError("interserver authentication is not supported");
   }
@@ -39,7 +39,7 @@ absl::Status ReadHelloBody(ReadBuffer& in, HelloParams* out) {
 
 absl::Status ReadBool(ReadBuffer& in, bool* out) {
   uint8_t v = 0;
-  RETURN_IF_ERROR(in.ReadFixed(&v));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&v));
   *out = v != 0;
   return absl::OkStatus();
 }
@@ -48,19 +48,19 @@ absl::Status ReadBool(ReadBuffer& in, bool* out) {
 // OkStatus with an empty name at the end of the list.
 absl::Status ReadBinarySetting(ReadBuffer& in, Setting* out) {
   *out = {};
-  RETURN_IF_ERROR(in.ReadString(&out->name, kMaxNameSize));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&out->name, kMaxNameSize));
   if (out->name.empty()) return absl::OkStatus();
   switch (KindOfSetting(out->name)) {
     case SettingKind::kUInt:
     case SettingKind::kBool: {
       uint64_t v = 0;
-      RETURN_IF_ERROR(in.ReadVarUInt(&v));
+      CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&v));
       out->value = absl::StrCat(v);
       return absl::OkStatus();
     }
     case SettingKind::kInt: {
       uint64_t zigzag = 0;
-      RETURN_IF_ERROR(in.ReadVarUInt(&zigzag));
+      CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&zigzag));
       const auto v = static_cast<int64_t>((zigzag >> 1) ^ (uint64_t{0} - (zigzag & 1)));
       out->value = absl::StrCat(v);
       return absl::OkStatus();
@@ -80,10 +80,10 @@ absl::Status ReadBinarySetting(ReadBuffer& in, Setting* out) {
 // One setting (or parameter) from 54429: name, flags, value text.
 absl::Status ReadSettingWithFlags(ReadBuffer& in, Setting* out) {
   *out = {};
-  RETURN_IF_ERROR(in.ReadString(&out->name, kMaxNameSize));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&out->name, kMaxNameSize));
   if (out->name.empty()) return absl::OkStatus();
   uint64_t flags = 0;
-  RETURN_IF_ERROR(in.ReadVarUInt(&flags));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&flags));
   out->important = (flags & 1) != 0;
   out->custom = (flags & 2) != 0;
   return in.ReadString(&out->value, kMaxValueSize);
@@ -120,25 +120,25 @@ absl::StatusOr<std::string> UnquoteParameter(const std::string& name, std::strin
 
 absl::StatusOr<HelloParams> ReadClientHello(ReadBuffer& in) {
   uint64_t code = 0;
-  RETURN_IF_ERROR(in.ReadVarUInt(&code));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&code));
   if (code != static_cast<uint64_t>(ClientCode::kHello)) {
     return absl::DataLossError(absl::StrCat("expected client Hello, got packet code ", code));
   }
   HelloParams hello;
-  RETURN_IF_ERROR(ReadHelloBody(in, &hello));
+  CHGATE_RETURN_IF_ERROR(ReadHelloBody(in, &hello));
   return hello;
 }
 
 absl::Status ReadAddendum(ReadBuffer& in, uint64_t revision, ClientAddendum* out) {
   *out = {};
   if (revision < revision::kAddendum) return absl::OkStatus();
-  RETURN_IF_ERROR(in.ReadString(&out->quota_key, kMaxNameSize));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&out->quota_key, kMaxNameSize));
   if (revision >= revision::kChunkedPackets) {
-    RETURN_IF_ERROR(in.ReadString(&out->proto_send_chunked, 64));
-    RETURN_IF_ERROR(in.ReadString(&out->proto_recv_chunked, 64));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&out->proto_send_chunked, 64));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&out->proto_recv_chunked, 64));
   }
   if (revision >= revision::kVersionedParallelReplicas) {
-    RETURN_IF_ERROR(in.ReadVarUInt(&out->parallel_replicas_protocol_version));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->parallel_replicas_protocol_version));
   }
   return absl::OkStatus();
 }
@@ -146,62 +146,62 @@ absl::Status ReadAddendum(ReadBuffer& in, uint64_t revision, ClientAddendum* out
 absl::Status ReadClientInfo(ReadBuffer& in, uint64_t revision, ClientInfo* out) {
   *out = {};
   ClientInfo& ci = *out;
-  RETURN_IF_ERROR(in.ReadFixed(&ci.query_kind));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&ci.query_kind));
   if (ci.query_kind == ClientInfo::kQueryKindNone) return absl::OkStatus();
-  RETURN_IF_ERROR(in.ReadString(&ci.initial_user, kMaxNameSize));
-  RETURN_IF_ERROR(in.ReadString(&ci.initial_query_id, kMaxNameSize));
-  RETURN_IF_ERROR(in.ReadString(&ci.initial_address, kMaxNameSize));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.initial_user, kMaxNameSize));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.initial_query_id, kMaxNameSize));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.initial_address, kMaxNameSize));
   if (revision >= revision::kInitialQueryStartTime) {
-    RETURN_IF_ERROR(in.ReadFixed(&ci.initial_query_start_time_us));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&ci.initial_query_start_time_us));
   }
-  RETURN_IF_ERROR(in.ReadFixed(&ci.interface));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&ci.interface));
   if (ci.interface == ClientInfo::kInterfaceTcp) {
-    RETURN_IF_ERROR(in.ReadString(&ci.os_user, kMaxNameSize));
-    RETURN_IF_ERROR(in.ReadString(&ci.client_hostname, kMaxNameSize));
-    RETURN_IF_ERROR(in.ReadString(&ci.client_name, kMaxNameSize));
-    RETURN_IF_ERROR(in.ReadVarUInt(&ci.client_version_major));
-    RETURN_IF_ERROR(in.ReadVarUInt(&ci.client_version_minor));
-    RETURN_IF_ERROR(in.ReadVarUInt(&ci.client_tcp_protocol_version));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.os_user, kMaxNameSize));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.client_hostname, kMaxNameSize));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.client_name, kMaxNameSize));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ci.client_version_major));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ci.client_version_minor));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ci.client_tcp_protocol_version));
   } else if (ci.interface == ClientInfo::kInterfaceHttp) {
-    RETURN_IF_ERROR(in.ReadFixed(&ci.http_method));
-    RETURN_IF_ERROR(in.ReadString(&ci.http_user_agent, kMaxValueSize));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&ci.http_method));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.http_user_agent, kMaxValueSize));
     if (revision >= kXForwardedForInClientInfo) {
-      RETURN_IF_ERROR(in.ReadString(&ci.forwarded_for, kMaxValueSize));
+      CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.forwarded_for, kMaxValueSize));
     }
     if (revision >= kRefererInClientInfo) {
-      RETURN_IF_ERROR(in.ReadString(&ci.http_referer, kMaxValueSize));
+      CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.http_referer, kMaxValueSize));
     }
   }
   if (revision >= revision::kQuotaKeyInClientInfo) {
-    RETURN_IF_ERROR(in.ReadString(&ci.quota_key, kMaxNameSize));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.quota_key, kMaxNameSize));
   }
   if (revision >= revision::kDistributedDepth)
-    RETURN_IF_ERROR(in.ReadVarUInt(&ci.distributed_depth));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ci.distributed_depth));
   if (ci.interface == ClientInfo::kInterfaceTcp && revision >= revision::kVersionPatch) {
-    RETURN_IF_ERROR(in.ReadVarUInt(&ci.client_version_patch));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ci.client_version_patch));
   }
   if (revision >= revision::kOpenTelemetry) {
-    RETURN_IF_ERROR(ReadBool(in, &ci.has_trace_context));
+    CHGATE_RETURN_IF_ERROR(ReadBool(in, &ci.has_trace_context));
     if (ci.has_trace_context) {
-      RETURN_IF_ERROR(in.ReadFixed(&ci.trace_id_high));
-      RETURN_IF_ERROR(in.ReadFixed(&ci.trace_id_low));
-      RETURN_IF_ERROR(in.ReadFixed(&ci.span_id));
-      RETURN_IF_ERROR(in.ReadString(&ci.tracestate, kMaxValueSize));
-      RETURN_IF_ERROR(in.ReadFixed(&ci.trace_flags));
+      CHGATE_RETURN_IF_ERROR(in.ReadFixed(&ci.trace_id_high));
+      CHGATE_RETURN_IF_ERROR(in.ReadFixed(&ci.trace_id_low));
+      CHGATE_RETURN_IF_ERROR(in.ReadFixed(&ci.span_id));
+      CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.tracestate, kMaxValueSize));
+      CHGATE_RETURN_IF_ERROR(in.ReadFixed(&ci.trace_flags));
     }
   }
   if (revision >= revision::kParallelReplicas) {
-    RETURN_IF_ERROR(in.ReadVarUInt(&ci.collaborate_with_initiator));
-    RETURN_IF_ERROR(in.ReadVarUInt(&ci.count_participating_replicas));
-    RETURN_IF_ERROR(in.ReadVarUInt(&ci.number_of_current_replica));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ci.collaborate_with_initiator));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ci.count_participating_replicas));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ci.number_of_current_replica));
   }
   if (revision >= kQueryAndLineNumbers) {
-    RETURN_IF_ERROR(in.ReadVarUInt(&ci.script_query_number));
-    RETURN_IF_ERROR(in.ReadVarUInt(&ci.script_line_number));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ci.script_query_number));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ci.script_line_number));
   }
   if (revision >= kJwtInInterserver) {
-    RETURN_IF_ERROR(ReadBool(in, &ci.has_jwt));
-    if (ci.has_jwt) RETURN_IF_ERROR(in.ReadString(&ci.jwt, kMaxValueSize));
+    CHGATE_RETURN_IF_ERROR(ReadBool(in, &ci.has_jwt));
+    if (ci.has_jwt) CHGATE_RETURN_IF_ERROR(in.ReadString(&ci.jwt, kMaxValueSize));
   }
   return absl::OkStatus();
 }
@@ -224,43 +224,43 @@ absl::Status ClientPacketReader::ReadQuery(ClientPacket* p) {
   p->client_info = {};
   p->external_roles.clear();
   p->interserver_secret.clear();
-  RETURN_IF_ERROR(in_->ReadString(&q.query_id, kMaxNameSize));
+  CHGATE_RETURN_IF_ERROR(in_->ReadString(&q.query_id, kMaxNameSize));
   if (revision_ >= revision::kClientInfo)
-    RETURN_IF_ERROR(ReadClientInfo(*in_, revision_, &p->client_info));
+    CHGATE_RETURN_IF_ERROR(ReadClientInfo(*in_, revision_, &p->client_info));
   while (true) {
     Setting s;
     if (revision_ >= revision::kSettingsAsStrings) {
-      RETURN_IF_ERROR(ReadSettingWithFlags(*in_, &s));
+      CHGATE_RETURN_IF_ERROR(ReadSettingWithFlags(*in_, &s));
     } else {
-      RETURN_IF_ERROR(ReadBinarySetting(*in_, &s));
+      CHGATE_RETURN_IF_ERROR(ReadBinarySetting(*in_, &s));
     }
     if (s.name.empty()) break;
     q.settings.push_back(std::move(s));
   }
   if (revision_ >= revision::kInterserverExternallyGrantedRoles) {
-    RETURN_IF_ERROR(in_->ReadString(&p->external_roles, kMaxValueSize));
+    CHGATE_RETURN_IF_ERROR(in_->ReadString(&p->external_roles, kMaxValueSize));
   }
   if (revision_ >= revision::kInterserverSecret) {
-    RETURN_IF_ERROR(in_->ReadString(&p->interserver_secret, kMaxNameSize));
+    CHGATE_RETURN_IF_ERROR(in_->ReadString(&p->interserver_secret, kMaxNameSize));
   }
   uint64_t stage = 0;
-  RETURN_IF_ERROR(in_->ReadVarUInt(&stage));
+  CHGATE_RETURN_IF_ERROR(in_->ReadVarUInt(&stage));
   // 3 and 4 are the after-aggregation stages of distributed queries.
   if (stage > 4) return absl::DataLossError(absl::StrCat("unknown query stage ", stage));
   q.stage = static_cast<QueryStage>(stage);
   uint64_t compression = 0;
-  RETURN_IF_ERROR(in_->ReadVarUInt(&compression));
+  CHGATE_RETURN_IF_ERROR(in_->ReadVarUInt(&compression));
   if (compression > 1) {
     return absl::DataLossError(absl::StrCat("bad query compression flag ", compression));
   }
   q.compression = compression == 1;
-  RETURN_IF_ERROR(in_->ReadString(&q.query));
+  CHGATE_RETURN_IF_ERROR(in_->ReadString(&q.query));
   if (revision_ >= revision::kParameters) {
     while (true) {
       Setting s;
-      RETURN_IF_ERROR(ReadSettingWithFlags(*in_, &s));
+      CHGATE_RETURN_IF_ERROR(ReadSettingWithFlags(*in_, &s));
       if (s.name.empty()) break;
-      ASSIGN_OR_RETURN(std::string value, UnquoteParameter(s.name, s.value));
+      CHGATE_ASSIGN_OR_RETURN(std::string value, UnquoteParameter(s.name, s.value));
       q.parameters.emplace_back(std::move(s.name), std::move(value));
     }
   }
@@ -271,11 +271,11 @@ absl::Status ClientPacketReader::ReadQuery(ClientPacket* p) {
 absl::Status ClientPacketReader::ReadData(ClientPacket* p) {
   p->table_name.clear();
   if (revision_ >= revision::kTemporaryTables) {
-    RETURN_IF_ERROR(in_->ReadString(&p->table_name, kMaxNameSize));
+    CHGATE_RETURN_IF_ERROR(in_->ReadString(&p->table_name, kMaxNameSize));
   }
   if (!compressed_) return ReadBlock(*in_, revision_, &p->block, discard_data_);
   compressed_in_.ResetArena();  // the previous block is cleared before it is read into
-  RETURN_IF_ERROR(ReadBlock(compressed_in_, revision_, &p->block, discard_data_));
+  CHGATE_RETURN_IF_ERROR(ReadBlock(compressed_in_, revision_, &p->block, discard_data_));
   if (compressed_in_.available() != 0) {
     return absl::DataLossError(absl::StrCat("client block ended ", compressed_in_.available(),
                                             " bytes before the end of its compression frame"));
@@ -288,15 +288,15 @@ absl::StatusOr<ClientPacket*> ClientPacketReader::Next() {
   if (addendum_pending_) {
     addendum_pending_ = false;
     p.type = ClientPacketType::kAddendum;
-    RETURN_IF_ERROR(ReadAddendum(*in_, revision_, &p.addendum));
+    CHGATE_RETURN_IF_ERROR(ReadAddendum(*in_, revision_, &p.addendum));
     return &p;
   }
   uint64_t code = 0;
-  RETURN_IF_ERROR(in_->ReadVarUInt(&code));
+  CHGATE_RETURN_IF_ERROR(in_->ReadVarUInt(&code));
   if (code == static_cast<uint64_t>(ClientCode::kHello)) {
     if (revision_known_) return absl::DataLossError("client sent a second Hello");
     p.type = ClientPacketType::kHello;
-    RETURN_IF_ERROR(ReadHelloBody(*in_, &p.hello));
+    CHGATE_RETURN_IF_ERROR(ReadHelloBody(*in_, &p.hello));
     revision_ = std::min(p.hello.revision, server_revision_);
     revision_known_ = true;
     addendum_pending_ = revision_ >= revision::kAddendum;
@@ -308,11 +308,11 @@ absl::StatusOr<ClientPacket*> ClientPacketReader::Next() {
   switch (code) {
     case static_cast<uint64_t>(ClientCode::kQuery):
       p.type = ClientPacketType::kQuery;
-      RETURN_IF_ERROR(ReadQuery(&p));
+      CHGATE_RETURN_IF_ERROR(ReadQuery(&p));
       return &p;
     case static_cast<uint64_t>(ClientCode::kData):
       p.type = ClientPacketType::kData;
-      RETURN_IF_ERROR(ReadData(&p));
+      CHGATE_RETURN_IF_ERROR(ReadData(&p));
       return &p;
     case static_cast<uint64_t>(ClientCode::kCancel):
       p.type = ClientPacketType::kCancel;

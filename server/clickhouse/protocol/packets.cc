@@ -11,7 +11,7 @@
 #include "server/clickhouse/protocol/revision.h"
 #include "server/clickhouse/protocol/settings.h"
 #include "server/clickhouse/types/type_ast.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -102,7 +102,7 @@ absl::StatusOr<std::vector<std::string>> CheckedSettingValues(const std::vector<
       values.push_back(s.value);
       continue;
     }
-    ASSIGN_OR_RETURN(std::string value, CheckSettingValue(*spec, s.value));
+    CHGATE_ASSIGN_OR_RETURN(std::string value, CheckSettingValue(*spec, s.value));
     values.push_back(std::move(value));
   }
   return values;
@@ -171,8 +171,8 @@ absl::Status WriteQuery(const QueryParams& query, const HelloParams& client, uin
   for (const auto& [name, value] : query.parameters) {
     if (name.empty()) return absl::InvalidArgumentError("query parameter with an empty name");
   }
-  ASSIGN_OR_RETURN(const std::vector<std::string> values,
-                   CheckedSettingValues(query.settings, revision));
+  CHGATE_ASSIGN_OR_RETURN(const std::vector<std::string> values,
+                          CheckedSettingValues(query.settings, revision));
   out.WriteVarUInt(static_cast<uint64_t>(ClientCode::kQuery));
   out.WriteString(query.query_id);
   if (revision >= revision::kClientInfo) WriteClientInfo(client, query.trace, revision, out);
@@ -212,48 +212,50 @@ void WriteDataHeader(uint64_t revision, GatherWriter& out) {
 
 absl::StatusOr<ServerInfo> ReadServerHello(ReadBuffer& in, uint64_t client_revision) {
   uint64_t code = 0;
-  RETURN_IF_ERROR(in.ReadVarUInt(&code));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&code));
   if (code == static_cast<uint64_t>(ServerCode::kException)) {
     ServerException e;
-    RETURN_IF_ERROR(ReadException(in, &e));
+    CHGATE_RETURN_IF_ERROR(ReadException(in, &e));
     return ExceptionToStatus(e);
   }
   if (code != static_cast<uint64_t>(ServerCode::kHello)) {
     return absl::DataLossError(absl::StrCat("expected server Hello, got packet code ", code));
   }
   ServerInfo info;
-  RETURN_IF_ERROR(in.ReadString(&info.name, 1 << 16));
-  RETURN_IF_ERROR(in.ReadVarUInt(&info.version_major));
-  RETURN_IF_ERROR(in.ReadVarUInt(&info.version_minor));
-  RETURN_IF_ERROR(in.ReadVarUInt(&info.revision));
+  CHGATE_RETURN_IF_ERROR(in.ReadString(&info.name, 1 << 16));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&info.version_major));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&info.version_minor));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&info.revision));
   const uint64_t r = std::min(client_revision, info.revision);
   if (r >= revision::kVersionedParallelReplicas) {
     uint64_t ignored;
-    RETURN_IF_ERROR(in.ReadVarUInt(&ignored));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&ignored));
   }
-  if (r >= revision::kServerTimezone) RETURN_IF_ERROR(in.ReadString(&info.timezone, 1 << 16));
+  if (r >= revision::kServerTimezone)
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&info.timezone, 1 << 16));
   if (r >= revision::kServerDisplayName) {
-    RETURN_IF_ERROR(in.ReadString(&info.display_name, 1 << 16));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&info.display_name, 1 << 16));
   }
-  if (r >= revision::kVersionPatch) RETURN_IF_ERROR(in.ReadVarUInt(&info.version_patch));
+  if (r >= revision::kVersionPatch) CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&info.version_patch));
   if (r >= revision::kChunkedPackets) {
     std::string send, recv;
-    RETURN_IF_ERROR(in.ReadString(&send, 64));
-    RETURN_IF_ERROR(in.ReadString(&recv, 64));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&send, 64));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&recv, 64));
     if (send != "notchunked" && send != "notchunked_optional" && send != "chunked_optional") {
       return absl::UnimplementedError(absl::StrCat("server requires chunked packets (", send, ")"));
     }
   }
   if (r >= revision::kPasswordComplexityRules) {
     uint64_t rules = 0;
-    RETURN_IF_ERROR(in.ReadVarUInt(&rules));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&rules));
     if (rules > 1024) return absl::DataLossError("implausible password rule count");
     std::string ignored;
-    for (uint64_t i = 0; i < rules * 2; ++i) RETURN_IF_ERROR(in.ReadString(&ignored, 1 << 16));
+    for (uint64_t i = 0; i < rules * 2; ++i)
+      CHGATE_RETURN_IF_ERROR(in.ReadString(&ignored, 1 << 16));
   }
   if (r >= revision::kInterserverSecretV2) {
     uint64_t nonce;
-    RETURN_IF_ERROR(in.ReadFixed(&nonce));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&nonce));
   }
   return info;
 }
@@ -264,12 +266,12 @@ absl::Status ReadException(ReadBuffer& in, ServerException* out) {
   for (int depth = 0;; ++depth) {
     if (depth > kMaxNestedExceptions) return absl::DataLossError("exception nested too deeply");
     ServerException e;
-    RETURN_IF_ERROR(in.ReadFixed(&e.code));
-    RETURN_IF_ERROR(in.ReadString(&e.name, 1 << 16));
-    RETURN_IF_ERROR(in.ReadString(&e.message, 1 << 24));
-    RETURN_IF_ERROR(in.ReadString(&e.stack_trace, 1 << 24));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&e.code));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&e.name, 1 << 16));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&e.message, 1 << 24));
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&e.stack_trace, 1 << 24));
     uint8_t has_nested = 0;
-    RETURN_IF_ERROR(in.ReadFixed(&has_nested));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&has_nested));
     chain.push_back(std::move(e));
     if (has_nested == 0) break;
   }
@@ -280,18 +282,19 @@ absl::Status ReadException(ReadBuffer& in, ServerException* out) {
 
 absl::Status ReadProgress(ReadBuffer& in, uint64_t revision, Progress* out) {
   *out = {};
-  RETURN_IF_ERROR(in.ReadVarUInt(&out->rows));
-  RETURN_IF_ERROR(in.ReadVarUInt(&out->bytes));
-  if (revision >= revision::kTotalRowsInProgress) RETURN_IF_ERROR(in.ReadVarUInt(&out->total_rows));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->rows));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->bytes));
+  if (revision >= revision::kTotalRowsInProgress)
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->total_rows));
   if (revision >= revision::kTotalBytesInProgress) {
-    RETURN_IF_ERROR(in.ReadVarUInt(&out->total_bytes));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->total_bytes));
   }
   if (revision >= revision::kClientWriteInfo) {
-    RETURN_IF_ERROR(in.ReadVarUInt(&out->written_rows));
-    RETURN_IF_ERROR(in.ReadVarUInt(&out->written_bytes));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->written_rows));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->written_bytes));
   }
   if (revision >= revision::kServerQueryTimeInProgress) {
-    RETURN_IF_ERROR(in.ReadVarUInt(&out->elapsed_ns));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->elapsed_ns));
   }
   return absl::OkStatus();
 }
@@ -299,18 +302,18 @@ absl::Status ReadProgress(ReadBuffer& in, uint64_t revision, Progress* out) {
 absl::Status ReadProfileInfo(ReadBuffer& in, uint64_t revision, ProfileInfo* out) {
   *out = {};
   uint8_t flag = 0;
-  RETURN_IF_ERROR(in.ReadVarUInt(&out->rows));
-  RETURN_IF_ERROR(in.ReadVarUInt(&out->blocks));
-  RETURN_IF_ERROR(in.ReadVarUInt(&out->bytes));
-  RETURN_IF_ERROR(in.ReadFixed(&flag));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->rows));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->blocks));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->bytes));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&flag));
   out->applied_limit = flag != 0;
-  RETURN_IF_ERROR(in.ReadVarUInt(&out->rows_before_limit));
-  RETURN_IF_ERROR(in.ReadFixed(&flag));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->rows_before_limit));
+  CHGATE_RETURN_IF_ERROR(in.ReadFixed(&flag));
   out->calculated_rows_before_limit = flag != 0;
   if (revision >= revision::kRowsBeforeAggregation) {
-    RETURN_IF_ERROR(in.ReadFixed(&flag));
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&flag));
     out->applied_aggregation = flag != 0;
-    RETURN_IF_ERROR(in.ReadVarUInt(&out->rows_before_aggregation));
+    CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&out->rows_before_aggregation));
   }
   return absl::OkStatus();
 }

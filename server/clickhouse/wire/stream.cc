@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "server/common/status_macros.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -38,14 +38,16 @@ SocketReadBuffer::SocketReadBuffer(Transport* transport, size_t capacity,
 }
 
 absl::Status SocketReadBuffer::Refill() {
-  ASSIGN_OR_RETURN(size_t got, transport_->ReadSome(buffer_.data(), buffer_.size(), read_timeout_));
+  CHGATE_ASSIGN_OR_RETURN(size_t got,
+                          transport_->ReadSome(buffer_.data(), buffer_.size(), read_timeout_));
   Received(got);
   return absl::OkStatus();
 }
 
 absl::StatusOr<bool> SocketReadBuffer::WaitForData(absl::Duration timeout) {
   if (available() > 0) return true;
-  ASSIGN_OR_RETURN(size_t got, transport_->TryReadSome(buffer_.data(), buffer_.size(), timeout));
+  CHGATE_ASSIGN_OR_RETURN(size_t got,
+                          transport_->TryReadSome(buffer_.data(), buffer_.size(), timeout));
   if (got == 0) return false;
   Received(got);
   return true;
@@ -69,14 +71,14 @@ absl::Status CompressedReadBuffer::Refill() {
   while (true) {
     char head[kHead];
     const char* head_ptr;
-    RETURN_IF_ERROR(source_->Ensure());
+    CHGATE_RETURN_IF_ERROR(source_->Ensure());
     if (source_->available() >= kHead) {
       head_ptr = source_->pos();
     } else {
-      RETURN_IF_ERROR(source_->Read(head, kHead));
+      CHGATE_RETURN_IF_ERROR(source_->Read(head, kHead));
       head_ptr = head;
     }
-    ASSIGN_OR_RETURN(FrameHeader header, ParseFrameHeader(head_ptr, max_frame_size_));
+    CHGATE_ASSIGN_OR_RETURN(FrameHeader header, ParseFrameHeader(head_ptr, max_frame_size_));
     if (header.compressed_size > max_frame_size_) {
       return absl::DataLossError(absl::StrCat("compressed frame of ", header.compressed_size,
                                               " bytes exceeds the limit of ", max_frame_size_));
@@ -99,10 +101,10 @@ absl::Status CompressedReadBuffer::Refill() {
       staging_.clear();
       if (head_ptr != source_->pos()) staging_.Append(head, kHead);
       while (staging_.size() < frame_size) {
-        RETURN_IF_ERROR(source_->Ensure());
+        CHGATE_RETURN_IF_ERROR(source_->Ensure());
         const size_t step =
             std::min(frame_size - staging_.size(), std::max(source_->available(), kStagingStep));
-        RETURN_IF_ERROR(source_->Read(staging_.Prepare(step), step));
+        CHGATE_RETURN_IF_ERROR(source_->Read(staging_.Prepare(step), step));
         staging_.Commit(step);
       }
       frame = staging_.data();
@@ -111,7 +113,7 @@ absl::Status CompressedReadBuffer::Refill() {
     if (arena_used_ == arena_.size()) arena_.emplace_back();
     ByteBuffer& output = arena_[arena_used_++];
     output.resize(header.decompressed_size);
-    RETURN_IF_ERROR(DecompressFrame(frame, frame_size, header, output.data()));
+    CHGATE_RETURN_IF_ERROR(DecompressFrame(frame, frame_size, header, output.data()));
     decoded_bytes_ += header.decompressed_size;
     if (counters_ != nullptr) {
       counters_->decoded.fetch_add(header.decompressed_size, std::memory_order_relaxed);

@@ -522,6 +522,26 @@ TEST(ColumnRoundTripTest, LowCardinalityDeduplicatesAndWritesItsDictionary) {
   EXPECT_EQ(FormatAll(*c), (std::vector<std::string>{"red", "green", "red"}));
 }
 
+// The index width follows the key count as the server's own encoder does: UInt8 up to 255 keys,
+// UInt16 from 256 to 65,535, UInt32 from 65,536. Seen on 18.16 with
+// `SELECT toLowCardinality(toString(number)) FROM numbers(N) FORMAT Native` (N values plus the
+// default '' as keys): index type 0x600 at 255 keys, 0x601 at 256 and 65,535, 0x602 at 65,536.
+TEST(ColumnRoundTripTest, LowCardinalityIndexWidthFollowsTheServersThresholds) {
+  for (const auto& [keys, width_code] : std::vector<std::pair<size_t, uint64_t>>{
+           {1, 0}, {255, 0}, {256, 1}, {65535, 1}, {65536, 2}}) {
+    ColumnPtr c = Make("LowCardinality(String)");
+    auto& lc = As<ColumnLowCardinality>(c);
+    for (size_t k = 0; k < keys; ++k) ASSERT_TRUE(lc.AppendString(std::to_string(k)).ok());
+    ASSERT_EQ(lc.dictionary()->Size(), keys);
+    const std::string bytes = ColumnBytes(*c);
+    // version (8 bytes), then the index type word.
+    EXPECT_EQ(Hex(bytes.substr(8, 8)), Hex(U64(0x600 | width_code))) << keys << " keys";
+    const ColumnPtr back = RoundTrip(c);
+    ASSERT_NE(back, nullptr);
+    EXPECT_EQ(Format(*back, keys - 1), std::to_string(keys - 1)) << keys << " keys";
+  }
+}
+
 TEST(ColumnRoundTripTest, LowCardinalityNullableUsesKeyZeroForNull) {
   ColumnPtr c = Make("LowCardinality(Nullable(String))");
   auto& lc = As<ColumnLowCardinality>(c);

@@ -22,8 +22,8 @@
 #include "server/clickhouse/protocol/client_reader.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
-#include "server/common/status_macros.h"
 #include "tests/unit/clickhouse/test_util.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse::testing {
 
@@ -317,7 +317,7 @@ absl::Status ExpectCode(std::string_view bytes, ClientPacket kind) {
   MemoryReadBuffer in(bytes);
   const ClientCode want = CodeOf(kind);
   uint64_t code = 0;
-  RETURN_IF_ERROR(in.ReadVarUInt(&code));
+  CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&code));
   if (code != static_cast<uint64_t>(want)) {
     return absl::InvalidArgumentError(absl::StrCat("expected client ", ClientPacketName(kind),
                                                    " (code ", static_cast<uint64_t>(want),
@@ -332,7 +332,7 @@ absl::Status ExpectCode(std::string_view bytes, ClientPacket kind) {
 absl::StatusOr<clickhouse::ClientPacket*> ReadAfterHello(ClientPacketReader& reader,
                                                          std::string_view bytes, ClientPacket kind,
                                                          uint64_t revision, bool compressed) {
-  RETURN_IF_ERROR(ExpectCode(bytes, kind));
+  CHGATE_RETURN_IF_ERROR(ExpectCode(bytes, kind));
   if (revision > kMaxClientReaderRevision) {
     return absl::FailedPreconditionError(
         absl::StrCat("the fake parses client packets up to revision ", kMaxClientReaderRevision,
@@ -340,7 +340,7 @@ absl::StatusOr<clickhouse::ClientPacket*> ReadAfterHello(ClientPacketReader& rea
   }
   reader.set_revision(revision);
   reader.set_compressed(compressed);
-  ASSIGN_OR_RETURN(clickhouse::ClientPacket * packet, reader.Next());
+  CHGATE_ASSIGN_OR_RETURN(clickhouse::ClientPacket * packet, reader.Next());
   // The reader also accepts HTTP ClientInfo, which a native client never sends.
   const ClientInfo& info = packet->client_info;
   if (kind == ClientPacket::kQuery && info.query_kind != ClientInfo::kQueryKindNone &&
@@ -356,7 +356,7 @@ absl::StatusOr<ClientQuery> DecodeClientQuery(std::string_view packet, uint64_t 
   MemoryReadBuffer in(packet);
   ClientPacketReader reader(&in, std::min(revision, kMaxClientReaderRevision));
   reader.set_revision(std::min(revision, kMaxClientReaderRevision));
-  ASSIGN_OR_RETURN(clickhouse::ClientPacket * p, reader.Next());
+  CHGATE_ASSIGN_OR_RETURN(clickhouse::ClientPacket * p, reader.Next());
   if (p->type != ClientPacketType::kQuery) {
     return absl::InvalidArgumentError("not a Query packet");
   }
@@ -377,8 +377,9 @@ absl::StatusOr<Block> DecodeClientData(std::string_view packet, uint64_t revisio
                                        bool compressed) {
   MemoryReadBuffer in(packet);
   ClientPacketReader reader(&in, std::min(revision, kMaxClientReaderRevision));
-  ASSIGN_OR_RETURN(clickhouse::ClientPacket * p,
-                   ReadAfterHello(reader, packet, ClientPacket::kData, revision, compressed));
+  CHGATE_ASSIGN_OR_RETURN(
+      clickhouse::ClientPacket * p,
+      ReadAfterHello(reader, packet, ClientPacket::kData, revision, compressed));
   if (in.position() != packet.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("Data packet has ", packet.size() - in.position(), " trailing bytes"));
@@ -550,7 +551,7 @@ absl::Status FakeServer::Accept() {
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       return absl::InternalError(absl::StrCat("accept: ", std::strerror(errno)));
     }
-    RETURN_IF_ERROR(WaitFd(listen_fd_, POLLIN, deadline));
+    CHGATE_RETURN_IF_ERROR(WaitFd(listen_fd_, POLLIN, deadline));
   }
 }
 
@@ -586,7 +587,7 @@ absl::Status FakeServer::ReadMore(absl::Time deadline) {
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
       return absl::UnavailableError(absl::StrCat("recv: ", std::strerror(errno)));
     }
-    RETURN_IF_ERROR(WaitFd(fd, POLLIN, deadline));
+    CHGATE_RETURN_IF_ERROR(WaitFd(fd, POLLIN, deadline));
   }
 }
 
@@ -605,7 +606,7 @@ absl::Status FakeServer::SendAll(std::string_view bytes, absl::Time deadline) {
     }
     if (sent < 0 && errno == EINTR) continue;
     if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      RETURN_IF_ERROR(WaitFd(fd, POLLOUT, deadline));
+      CHGATE_RETURN_IF_ERROR(WaitFd(fd, POLLOUT, deadline));
       continue;
     }
     return absl::UnavailableError(absl::StrCat("send: ", std::strerror(errno)));
@@ -620,8 +621,8 @@ absl::Status FakeServer::ReadPacket(ClientPacket kind, absl::Time deadline, std:
     absl::Status parsed = [&]() -> absl::Status {
       switch (kind) {
         case ClientPacket::kHello: {
-          RETURN_IF_ERROR(ExpectCode(input_, kind));
-          ASSIGN_OR_RETURN(HelloParams hello, ReadClientHello(in));
+          CHGATE_RETURN_IF_ERROR(ExpectCode(input_, kind));
+          CHGATE_ASSIGN_OR_RETURN(HelloParams hello, ReadClientHello(in));
           state.client_revision = hello.revision;
           state.revision = std::min(options_.revision, state.client_revision);
           return absl::OkStatus();
@@ -639,8 +640,9 @@ absl::Status FakeServer::ReadPacket(ClientPacket kind, absl::Time deadline, std:
         case ClientPacket::kCancel:
         case ClientPacket::kPing: {
           ClientPacketReader reader(&in, std::min(state.revision, kMaxClientReaderRevision));
-          ASSIGN_OR_RETURN(clickhouse::ClientPacket * read,
-                           ReadAfterHello(reader, input_, kind, state.revision, state.compressed));
+          CHGATE_ASSIGN_OR_RETURN(
+              clickhouse::ClientPacket * read,
+              ReadAfterHello(reader, input_, kind, state.revision, state.compressed));
           if (kind == ClientPacket::kQuery) state.compressed = read->query.compression;
           return absl::OkStatus();
         }
@@ -691,7 +693,7 @@ absl::Status FakeServer::RunStep(const Step& step) {
     }
     case Step::Kind::kExpectPacket: {
       std::string packet;
-      RETURN_IF_ERROR(ReadPacket(step.packet, deadline, &packet));
+      CHGATE_RETURN_IF_ERROR(ReadPacket(step.packet, deadline, &packet));
       if (step.check) step.check(packet);
       return absl::OkStatus();
     }
@@ -699,12 +701,12 @@ absl::Status FakeServer::RunStep(const Step& step) {
       return SendAll(step.bytes, deadline);
     case Step::Kind::kHandshake: {
       std::string hello;
-      RETURN_IF_ERROR(ReadPacket(ClientPacket::kHello, deadline, &hello));
-      RETURN_IF_ERROR(SendAll(
+      CHGATE_RETURN_IF_ERROR(ReadPacket(ClientPacket::kHello, deadline, &hello));
+      CHGATE_RETURN_IF_ERROR(SendAll(
           ServerHelloPacket(options_.revision, parse_.client_revision, step.hello), deadline));
       if (parse_.revision >= revision::kAddendum) {
         std::string addendum;
-        RETURN_IF_ERROR(ReadPacket(ClientPacket::kAddendum, deadline, &addendum));
+        CHGATE_RETURN_IF_ERROR(ReadPacket(ClientPacket::kAddendum, deadline, &addendum));
       }
       return absl::OkStatus();
     }

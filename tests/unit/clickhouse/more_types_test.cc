@@ -32,9 +32,9 @@
 #include "server/clickhouse/connection.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
-#include "server/common/status_macros.h"
 #include "tests/unit/clickhouse/fake_server.h"
 #include "tests/unit/clickhouse/test_util.h"
+#include "text/status_macros.h"
 
 namespace chgate::clickhouse::testing {
 namespace {

@@ -26,9 +26,9 @@
 #include "server/clickhouse/columns/json.h"
 #include "server/clickhouse/columns/low_cardinality.h"
 #include "server/clickhouse/columns/variant.h"
-#include "server/common/status_macros.h"
 #include "server/ingest/value_error.h"
 #include "tests/unit/ingest/test_values.h"
+#include "text/status_macros.h"
 
 namespace chgate::ingest {
 namespace {
@@ -748,7 +748,7 @@ absl::StatusOr<std::string> Stored(std::string_view type, const TestValue& value
                                    const ConvertOptions& options = {}) {
   ColumnPtr column = Make(type);
   if (column == nullptr) return absl::InternalError("no column");
-  RETURN_IF_ERROR(AppendOne(*column, value, options));
+  CHGATE_RETURN_IF_ERROR(AppendOne(*column, value, options));
   EXPECT_EQ(column->Size(), 1u);
   const ColumnVariant* variant = nullptr;
   const ColumnDynamic* dynamic = nullptr;
