@@ -19,7 +19,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.pb.h"
-#include "client/cli/cli.h"
+#include "client/cli/command.h"
+#include "client/cli/flags.h"
 
 namespace chgate::cli {
 
@@ -125,5 +126,12 @@ std::string FormatBenchTable(const BenchResult& result);
 // --json). Returns kExitOk when every request succeeded, else the exit code of the first
 // failure; kExitUsage for a --row that does not fit --types or the table's types.
 int RunBench(const Command& command, const CliIo& io);
+
+// bench's options, for the help text and the parser.
+std::vector<FlagSpec> BenchFlags();
+
+// bench's --mode, --rate, --types and --metrics-url, and the combinations that make no sense.
+// The row is validated here too, so that a bad one is a usage error.
+absl::Status ParseBenchOptions(const ParsedFlags& flags, BenchArgs* a);
 
 }  // namespace chgate::cli

@@ -17,7 +17,6 @@
 #include "client/cli/csv.h"
 #include "client/cli/flags.h"
 #include "client/cli/json.h"
-#include "client/cli/metrics_scrape.h"
 #include "client/sdk/client.h"
 #include "client/sdk/health.h"
 #include "client/sdk/internal/call_util.h"
@@ -82,40 +81,6 @@ std::vector<FlagSpec> QueryFlags() {
       {"query-id", "ID", "ClickHouse query id"},
       {"names", "", "print a first line with the column names (tsv, csv)"},
       {"stats", "", "print rows, bytes and elapsed time on stderr at the end"},
-  };
-}
-
-std::vector<FlagSpec> BenchFlags() {
-  return {
-      {"table", "TABLE", "target table (required)"},
-      {"mode", "MODE",
-       "stream: row requests over InsertStreams; unary: the same as unary Insert calls "
-       "(the SDK's InsertAsync); block: columnar Blocks over InsertStreams",
-       "stream"},
-      {"streams", "N",
-       "concurrent InsertStreams; for --mode unary, sender threads, each with up to "
-       "--max-in-flight calls outstanding",
-       absl::StrCat(BenchArgs{}.streams)},
-      {"duration", "DURATION", "how long to send", absl::FormatDuration(BenchArgs{}.duration)},
-      {"rows-per-request", "N", "rows in each request", absl::StrCat(BenchArgs{}.rows_per_request)},
-      {"max-in-flight", "N", "unacknowledged requests per stream or unary sender",
-       absl::StrCat(BenchArgs{}.max_in_flight)},
-      {"rate", "R",
-       "open loop: R requests/s over all streams, due at fixed intervals, latency counted from "
-       "the due time",
-       "closed loop, as fast as --max-in-flight allows"},
-      {"row", "JSON",
-       "the row sent again and again: a JSON object keyed by column, or an array with --columns",
-       BenchArgs{}.row},
-      {"columns", "A,B,...", "target columns for an array --row"},
-      {"types", "T1,T2,...",
-       "--mode block: the ClickHouse type of each --row value as the server prints it",
-       "read from the table with SELECT ... LIMIT 0"},
-      {"ack-mode", "MODE", "committed, accepted or persisted", "chgate's --ack-mode"},
-      {"metrics-url", "URL",
-       "http://HOST:PORT/metrics of chgate (its --metrics-listen), scraped before and after the "
-       "run for chgate's CPU per request and per row (process_cpu_seconds_total)"},
-      {"json", "", "print the result as one JSON object instead of the table"},
   };
 }
 
@@ -695,63 +660,6 @@ int RunHealth(const Command& command, const CliIo& io) {
   return *status == client::ServingStatus::kServing ? kExitOk : kExitFailure;
 }
 
-// The highest --rate: beyond it the schedule's request count would lose precision, and no
-// generator gets near it.
-constexpr double kMaxBenchRate = 1e7;
-
-// bench's --mode, --rate, --types and --metrics-url, and the combinations that make no sense.
-// The row is validated here too, so that a bad one is a usage error.
-absl::Status ParseBenchOptions(const ParsedFlags& flags, BenchArgs* a) {
-  const std::string mode = flags.Get("mode", "stream");
-  if (mode == "stream") {
-    a->mode = BenchMode::kStream;
-  } else if (mode == "unary") {
-    a->mode = BenchMode::kUnary;
-  } else if (mode == "block") {
-    a->mode = BenchMode::kBlock;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--mode: '", mode, "' is not stream, unary or block"));
-  }
-  if (flags.Has("rate")) {
-    const std::string text = flags.Get("rate");
-    double rate = 0;
-    if (!absl::SimpleAtod(text, &rate) || !(rate > 0) || rate > kMaxBenchRate) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--rate: '", text, "' is not a number of requests per second above 0 and at most ",
-          static_cast<int64_t>(kMaxBenchRate)));
-    }
-    a->rate = rate;
-  }
-  if (flags.Has("metrics-url")) {
-    a->metrics_url = flags.Get("metrics-url");
-    absl::StatusOr<MetricsUrl> url = ParseMetricsUrl(a->metrics_url);
-    if (!url.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--metrics-url: ", url.status().message()));
-    }
-  }
-  absl::StatusOr<BenchRow> row = ParseBenchRow(a->row, a->columns);
-  if (!row.ok()) return row.status();
-  if (flags.Has("types")) {
-    if (a->mode != BenchMode::kBlock) {
-      return absl::InvalidArgumentError("--types applies to --mode block only");
-    }
-    absl::StatusOr<std::vector<std::string>> types = ParseTypeList(flags.Get("types"));
-    if (!types.ok()) return types.status();
-    if (types->size() != row->values.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("--types names ", types->size(), " types for ",
-                                                     row->values.size(), " --row values"));
-    }
-    if (row->columns.empty()) {
-      return absl::InvalidArgumentError(
-          "--mode block with --types needs the column names: give --columns or a --row object "
-          "(or leave out --types to take names and types from the table)");
-    }
-    a->types = *std::move(types);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Usage(std::string_view sub, const absl::Status& status) {
   return absl::InvalidArgumentError(
       absl::StrCat(Sv(sub), sub.empty() ? "" : ": ", status.message()));
@@ -775,24 +683,6 @@ std::string ToolHelp() {
       "  echo '{\"id\":1,\"msg\":\"hi\"}' | chgate-cli insert --table app.events\n"
       "  chgate-cli query 'SELECT * FROM app.events LIMIT 10' --format jsonl\n"
       "  chgate-cli health --service readiness\n");
-}
-
-absl::StatusOr<client::ClientOptions> ClientOptionsFor(const Command& command) {
-  client::ClientOptions options{.default_timeout = command.timeout, .tls = command.tls};
-  if (!command.token_file.empty()) {
-    absl::StatusOr<std::string> token = client::ReadTokenFile(command.token_file);
-    if (!token.ok()) return token.status();
-    options.bearer_token = *std::move(token);
-  }
-  options.traceparent = command.traceparent;
-  options.tracestate = command.tracestate;
-  return options;
-}
-
-int ExitCodeFor(const absl::Status& status) {
-  if (status.ok()) return kExitOk;
-  if (status.code() == absl::StatusCode::kUnavailable) return kExitUnavailable;
-  return kExitFailure;
 }
 
 absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args) {

@@ -130,6 +130,12 @@ class FaultyFileOps final : public FileOps {
     sync_errno_ = 0;
     short_writes_ = 0;
   }
+  // From now on DataSync and Sync return at once without syncing: for tests of what recovery
+  // reads, where durability is not the question and every sync only costs time.
+  void SkipSyncs() {
+    absl::MutexLock l(&mu_);
+    skip_syncs_ = true;
+  }
   void SetFreeBytes(uint64_t bytes) {
     absl::MutexLock l(&mu_);
     free_bytes_ = bytes;
@@ -178,10 +184,17 @@ class FaultyFileOps final : public FileOps {
       mu_.Await(absl::Condition(&open));
       --syncs_waiting_;
       if (sync_errno_ != 0) return ErrnoStatus(sync_errno_, "fdatasync", "(injected)");
+      if (skip_syncs_) return absl::OkStatus();
     }
     return real_->DataSync(fd);
   }
-  absl::Status Sync(int fd) override { return real_->Sync(fd); }
+  absl::Status Sync(int fd) override {
+    {
+      absl::MutexLock l(&mu_);
+      if (skip_syncs_) return absl::OkStatus();
+    }
+    return real_->Sync(fd);
+  }
   absl::Status Truncate(int fd, uint64_t size) override { return real_->Truncate(fd, size); }
   absl::StatusOr<uint64_t> FileSize(int fd) override { return real_->FileSize(fd); }
   absl::StatusOr<uint64_t> FreeBytes(const std::string&) override {
@@ -205,6 +218,7 @@ class FaultyFileOps final : public FileOps {
   size_t write_budget_ ABSL_GUARDED_BY(mu_) = 0;
   int write_errno_ ABSL_GUARDED_BY(mu_) = 0;
   int short_writes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool skip_syncs_ ABSL_GUARDED_BY(mu_) = false;
   int sync_errno_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t free_bytes_ ABSL_GUARDED_BY(mu_) = uint64_t{1} << 40;
   bool gate_closed_ ABSL_GUARDED_BY(mu_) = false;
@@ -425,10 +439,16 @@ TEST(SpoolTest, DeletingACommittedSegmentKeepsCommitMarksOfOlderOnes) {
 
 TEST(SpoolTest, CutsATornTailAtEveryOffsetAndKeepsWorking) {
   const std::string dir = FreshDir("torn");
+  // What recovery reads is the question here, not durability: no syncs (150 opens otherwise
+  // spend seconds in fdatasync).
+  FaultyFileOps ops;
+  ops.SkipSyncs();
+  SpoolOptions options = SmallOptions();
+  options.file_ops = &ops;
   std::vector<std::string> payloads;
   std::string segment_name;
   {
-    Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+    Spool::Opened opened = OpenOrDie(dir, options);
     for (int i = 0; i < 5; ++i) {
       payloads.push_back(Payload(i, 30));
       ASSERT_TRUE(opened.spool->AppendAndWait(payloads.back()).ok());
@@ -453,7 +473,7 @@ TEST(SpoolTest, CutsATornTailAtEveryOffsetAndKeepsWorking) {
       std::vector<std::string> expected(payloads.begin(), payloads.end() - 1);
       if (cut == whole.size()) expected.push_back(payloads.back());
       {
-        Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+        Spool::Opened opened = OpenOrDie(dir, options);
         EXPECT_EQ(Payloads(opened.replay), expected);
         EXPECT_EQ(opened.report.bytes_cut,
                   cut - (cut == whole.size() ? cut : last_record) + garbage.size());
@@ -464,7 +484,7 @@ TEST(SpoolTest, CutsATornTailAtEveryOffsetAndKeepsWorking) {
         EXPECT_EQ(*lsn, opened.report.next_lsn);
       }
       expected.push_back("after the crash");
-      Spool::Opened again = OpenOrDie(dir, SmallOptions());
+      Spool::Opened again = OpenOrDie(dir, options);
       EXPECT_EQ(Payloads(again.replay), expected);
       EXPECT_EQ(again.report.bytes_cut, 0u);
       EXPECT_TRUE(again.report.quarantined.empty());
@@ -627,12 +647,18 @@ TEST(SpoolTest, RefusesASecondSpoolOnTheSameDirectory) {
 // ---------------------------------------------------------------------------------------------
 // Group commit.
 
+// Small options with 1 MiB segments (every record of a group-commit test in one) over `ops`.
+SpoolOptions GroupCommitOptions(FaultyFileOps* ops) {
+  SpoolOptions options = SmallOptions();
+  options.segment_bytes = 1 << 20;
+  options.file_ops = ops;
+  return options;
+}
+
 TEST(SpoolTest, GroupCommitsConcurrentAppendsIntoFewSyncs) {
   const std::string dir = FreshDir("group");
   FaultyFileOps ops;
-  SpoolOptions options = SmallOptions();
-  options.segment_bytes = 1 << 20;
-  options.file_ops = &ops;
+  SpoolOptions options = GroupCommitOptions(&ops);
   constexpr int kThreads = 8;
   constexpr int kPerThread = 200;
   Acks acks;
@@ -689,9 +715,7 @@ TEST(SpoolTest, GroupCommitsConcurrentAppendsIntoFewSyncs) {
 TEST(SpoolTest, AGroupCommitDelayGathersConcurrentAppendsButNeverDelaysALoneCaller) {
   const std::string dir = FreshDir("group-delay");
   FaultyFileOps ops;
-  SpoolOptions options = SmallOptions();
-  options.segment_bytes = 1 << 20;
-  options.file_ops = &ops;
+  SpoolOptions options = GroupCommitOptions(&ops);
   // Long enough that appends made one after another from one thread fall in it whatever the
   // machine's load, and that a delayed ack cannot pass for an immediate one.
   options.group_commit_delay = absl::Seconds(2);

@@ -1,0 +1,28 @@
+#include "client/cli/command.h"
+
+#include <string>
+#include <utility>
+
+#include "client/sdk/client.h"
+
+namespace chgate::cli {
+
+absl::StatusOr<client::ClientOptions> ClientOptionsFor(const Command& command) {
+  client::ClientOptions options{.default_timeout = command.timeout, .tls = command.tls};
+  if (!command.token_file.empty()) {
+    absl::StatusOr<std::string> token = client::ReadTokenFile(command.token_file);
+    if (!token.ok()) return token.status();
+    options.bearer_token = *std::move(token);
+  }
+  options.traceparent = command.traceparent;
+  options.tracestate = command.tracestate;
+  return options;
+}
+
+int ExitCodeFor(const absl::Status& status) {
+  if (status.ok()) return kExitOk;
+  if (status.code() == absl::StatusCode::kUnavailable) return kExitUnavailable;
+  return kExitFailure;
+}
+
+}  // namespace chgate::cli
