@@ -1,7 +1,7 @@
 // Conversion of callers' values (value.h) into typed ClickHouse columns, following the coercion
-// table of the API (proto/chgate/v1/chgate.proto, message Value; docs/api.md, "How values convert").
-// AppendRows is the ingest path: it resolves each column's converter once per call and is
-// all-or-nothing. Functions are thread-compatible: they mutate only the columns they are given.
+// table of the API (proto/chgate/v1/chgate.proto, message Value; docs/api.md, "How values
+// convert"). AppendRows is the ingest path: it resolves each column's converter once per call and
+// is all-or-nothing. Functions are thread-compatible: they mutate only the columns they are given.
 #pragma once
 
 #include <span>

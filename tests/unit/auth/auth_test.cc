@@ -159,7 +159,8 @@ TEST(PolicyTest, CommentsFollowValuesButNotInsideQuotedNames) {
   EXPECT_TRUE(a->query);
 }
 
-// Every policy and tokens example in docs/security.md parses as chgate reads the files: the block after
+// Every policy and tokens example in docs/security.md parses as chgate reads the files: the block
+// after
 // "**Policy file**", and the block after "**Tokens file**".
 std::string CodeBlockAfter(const std::string& text, const std::string& marker) {
   const size_t at = text.find(marker);
