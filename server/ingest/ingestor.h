@@ -19,7 +19,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,10 +29,19 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/clickhouse/block.h"
+#include "server/ingest/batch_traces.h"
+#include "server/ingest/clock.h"
 #include "server/ingest/convert.h"
+#include "server/ingest/flush_delay.h"
+#include "server/ingest/idempotency_keys.h"
 #include "server/ingest/inserter.h"
 #include "server/ingest/memory_budget.h"
 #include "server/ingest/observer.h"
+#include "server/ingest/request.h"
+#include "server/ingest/retry.h"
+#include "server/ingest/schema_cache.h"
+#include "server/ingest/spool_bridge.h"
+#include "server/ingest/task_runner.h"
 #include "server/ingest/value.h"
 #include "server/log/log.h"
 #include "server/spool/spool.h"
@@ -45,23 +53,6 @@ struct BatchLimits {
   uint64_t max_bytes = 16 << 20;
   absl::Duration max_delay = absl::Milliseconds(200);
 };
-
-struct RetryPolicy {
-  absl::Duration initial_backoff = absl::Milliseconds(100);
-  absl::Duration max_backoff = absl::Seconds(5);
-  // Retries stop this long after the first attempt (and at the latest deadline of the batch's
-  // callers: none is left waiting after it).
-  absl::Duration max_elapsed = absl::Seconds(60);
-};
-
-// Time source and timer, replaceable in tests.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual absl::Time Now() = 0;
-  virtual void SleepUntil(absl::Time t) = 0;
-};
-Clock* RealClock();
 
 struct IngestOptions {
   std::string default_database = "default";
@@ -116,42 +107,6 @@ struct IngestOptions {
   bool background = true;
 };
 
-struct Request {
-  std::string table;  // "db.table" or "table" (default database)
-  std::vector<std::string> columns;
-  const RowSource* rows = nullptr;  // either rows ...
-  // ... or typed columns matching `columns`. The Ingestor takes the block's columns once they
-  // are judged to fit the table (the block is left without them) and may append other rows to
-  // them: they must not be shared with anything the caller still reads.
-  clickhouse::Block* block = nullptr;
-  absl::Time deadline = absl::InfiniteFuture();
-  std::optional<AckMode> ack;
-  // Optional: a repeat of a recent request with the same (table, key) is not inserted again. A
-  // repeat of a pending request waits for its outcome; of a successful one gets its result at
-  // once (deduplicated = true); a failed request's key is forgotten.
-  std::string idempotency_key;
-  // The caller's authenticated identity ("" when the API has no authentication): idempotency keys
-  // are scoped by it.
-  std::string identity;
-  // Called once the request's rows are converted (or it failed, or it follows an earlier request
-  // with the same idempotency key): `rows` and `block` are no longer read, so the caller can free
-  // the message they came from instead of holding it until the commit.
-  std::function<void()> release_input;
-  // The caller's trace (its W3C traceparent). A batch's INSERT joins the trace of its first
-  // traced request; the batch's log lines name the others (linked_trace_ids).
-  std::optional<text::TraceContext> trace;
-};
-
-struct Result {
-  absl::Status status;
-  uint64_t rows = 0;
-  bool committed = false;  // false for an `accepted` or `persisted` ack
-  bool persisted = false;  // durable in the spool (AckMode::kPersisted)
-  std::string query_id;
-  absl::Time commit_time;
-  bool deduplicated = false;  // an earlier request with the same idempotency key did the work
-};
-
 struct IngestStats {
   uint64_t buffered_rows = 0;
   uint64_t buffered_bytes = 0;
@@ -163,16 +118,6 @@ struct IngestStats {
   uint64_t rows_dropped = 0;
   // Persisted rows waiting in the spool for their INSERT (queued or being sent).
   uint64_t spooled_rows = 0;
-};
-
-// What Recover found in the spool.
-struct RecoverySummary {
-  uint64_t records = 0;          // pending row records
-  uint64_t rows = 0;             // in them
-  uint64_t intents = 0;          // batches to re-send exactly as they were (sent before the crash)
-  uint64_t unreadable = 0;       // records that could not be read back (counted as lost)
-  uint64_t orphaned = 0;         // intent entries whose row records are gone
-  uint64_t damaged_intents = 0;  // intents with some records gone: set aside, not sent
 };
 
 class Ingestor {
@@ -245,14 +190,7 @@ class Ingestor {
  private:
   struct Pending;
   struct Batch;
-  struct Waiting;
-  struct SpoolEntry;
-  struct SpooledFlush;
-  struct CachedBlock;
 
-  void Enqueue(std::function<void()> task, bool flush_queue);
-  // `slot`: this thread's entry in busy_since_.
-  void WorkerLoop(bool flush_queue, size_t slot);
   void SchedulerLoop();
   // Converts the request and appends it to its table's batch. `on_caller`: running on the
   // submitting thread (HeaderIsFresh was true), which must not wait on ClickHouse: rows the cached
@@ -264,94 +202,50 @@ class Ingestor {
                       bool fetched);
   // Whether the request's table header is cached and fresh, so Admit needs no lookup (false while
   // shutting down: Submit's queue path refuses the request then).
-  bool HeaderIsFresh(const Request& request);
-  // Remembers (or looks up) the request's idempotency key; true when the request is finished
+  bool HeaderIsFresh(const Request& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Claims the request's idempotency key (see IdempotencyKeys); true when the request is finished
   // (an earlier one did the work, or it waits for the outcome of one in flight).
   bool ClaimKey(const std::shared_ptr<Pending>& p, Request& request);
   void PublishRequestBytes() const;
-  // The insert header of (table, columns): cached unless `refresh` or older than schema_ttl.
-  // `*fetched` says whether it came from the server just now.
-  absl::StatusOr<std::shared_ptr<const TableSchema>> Schema(const TableId& table,
-                                                            const std::vector<std::string>& columns,
-                                                            absl::Time deadline, bool refresh,
-                                                            bool* fetched);
-  // The cached headers, kept in <spool-dir>/headers (with a spool): saved when one is new or
-  // changed, loaded by Recover as stale entries, so that while ClickHouse does not answer after
-  // a restart, persisted requests for known tables are still converted and acked.
-  void SaveHeaders() ABSL_LOCKS_EXCLUDED(mu_);
-  void LoadHeaders() ABSL_LOCKS_EXCLUDED(mu_);
-  // Drops every cached header of `table` (any column list).
-  void ForgetSchemas(const TableId& table) ABSL_LOCKS_EXCLUDED(mu_);
   // Converts the request's rows or block into p->staged, laid out as `schema`.
   absl::Status Convert(const Request& request, const TableSchema& schema, Pending* p);
   void Append(std::shared_ptr<Pending> pending) ABSL_LOCKS_EXCLUDED(mu_);
+  // The batch of `key`, made (empty) when missing.
+  Batch& BatchLocked(const std::string& key, const std::string& label, const TableId& table)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admits waiting requests that fit; their callbacks go to `after`, to run once mu_ is released.
   void AdmitWaitingLocked(std::vector<std::function<void()>>* after)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends a waiting request that fits to `batch` (see AdmitWaitingLocked).
+  void AppendToBatchLocked(Batch& batch, const std::shared_ptr<Pending>& p,
+                           std::vector<std::function<void()>>* after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<Pending>>* expired)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  struct BatchTraces;
   void Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
              std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
              FlushReason reason);
-  void FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows);
+  // The log line and the counts of a flush that ended with `status`.
+  void ReportFlush(Batch* batch, const absl::Status& status, const InsertAttempt& attempt,
+                   uint64_t rows, uint64_t waiting_rows, size_t callers, const BatchTraces& traces,
+                   absl::Duration took);
+  void FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) ABSL_LOCKS_EXCLUDED(mu_);
   // Persisted requests: Persist writes the converted rows to the spool; OnPersisted acks the
   // caller once they are durable and queues them for their table's spooled batch.
   void Persist(std::shared_ptr<Pending> p);
-  void OnPersisted(const std::shared_ptr<Pending>& p, uint64_t payload_bytes,
-                   std::shared_ptr<const CachedBlock> cached, absl::StatusOr<uint64_t> lsn);
-  // The spooled batch of `key` (made when missing).
-  Batch& SpooledBatchLocked(const std::string& key, const TableId& table,
-                            const std::vector<std::string>& columns)
+  void OnPersisted(const std::shared_ptr<Pending>& p, absl::StatusOr<SpoolEntry> entry);
+  // The spooled batch of (table, columns), made when missing.
+  Batch& SpooledBatchLocked(const TableId& table, const std::vector<std::string>& columns)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void QueueSpooledLocked(Batch& batch, SpoolEntry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One INSERT of spooled records: makes its intent durable (unless re-sending one), reads the
-  // records back, sends them until ClickHouse commits or refuses them for good (or the drain ends),
-  // then marks them committed (or moves them to the dead-letter directory).
-  void FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason);
   void StartSpooledFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Reads the records of `flush` into one block (null when none could be read). Records that
-  // cannot be read are dropped from `flush` (counted, and marked so they are not read again);
-  // for a new flush, the records from the first whose columns differ from the first record's on
-  // go to `later`, for the next INSERT.
-  std::unique_ptr<clickhouse::Block> ReadSpooled(Batch* batch, SpooledFlush& flush,
-                                                 std::vector<SpoolEntry>* later);
-  // Moves a batch ClickHouse refused for good to <spool>/dead-letter/ and marks it committed.
-  // A replayed intent some of whose records are unreadable or gone: never sent (a smaller block
-  // under its identity would be stored as a new one); its readable records are dead-lettered
-  // with the intent, and the loss is logged with the LSNs.
-  void SetAsideDamagedIntent(Batch* batch, const SpooledFlush& flush);
-  // At a table's first spooled flush (then hourly): reads its deduplication window and recent
-  // INSERT rate, reports how much time the window covers, and warns when that is shorter than
-  // a replay after a crash may take.
-  void CheckDedupWindow(Batch* batch);
-  // A spooled block the table refused because its columns changed, laid out as the table's new
-  // INSERT header where no value changes (wider numbers, added Nullable); nullopt otherwise, or
-  // when ClickHouse does not describe the table before `stop_at`.
-  // `*same_header` (when given) is set when the table's header is still the block's: the
-  // server's refusal was about the rows, not a change of the table.
-  std::optional<clickhouse::Block> ConvertToChangedTable(Batch* batch,
-                                                         const clickhouse::Block& block,
-                                                         const std::function<absl::Time()>& stop_at,
-                                                         bool* same_header = nullptr);
-  void WriteDeadLetter(Batch* batch, const SpooledFlush& flush, uint64_t rows,
-                       const absl::Status& status);
-  // The INSERT of `block` with retries (backoff with full jitter) while `status` is retryable and
-  // the clock is before stop_at(); `fields` adds the batch's own fields to the retry log lines.
-  // At the first TOO_MANY_PARTS it sets *too_many_parts and raises the table's delay at once.
-  absl::Status InsertWithRetries(Batch* batch, const clickhouse::Block& block,
-                                 InsertAttempt& attempt, const std::function<absl::Time()>& stop_at,
-                                 const std::function<void(std::vector<log::Field>*)>& fields,
-                                 bool* too_many_parts);
-  // The adaptive flush delay after a flush that saw `too_many_parts` (any attempt) and took
-  // `took` over `attempts` attempts (see IngestOptions::max_delay_ceiling).
-  void AdaptDelay(Batch* batch, bool too_many_parts, absl::Duration took, int attempts);
-  // The batch's flush delay now: its adapted one, else its table's configured one.
-  absl::Duration DelayLocked(const Batch& batch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One INSERT of spooled records (SpoolBridge::Send), then the batch's accounting.
+  void FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason);
+  SpoolTarget SpoolTargetOf(const Batch& batch) const;
   absl::Time DueLocked(const Batch& batch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const BatchLimits& LimitsFor(const std::string& key) const;
-  bool ShouldRetry(const absl::Status& status) const;
+  InsertTarget TargetOf(Batch* batch) const;
   void Complete(const std::shared_ptr<Pending>& p, Result result);
 
   const IngestOptions options_;
@@ -360,34 +254,20 @@ class Ingestor {
   Inserter* const inserter_;
   Clock* const clock_;
   IngestObserver* const observer_;  // may be null
+  // The parts with state of their own, each behind its own lock. Lock order: mu_ is taken before
+  // the runner's and the delays' locks (work is posted and delays read under it) and is never
+  // held while calling the schema cache, the idempotency keys, the retrier or the spool bridge.
+  SchemaCache schemas_;
+  IdempotencyKeys keys_;
+  InsertRetrier retrier_;
+  // Declared before the batches, whose spool entries hold blocks it counts.
+  SpoolBridge bridge_;
 
+  // Guards the batches, the callers waiting for memory, the buffer's counts and the shutdown
+  // state.
   mutable absl::Mutex mu_;
-  // Bytes of persisted blocks kept in memory (IngestOptions::spool_cache_bytes); declared before
-  // the batches whose entries hold them.
-  std::atomic<uint64_t> spool_cache_bytes_{0};
   absl::flat_hash_map<std::string, std::unique_ptr<Batch>> batches_ ABSL_GUARDED_BY(mu_);
-  struct SchemaEntry {
-    std::shared_ptr<const TableSchema> schema;
-    absl::Time fetched;
-    // After a refresh failed for a connection problem: served as it is until then.
-    absl::Time retry_after = absl::InfinitePast();
-  };
-  absl::flat_hash_map<std::string, SchemaEntry> schemas_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<Pending>> waiting_ ABSL_GUARDED_BY(mu_);
-  struct KeyEntry {
-    bool done = false;
-    Result result;                                       // once done (success only)
-    absl::Time expires;                                  // once done
-    std::vector<std::function<void(Result)>> followers;  // repeats waiting for the outcome
-  };
-  absl::flat_hash_map<std::string, KeyEntry> keys_ ABSL_GUARDED_BY(mu_);
-  // Keys of successful requests in the order they finished, which is the order they expire in
-  // (one window for all): forgetting expired keys looks at the front only.
-  struct DoneKey {
-    std::string key;
-    absl::Time expires;
-  };
-  std::deque<DoneKey> done_keys_ ABSL_GUARDED_BY(mu_);
   uint64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t buffered_rows_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
@@ -396,21 +276,17 @@ class Ingestor {
   uint64_t rows_failed_ ABSL_GUARDED_BY(mu_) = 0;     // batches that failed for good
   mutable bool above_high_water_ ABSL_GUARDED_BY(mu_) = false;  // Ready()'s hysteresis state
   uint64_t spooled_rows_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Mutex headers_mu_;  // one SaveHeaders at a time (taken before mu_)
   // When Shutdown's drain ends: spooled flushes stop retrying then (their records stay in the
   // spool for the next start).
   absl::Time drain_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-  bool stop_threads_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<std::function<void()>> work_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::function<void()>> flush_work_ ABSL_GUARDED_BY(mu_);
-  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
-  // Progress, read by CheckProgress without the mutex (Unix nanoseconds of clock_): the last run
-  // of the scheduler, and per worker/flush thread when its current task started (0: idle).
+  bool stop_scheduler_ ABSL_GUARDED_BY(mu_) = false;
+  // The last run of the scheduler (Unix nanoseconds of clock_), read by CheckProgress without
+  // the mutex.
   std::atomic<int64_t> scheduler_beat_{0};
-  std::unique_ptr<std::atomic<int64_t>[]> busy_since_;
-  size_t busy_slots_ = 0;
-  std::vector<std::thread> threads_;
+  // Conversions and flushes; declared last, so its threads stop before the rest goes.
+  TaskRunner runner_;
+  std::thread scheduler_;
 };
 
 using text::ParseTableName;

@@ -20,7 +20,7 @@
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/cursor.h"
 #include "server/clickhouse/pool.h"
-#include "server/ingest/ingestor.h"
+#include "server/ingest/clock.h"
 #include "server/service/observers.h"
 #include "server/service/query_service.h"
 #include "text/trace_context.h"

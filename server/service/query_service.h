@@ -37,7 +37,7 @@
 #include "chgate/v1/chgate.grpc.pb.h"
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/server_catalog.h"
-#include "server/ingest/ingestor.h"
+#include "server/ingest/clock.h"
 #include "server/service/observers.h"
 #include "server/service/query_settings.h"
 #include "server/sql/query_policy.h"

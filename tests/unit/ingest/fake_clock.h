@@ -9,7 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/ingest/ingestor.h"
+#include "server/ingest/clock.h"
 
 namespace chgate::ingest::testing {
 

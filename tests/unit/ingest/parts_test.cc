@@ -1,0 +1,472 @@
+// The Ingestor's parts on their own, on the fake clock: the task runner and the liveness check it
+// answers, the retry loop, the adaptive flush delay, the idempotency keys and the header cache.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "server/clickhouse/columns/factory.h"
+#include "server/clickhouse/protocol/error_codes.h"
+#include "server/clickhouse/protocol/packets.h"
+#include "server/ingest/flush_delay.h"
+#include "server/ingest/idempotency_keys.h"
+#include "server/ingest/retry.h"
+#include "server/ingest/schema_cache.h"
+#include "server/ingest/task_runner.h"
+#include "tests/unit/ingest/fake_clock.h"
+
+namespace chgate::ingest {
+namespace {
+
+using testing::FakeClock;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kStall = absl::Seconds(30);
+
+// Runs `task` on the runner's queue and waits until it has started.
+void StartBlocking(TaskRunner& runner, TaskRunner::Queue queue, absl::Notification* release) {
+  absl::Notification started;
+  runner.Post(queue, [&started, release] {
+    started.Notify();
+    release->WaitForNotification();
+  });
+  started.WaitForNotification();
+}
+
+// Waits until every task posted to `queue` before this call has ended (one thread per queue).
+void AwaitQueue(TaskRunner& runner, TaskRunner::Queue queue) {
+  absl::Notification ran;
+  runner.Post(queue, [&ran] { ran.Notify(); });
+  ran.WaitForNotification();
+}
+
+TEST(TaskRunnerTest, AFlushThatDoesNotEndFailsTheProgressCheckUntilItEnds) {
+  FakeClock clock;
+  TaskRunner runner(&clock, 1, 1, /*threads=*/true);
+  EXPECT_TRUE(runner.CheckProgress(kStall).ok()) << "idle threads are not stalled";
+  absl::Notification release;
+  StartBlocking(runner, TaskRunner::Queue::kFlush, &release);
+  clock.Advance(kStall);
+  EXPECT_TRUE(runner.CheckProgress(kStall).ok()) << "exactly the limit is not past it";
+  clock.Advance(absl::Seconds(1));
+  const absl::Status stuck = runner.CheckProgress(kStall);
+  EXPECT_EQ(stuck.code(), absl::StatusCode::kDeadlineExceeded) << stuck;
+  EXPECT_THAT(std::string(stuck.message()), HasSubstr("a flush thread"));
+  EXPECT_THAT(std::string(stuck.message()), HasSubstr("31s"));
+  EXPECT_TRUE(runner.CheckProgress(absl::Minutes(1)).ok()) << "a longer limit is not reached";
+  release.Notify();
+  AwaitQueue(runner, TaskRunner::Queue::kFlush);
+  EXPECT_TRUE(runner.CheckProgress(kStall).ok());
+}
+
+TEST(TaskRunnerTest, AConversionThatDoesNotReturnIsNamedAsOne) {
+  FakeClock clock;
+  TaskRunner runner(&clock, 1, 1, /*threads=*/true);
+  absl::Notification release;
+  StartBlocking(runner, TaskRunner::Queue::kConvert, &release);
+  clock.Advance(kStall + absl::Seconds(1));
+  const absl::Status stuck = runner.CheckProgress(kStall);
+  EXPECT_THAT(std::string(stuck.message()), HasSubstr("a conversion thread"));
+  release.Notify();
+  AwaitQueue(runner, TaskRunner::Queue::kConvert);
+  EXPECT_TRUE(runner.CheckProgress(kStall).ok());
+}
+
+TEST(TaskRunnerTest, ATaskThatMarksProgressIsNotAStallHoweverLongItRuns) {
+  FakeClock clock;
+  TaskRunner runner(&clock, 1, 1, /*threads=*/true);
+  absl::Mutex mu;
+  int step = 0, done_step = 0;
+  bool stop = false;
+  // The task marks progress at every step the test asks for, as a retry loop does per attempt.
+  runner.Post(TaskRunner::Queue::kFlush, [&] {
+    while (true) {
+      absl::MutexLock lock(&mu);
+      auto asked = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return stop || step > done_step; };
+      mu.Await(absl::Condition(&asked));
+      if (stop) return;
+      TaskRunner::MarkProgress(&clock);
+      done_step = step;
+    }
+  });
+  for (int i = 1; i <= 10; ++i) {
+    clock.Advance(kStall - absl::Seconds(1));  // ten times the limit in all
+    {
+      absl::MutexLock lock(&mu);
+      step = i;
+      auto done = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return done_step == i; };
+      mu.Await(absl::Condition(&done));
+    }
+    const absl::Status progress = runner.CheckProgress(kStall);
+    EXPECT_TRUE(progress.ok()) << "step " << i << ": " << progress;
+  }
+  clock.Advance(kStall + absl::Seconds(1));
+  EXPECT_FALSE(runner.CheckProgress(kStall).ok()) << "no progress since the last step";
+  {
+    absl::MutexLock lock(&mu);
+    stop = true;
+  }
+}
+
+TEST(TaskRunnerTest, MarkProgressOutsideARunnerThreadDoesNothing) {
+  FakeClock clock;
+  TaskRunner::MarkProgress(&clock);  // not a runner thread: no entry to touch
+  TaskRunner runner(&clock, 1, 1, /*threads=*/true);
+  EXPECT_TRUE(runner.CheckProgress(kStall).ok());
+}
+
+TEST(TaskRunnerTest, WithoutThreadsRunPendingRunsConversionsFirstInOrder) {
+  FakeClock clock;
+  TaskRunner runner(&clock, 2, 8, /*threads=*/false);
+  std::vector<std::string> ran;
+  runner.Post(TaskRunner::Queue::kFlush, [&] { ran.push_back("flush1"); });
+  runner.Post(TaskRunner::Queue::kConvert, [&] { ran.push_back("convert1"); });
+  runner.Post(TaskRunner::Queue::kConvert, [&] {
+    ran.push_back("convert2");
+    runner.Post(TaskRunner::Queue::kFlush, [&] { ran.push_back("flush2"); });
+  });
+  EXPECT_TRUE(runner.RunPending());
+  EXPECT_THAT(ran, ::testing::ElementsAre("convert1", "convert2", "flush1", "flush2"));
+  EXPECT_FALSE(runner.RunPending()) << "nothing left";
+  EXPECT_TRUE(runner.AwaitStarted(TaskRunner::Queue::kConvert, absl::InfinitePast()));
+}
+
+TEST(TaskRunnerTest, StopRunsWhatIsQueuedFirst) {
+  FakeClock clock;
+  std::atomic<int> ran{0};
+  {
+    TaskRunner runner(&clock, 1, 1, /*threads=*/true);
+    absl::Notification release;
+    StartBlocking(runner, TaskRunner::Queue::kFlush, &release);
+    for (int i = 0; i < 5; ++i) runner.Post(TaskRunner::Queue::kFlush, [&ran] { ++ran; });
+    release.Notify();
+  }  // the destructor stops the runner
+  EXPECT_EQ(ran.load(), 5);
+}
+
+// An inserter that answers each Insert from a script (then OK), and calls `on_attempt` inside
+// each attempt (on the attempt's thread).
+class ScriptedInserter final : public Inserter {
+ public:
+  absl::StatusOr<TableSchema> Describe(const TableId&, const std::vector<std::string>& columns,
+                                       absl::Time) override {
+    ++describes;
+    if (!describe_errors.empty()) {
+      absl::Status st = describe_errors.front();
+      describe_errors.pop_front();
+      return st;
+    }
+    TableSchema s;
+    for (const std::string& c : columns) {
+      s.names.push_back(c);
+      s.prototypes.push_back(*clickhouse::CreateColumn(type));
+    }
+    return s;
+  }
+  absl::Status Insert(const TableId&, const clickhouse::Block&, const InsertAttempt& attempt,
+                      absl::Time) override {
+    attempts.push_back(attempt.attempt);
+    if (on_attempt) on_attempt();
+    if (script.empty()) return absl::OkStatus();
+    absl::Status st = script.front();
+    script.pop_front();
+    return st;
+  }
+  absl::StatusOr<DedupWindow> DedupWindowOf(const TableId&, absl::Time) override {
+    return absl::UnimplementedError("scripted");
+  }
+  std::deque<absl::Status> script;
+  std::deque<absl::Status> describe_errors;
+  std::string type = "UInt64";
+  std::vector<int> attempts;
+  std::function<void()> on_attempt;
+  int describes = 0;
+};
+
+absl::Status Refused(int32_t code) {
+  return clickhouse::ExceptionToStatus(
+      {.code = code, .name = "DB::Exception", .message = "refused"});
+}
+
+TEST(InsertRetrierTest, ABatchRetriedOnScheduleThroughAnOutageIsProgressNotAStall) {
+  FakeClock clock;
+  ScriptedInserter inserter;
+  for (int i = 0; i < 40; ++i) inserter.script.push_back(absl::UnavailableError("refused"));
+  const RetryPolicy policy{.initial_backoff = absl::Seconds(1),
+                           .max_backoff = absl::Seconds(20),
+                           .max_elapsed = absl::Hours(1)};
+  InsertRetrier retrier(policy, &inserter, &clock, nullptr);
+  TaskRunner runner(&clock, 1, 1, /*threads=*/true);
+  std::vector<absl::Status> checks;
+  inserter.on_attempt = [&] { checks.push_back(runner.CheckProgress(kStall)); };
+  const std::string label = "default.events";
+  const TableId table{"default", "events"};
+  absl::Status result;
+  absl::Notification done;
+  const absl::Time start = clock.Now();
+  runner.Post(TaskRunner::Queue::kFlush, [&] {
+    InsertAttempt attempt;
+    bool too_many_parts = false;
+    result = retrier.Insert(
+        {.label = label, .table = table, .spooled = true}, clickhouse::Block(), attempt,
+        [] { return absl::InfiniteFuture(); }, [](std::vector<log::Field>*) {}, &too_many_parts);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  EXPECT_TRUE(result.ok()) << result;
+  ASSERT_EQ(inserter.attempts.size(), 41u);
+  EXPECT_GT(clock.Now() - start, 10 * kStall) << "the outage lasted many stall limits";
+  for (size_t i = 0; i < checks.size(); ++i) {
+    EXPECT_TRUE(checks[i].ok()) << "attempt " << i + 1 << ": " << checks[i];
+  }
+  // Backoff with full jitter: each sleep within its cap, and the caps double up to max_backoff.
+  const std::vector<absl::Duration> sleeps = clock.sleeps();
+  ASSERT_EQ(sleeps.size(), 40u);
+  for (size_t i = 0; i < sleeps.size(); ++i) {
+    EXPECT_LE(sleeps[i], BackoffCap(policy, static_cast<int>(i) + 1)) << i;
+  }
+}
+
+TEST(InsertRetrierTest, OnlyDataErrorsEndASpooledBatchsRetriesAndPermanentOnesEndACommittedOne) {
+  FakeClock clock;
+  ScriptedInserter inserter;
+  InsertRetrier retrier({.initial_backoff = absl::Milliseconds(10),
+                         .max_backoff = absl::Seconds(1),
+                         .max_elapsed = absl::Minutes(1)},
+                        &inserter, &clock, nullptr);
+  const std::string label = "default.events";
+  const TableId table{"default", "events"};
+  const auto insert = [&](bool spooled) {
+    InsertAttempt attempt;
+    bool too_many_parts = false;
+    const absl::Time stop = clock.Now() + absl::Hours(1);
+    return retrier.Insert(
+        {.label = label, .table = table, .spooled = spooled}, clickhouse::Block(), attempt,
+        [stop] { return stop; }, [](std::vector<log::Field>*) {}, &too_many_parts);
+  };
+  namespace ec = clickhouse::error_code;
+  // ACCESS_DENIED (497) is the operator's to fix: a spooled batch waits for it ...
+  inserter.script = {Refused(497), Refused(497), Refused(ec::kTypeMismatch)};
+  EXPECT_EQ(clickhouse::ClickHouseCode(insert(true)), ec::kTypeMismatch);
+  EXPECT_EQ(inserter.attempts.size(), 3u) << "retried until the rows themselves were refused";
+  // ... while a committed batch's caller hears of it at once.
+  inserter.attempts.clear();
+  inserter.script = {Refused(497)};
+  EXPECT_EQ(clickhouse::ClickHouseCode(insert(false)), 497);
+  EXPECT_EQ(inserter.attempts.size(), 1u);
+}
+
+TEST(InsertRetrierTest, TheFirstTooManyPartsRaisesTheTablesDelayAtOnce) {
+  FakeClock clock;
+  ScriptedInserter inserter;
+  InsertRetrier retrier({.initial_backoff = absl::Milliseconds(10),
+                         .max_backoff = absl::Seconds(1),
+                         .max_elapsed = absl::Minutes(1)},
+                        &inserter, &clock, nullptr);
+  FlushDelay delay("default.events", absl::Milliseconds(200), {.ceiling = absl::Seconds(5)},
+                   nullptr);
+  const std::string label = "default.events";
+  const TableId table{"default", "events"};
+  const absl::Status parts = Refused(clickhouse::error_code::kTooManyParts);
+  inserter.script = {parts, parts, parts};
+  absl::Duration during = absl::ZeroDuration();
+  inserter.on_attempt = [&] {
+    if (inserter.attempts.size() == 2) during = delay.Current();
+  };
+  InsertAttempt attempt;
+  bool too_many_parts = false;
+  const absl::Time stop = clock.Now() + absl::Hours(1);
+  EXPECT_TRUE(retrier
+                  .Insert(
+                      {.label = label, .table = table, .delay = &delay}, clickhouse::Block(),
+                      attempt, [stop] { return stop; }, [](std::vector<log::Field>*) {},
+                      &too_many_parts)
+                  .ok());
+  EXPECT_TRUE(too_many_parts);
+  EXPECT_EQ(during, absl::Milliseconds(400)) << "raised while the batch was still retried";
+  EXPECT_EQ(delay.Current(), absl::Milliseconds(400)) << "once per flush, not per attempt";
+}
+
+TEST(FlushDelayTest, DoublesUnderPressureUpToTheCeilingAndRelaxesAfterCalmFlushes) {
+  FlushDelay delay("default.events", absl::Milliseconds(200),
+                   {.ceiling = absl::Seconds(1), .slow_insert = absl::Seconds(2), .relax_after = 3},
+                   nullptr);
+  EXPECT_EQ(delay.Current(), absl::Milliseconds(200));
+  delay.Adapt(/*too_many_parts=*/true, absl::ZeroDuration(), 1);
+  EXPECT_EQ(delay.Current(), absl::Milliseconds(400));
+  delay.Adapt(false, absl::Seconds(3), 1);  // one slow attempt
+  EXPECT_EQ(delay.Current(), absl::Milliseconds(800));
+  delay.Adapt(true, absl::ZeroDuration(), 1);
+  EXPECT_EQ(delay.Current(), absl::Seconds(1)) << "capped";
+  // Slow, but over two attempts: that is backoff, not the server, so a calm flush.
+  delay.Adapt(false, absl::Seconds(3), 2);
+  EXPECT_EQ(delay.Current(), absl::Seconds(1));
+  delay.Adapt(false, absl::Milliseconds(10), 1);
+  EXPECT_EQ(delay.Current(), absl::Seconds(1)) << "two calm flushes of three";
+  delay.Adapt(false, absl::Milliseconds(10), 1);
+  EXPECT_EQ(delay.Current(), absl::Milliseconds(500));
+  for (int i = 0; i < 12; ++i) delay.Adapt(false, absl::Milliseconds(10), 1);
+  EXPECT_EQ(delay.Current(), absl::Milliseconds(200)) << "never below the configured delay";
+}
+
+TEST(FlushDelayTest, ACeilingAtOrBelowTheConfiguredDelayTurnsItOff) {
+  FlushDelay delay("default.events", absl::Seconds(5), {.ceiling = absl::Seconds(5)}, nullptr);
+  delay.Adapt(true, absl::ZeroDuration(), 1);
+  EXPECT_EQ(delay.Current(), absl::Seconds(5));
+}
+
+Result Committed(uint64_t rows) {
+  return {.status = absl::OkStatus(), .rows = rows, .committed = true, .query_id = "q"};
+}
+
+TEST(IdempotencyKeysTest, ARepeatFollowsTheRequestInFlightAndThenGetsItsResult) {
+  FakeClock clock;
+  IdempotencyKeys keys(&clock, absl::Minutes(10), 100);
+  const std::string key = IdempotencyKeys::Scoped("alice", {"default", "events"}, "k1");
+  Result earlier;
+  std::function<void(Result)> first = [](Result) {};
+  EXPECT_EQ(keys.Take(key, &first, &earlier), IdempotencyKeys::Claim::kOwner);
+  EXPECT_TRUE(first) << "the owner keeps its callback";
+  bool followed = false;
+  std::function<void(Result)> repeat = [&followed](Result r) { followed = r.rows == 7; };
+  EXPECT_EQ(keys.Take(key, &repeat, &earlier), IdempotencyKeys::Claim::kFollowing);
+  EXPECT_FALSE(repeat) << "taken: it runs with the first request's outcome";
+  auto followers = keys.Finish(key, Committed(7));
+  ASSERT_EQ(followers.size(), 1u);
+  followers[0](Committed(7));
+  EXPECT_TRUE(followed);
+  std::function<void(Result)> later = [](Result) {};
+  EXPECT_EQ(keys.Take(key, &later, &earlier), IdempotencyKeys::Claim::kDone);
+  EXPECT_EQ(earlier.rows, 7u);
+  EXPECT_EQ(earlier.query_id, "q");
+}
+
+TEST(IdempotencyKeysTest, KeysAreScopedByIdentityAndTable) {
+  const TableId events{"default", "events"};
+  EXPECT_NE(IdempotencyKeys::Scoped("alice", events, "k"),
+            IdempotencyKeys::Scoped("bob", events, "k"));
+  EXPECT_NE(IdempotencyKeys::Scoped("alice", events, "k"),
+            IdempotencyKeys::Scoped("alice", {"default", "other"}, "k"));
+  // Length-prefixed parts: moving a character from one part to the next is another key.
+  EXPECT_NE(IdempotencyKeys::Scoped("a", {"b", "c"}, "d"),
+            IdempotencyKeys::Scoped("ab", {"", "c"}, "d"));
+}
+
+TEST(IdempotencyKeysTest, AFailedRequestsKeyIsForgottenSoItsRetryRuns) {
+  FakeClock clock;
+  IdempotencyKeys keys(&clock, absl::Minutes(10), 100);
+  Result earlier;
+  std::function<void(Result)> cb = [](Result) {};
+  ASSERT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+  EXPECT_TRUE(keys.Finish("k", {.status = absl::UnavailableError("down")}).empty());
+  EXPECT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+}
+
+TEST(IdempotencyKeysTest, SuccessfulKeysExpireAfterTheWindowAndBeyondTheCap) {
+  FakeClock clock;
+  IdempotencyKeys keys(&clock, absl::Minutes(10), 3);
+  Result earlier;
+  std::function<void(Result)> cb = [](Result) {};
+  for (const char* k : {"a", "b", "c"}) {
+    ASSERT_EQ(keys.Take(k, &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+    keys.Finish(k, Committed(1));
+    clock.Advance(absl::Minutes(1));
+  }
+  keys.RememberDone("d", Committed(2));  // the fourth: "a", the oldest, goes
+  EXPECT_EQ(keys.Take("a", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+  EXPECT_EQ(keys.Take("d", &cb, &earlier), IdempotencyKeys::Claim::kDone);
+  EXPECT_EQ(earlier.rows, 2u);
+  clock.Advance(absl::Minutes(8));  // "b" was done 10 minutes ago, "c" 9
+  EXPECT_EQ(keys.Take("b", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+  EXPECT_EQ(keys.Take("c", &cb, &earlier), IdempotencyKeys::Claim::kDone);
+}
+
+TEST(SchemaCacheTest, ServesAHeaderForItsTtlThenAsksAgain) {
+  FakeClock clock;
+  ScriptedInserter inserter;
+  SchemaCache cache(&inserter, &clock, absl::Minutes(1), "");
+  const TableId table{"default", "events"};
+  bool fetched = false;
+  ASSERT_TRUE(cache.Get(table, {"id"}, absl::InfiniteFuture(), false, &fetched).ok());
+  EXPECT_TRUE(fetched);
+  EXPECT_TRUE(cache.IsFresh(table, {"id"}));
+  EXPECT_FALSE(cache.IsFresh(table, {"id", "s"})) << "another column list is another header";
+  ASSERT_TRUE(cache.Get(table, {"id"}, absl::InfiniteFuture(), false, &fetched).ok());
+  EXPECT_FALSE(fetched);
+  EXPECT_EQ(inserter.describes, 1);
+  clock.Advance(absl::Minutes(1));
+  EXPECT_FALSE(cache.IsFresh(table, {"id"}));
+  ASSERT_TRUE(cache.Get(table, {"id"}, absl::InfiniteFuture(), false, &fetched).ok());
+  EXPECT_TRUE(fetched);
+  EXPECT_EQ(inserter.describes, 2);
+}
+
+TEST(SchemaCacheTest, WhileClickHouseDoesNotAnswerTheLastHeaderIsServedAndAskedForLess) {
+  FakeClock clock;
+  ScriptedInserter inserter;
+  SchemaCache cache(&inserter, &clock, absl::Minutes(1), "");
+  const TableId table{"default", "events"};
+  bool fetched = false;
+  ASSERT_TRUE(cache.Get(table, {"id"}, absl::InfiniteFuture(), false, &fetched).ok());
+  clock.Advance(absl::Minutes(2));
+  inserter.describe_errors = {absl::UnavailableError("connection refused")};
+  auto last = cache.Get(table, {"id"}, absl::InfiniteFuture(), false, &fetched);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_FALSE(fetched);
+  EXPECT_TRUE(cache.IsFresh(table, {"id"})) << "served without asking for a while";
+  clock.Advance(SchemaCache::kRefreshTimeout);
+  EXPECT_FALSE(cache.IsFresh(table, {"id"}));
+  // An answer about the table (it is gone) is not a connection problem: the header goes.
+  inserter.describe_errors = {absl::NotFoundError("Table default.events doesn't exist")};
+  EXPECT_FALSE(cache.Get(table, {"id"}, absl::InfiniteFuture(), false, &fetched).ok());
+  EXPECT_FALSE(cache.IsFresh(table, {"id"}));
+}
+
+TEST(SchemaCacheTest, ForgetDropsEveryColumnListOfOneTableOnly) {
+  FakeClock clock;
+  ScriptedInserter inserter;
+  SchemaCache cache(&inserter, &clock, absl::Minutes(1), "");
+  bool fetched = false;
+  const TableId events{"default", "events"}, other{"default", "events2"};
+  for (const auto& cols : {std::vector<std::string>{"id"}, std::vector<std::string>{"id", "s"}}) {
+    ASSERT_TRUE(cache.Get(events, cols, absl::InfiniteFuture(), false, &fetched).ok());
+  }
+  ASSERT_TRUE(cache.Get(other, {"id"}, absl::InfiniteFuture(), false, &fetched).ok());
+  cache.Forget(events);
+  EXPECT_FALSE(cache.IsFresh(events, {"id"}));
+  EXPECT_FALSE(cache.IsFresh(events, {"id", "s"}));
+  EXPECT_TRUE(cache.IsFresh(other, {"id"})) << "a table whose name starts the same stays";
+}
+
+TEST(SchemaCacheTest, SavedHeadersAreLoadedStaleAndServedOnlyWhileClickHouseIsAway) {
+  const std::string dir = ::testing::TempDir() + "/schema_cache_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  FakeClock clock;
+  const TableId table{"default", "events"};
+  bool fetched = false;
+  {
+    ScriptedInserter inserter;
+    inserter.type = "Int32";
+    SchemaCache cache(&inserter, &clock, absl::Minutes(1), dir);
+    ASSERT_TRUE(cache.Get(table, {"id"}, absl::InfiniteFuture(), false, &fetched).ok());
+  }
+  ScriptedInserter inserter;
+  inserter.describe_errors = {absl::UnavailableError("connection refused")};
+  SchemaCache restarted(&inserter, &clock, absl::Minutes(1), dir);
+  restarted.Load();
+  EXPECT_FALSE(restarted.IsFresh(table, {"id"})) << "stale from the start";
+  auto header = restarted.Get(table, {"id"}, absl::InfiniteFuture(), false, &fetched);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_FALSE(fetched);
+  EXPECT_EQ((*header)->prototypes[0]->type_name(), "Int32");
+  EXPECT_EQ(inserter.describes, 1) << "ClickHouse was asked first";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace chgate::ingest
