@@ -22,8 +22,9 @@ PACKAGES=(
   clickhouse-server clickhouse-client zookeeper
   # independent gRPC client for end-to-end checks
   python3 python3-grpcio python3-grpc-tools grpc-proto
-  # tools the scripts use
-  curl procps openssl
+  # tools the scripts use; promtool (package prometheus, its service not started) checks the
+  # exposition in the metrics tests
+  curl procps openssl prometheus
 )
 # Node.js and npm: buf for the API checks (tests/api/buf_check.sh) and the Node client example
 # (client/examples/node/) come from npm. The machine's own Node.js when it has one (any LTS from
