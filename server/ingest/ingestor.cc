@@ -3,80 +3,15 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "server/clickhouse/protocol/packets.h"
 #include "server/common/failpoint.h"
-#include "server/common/random_id.h"
-#include "server/ingest/lossless.h"
+#include "server/ingest/stage.h"
 #include "server/log/log.h"
 #include "text/identifier.h"
-#include "text/status_macros.h"
 
 namespace chgate::ingest {
 namespace {
 
 constexpr log::Component kLog("ingest");
-
-// The ack mode of a batch's rows: committed (callers wait for the commit), accepted (already
-// acknowledged), or mixed.
-const char* BatchAckMode(uint64_t rows, uint64_t waiting_rows) {
-  if (waiting_rows == rows) return "committed";
-  return waiting_rows == 0 ? "accepted" : "mixed";
-}
-
-}  // namespace
-
-struct Ingestor::Pending {
-  std::string idempotency_key;  // scoped by identity and table (ClaimKey), when there is one
-  TableId table;
-  std::string key;    // batch key
-  std::string label;  // "db.table" for metrics
-  std::vector<std::string> columns;
-  std::shared_ptr<const TableSchema> schema;
-  std::unique_ptr<clickhouse::Block> staged;
-  uint64_t rows = 0;
-  uint64_t bytes = 0;
-  absl::Time received;
-  absl::Time deadline;
-  AckMode ack = AckMode::kCommitted;
-  std::optional<text::TraceContext> trace;
-  MemoryBudget::Reservation reservation;  // until the rows join a batch
-  std::function<void()> on_admitted;
-  std::function<void(Result)> on_done;
-  bool done = false;
-};
-
-struct Ingestor::Batch {
-  std::string key;
-  std::string label;
-  TableId table;
-  std::shared_ptr<const TableSchema> schema;
-  std::unique_ptr<clickhouse::Block> block;
-  std::vector<std::shared_ptr<Pending>> pendings;  // committed-ack requests in `block`
-  BatchTraces traces;                              // of every request in `block`
-  uint64_t rows = 0;
-  uint64_t bytes = 0;
-  uint64_t table_bytes = 0;  // buffered + in flight, for the per-table budget
-  absl::Time oldest = absl::InfiniteFuture();
-  absl::Time earliest_deadline = absl::InfiniteFuture();
-  bool flushing = false;
-  std::unique_ptr<FlushDelay> delay;  // the adapted flush delay
-  // A spooled batch (persisted requests) holds no rows in memory, only where they are in the
-  // spool: `rows` and `bytes` count its queue, and `block`/`pendings`/`schema` stay empty.
-  bool spooled = false;
-  std::vector<std::string> columns;    // the INSERT's column list (as the requests gave it)
-  std::deque<SpoolEntry> spool_queue;  // in LSN order
-  std::deque<SpooledFlush> replays;    // intents found by Recover, sent first, as they were
-};
-
-namespace {
-std::unique_ptr<clickhouse::Block> EmptyBlock(const TableSchema& schema) {
-  auto block = std::make_unique<clickhouse::Block>();
-  for (size_t i = 0; i < schema.names.size(); ++i) {
-    block->AddColumn(schema.names[i], schema.prototypes[i]->CloneEmpty());
-  }
-  return block;
-}
 
 }  // namespace
 
@@ -93,6 +28,7 @@ Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
                options_.spool != nullptr ? options_.spool->dir() : ""),
       keys_(clock, options_.idempotency_window, options_.idempotency_max_keys),
       retrier_(options_.retry, inserter, clock, observer),
+      flusher_(options_.retry, options_.async_insert, &retrier_, &schemas_, clock, observer),
       bridge_({.spool = options_.spool,
                .spool_id = options_.spool_id,
                .cache_bytes = options_.spool_cache_bytes != 0 ? options_.spool_cache_bytes
@@ -175,14 +111,7 @@ absl::StatusOr<MemoryBudget::Reservation> Ingestor::Reserve(uint64_t bytes) {
     observer_->RequestDone("", absl::ResourceExhaustedError("memory budget"), AckMode::kAccepted,
                            0);
   }
-  constexpr double kMiB = 1 << 20;
-  return absl::ResourceExhaustedError(absl::StrFormat(
-      "chgate's memory budget is full: %.1f MiB of %.1f MiB in use (%.1f MiB of rows buffered "
-      "for ClickHouse, %.1f MiB held by requests being converted or waiting for room), this "
-      "request needs %.1f MiB; nothing of it was buffered, so it is safe to retry after a backoff",
-      static_cast<double>(budget_.used()) / kMiB, static_cast<double>(budget_.limit()) / kMiB,
-      static_cast<double>(budget_.buffered()) / kMiB,
-      static_cast<double>(budget_.requests()) / kMiB, static_cast<double>(bytes) / kMiB));
+  return absl::ResourceExhaustedError(budget_.RefusalMessage(bytes));
 }
 
 MemoryBudget::Reservation Ingestor::Hold(uint64_t bytes) {
@@ -241,42 +170,9 @@ bool Ingestor::HeaderIsFresh(const Request& request) {
 }
 
 absl::Status Ingestor::Convert(const Request& request, const TableSchema& s, Pending* p) {
-  // A block's columns are staged as they are (below); rows are converted into new ones.
-  p->staged = request.block != nullptr && request.rows == nullptr ? nullptr : EmptyBlock(s);
-  if (request.rows != nullptr) {
-    std::vector<clickhouse::Column*> columns;
-    for (size_t i = 0; i < s.names.size(); ++i) {
-      columns.push_back(p->staged->column(i).column.get());
-    }
-    ConvertOptions convert = options_.convert;
-    absl::TimeZone tz;
-    if (!s.server_time_zone.empty() && absl::LoadTimeZone(s.server_time_zone, &tz)) {
-      convert.server_time_zone = tz;
-    }
-    return AppendRows(*request.rows, s.names, columns, convert);
-  }
-  if (request.block != nullptr) {
-    clickhouse::Block& b = *request.block;
-    CHGATE_RETURN_IF_ERROR(b.Validate());
-    if (b.column_count() != s.names.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "block has ", b.column_count(), " columns, the insert expects ", s.names.size()));
-    }
-    for (size_t i = 0; i < s.names.size(); ++i) {
-      const clickhouse::ColumnPtr& col = b.column(i).column;
-      if (col->type_name() != s.prototypes[i]->type_name()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "column '", PrintableName(s.names[i]), "' has type ", PrintableName(col->type_name()),
-            ", the table has ", PrintableName(s.prototypes[i]->type_name())));
-      }
-    }
-    // The columns are what the table takes: staged as they are, not copied.
-    auto staged = std::make_unique<clickhouse::Block>();
-    for (size_t i = 0; i < s.names.size(); ++i) {
-      staged->AddColumn(s.names[i], std::move(b.column(i).column));
-    }
-    p->staged = std::move(staged);
-  }
+  absl::StatusOr<std::unique_ptr<clickhouse::Block>> staged = Stage(request, s, options_.convert);
+  if (!staged.ok()) return staged.status();
+  p->staged = *std::move(staged);
   return absl::OkStatus();
 }
 
@@ -400,21 +296,18 @@ void Ingestor::Append(std::shared_ptr<Pending> p) {
   for (auto& f : after) f();
 }
 
-Ingestor::Batch& Ingestor::BatchLocked(const std::string& key, const std::string& label,
-                                       const TableId& table) {
+Batch& Ingestor::BatchLocked(const std::string& key, const std::string& label,
+                             const TableId& table) {
   auto& slot = batches_[key];
   if (slot == nullptr) {
-    slot = std::make_unique<Batch>();
-    slot->key = key;
-    slot->label = label;
-    slot->table = table;
     const absl::Duration configured = LimitsFor(label).max_delay;
-    slot->delay =
+    slot = std::make_unique<Batch>(
+        key, label, table,
         std::make_unique<FlushDelay>(label, configured,
                                      FlushDelaySettings{.ceiling = options_.max_delay_ceiling,
                                                         .slow_insert = options_.slow_insert,
                                                         .relax_after = options_.relax_after},
-                                     observer_);
+                                     observer_));
     // The table's series exist from its first batch on, at 0, so a first loss shows.
     if (observer_ != nullptr) observer_->TableStarted(label, configured);
   }
@@ -425,10 +318,7 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
   while (!waiting_.empty()) {
     std::shared_ptr<Pending> p = waiting_.front();
     Batch& batch = BatchLocked(p->key, p->label, p->table);
-    if (batch.schema == nullptr) {
-      batch.schema = p->schema;
-      batch.block = EmptyBlock(*p->schema);
-    }
+    if (batch.schema() == nullptr) batch.Relayout(p->schema);
     const bool fits_global = buffered_bytes_ == 0 || buffered_bytes_ + p->bytes <= buffer_limit_;
     const bool fits_table = options_.table_budget_bytes == 0 || batch.table_bytes == 0 ||
                             batch.table_bytes + p->bytes <= options_.table_budget_bytes;
@@ -444,16 +334,15 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
       return;  // FIFO: later requests wait behind this one
     }
     waiting_.pop_front();
-    if (batch.schema != p->schema && !SameTypes(*batch.schema, *p->schema)) {
-      if (batch.rows > 0) {
+    if (batch.schema() != p->schema && !SameTypes(*batch.schema(), *p->schema)) {
+      if (batch.rows() > 0) {
         // The table changed under the batch: flush what was converted for the old layout
         // first, then retry this request.
         waiting_.push_front(p);
         StartFlushLocked(batch, FlushReason::kRows);
         return;
       }
-      batch.schema = p->schema;
-      batch.block = EmptyBlock(*p->schema);
+      batch.Relayout(p->schema);
     }
     AppendToBatchLocked(batch, p, after);
   }
@@ -461,31 +350,15 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
 
 void Ingestor::AppendToBatchLocked(Batch& batch, const std::shared_ptr<Pending>& p,
                                    std::vector<std::function<void()>>* after) {
-  if (batch.rows == 0) {
-    // The first rows of a batch: its block is the request's own, not a copy (no second buffer,
-    // no growth slack from appending).
-    batch.block = std::move(p->staged);
-  } else {
-    for (size_t i = 0; i < batch.block->column_count(); ++i) {
-      batch.block->column(i).column->AppendRange(*p->staged->column(i).column, 0, p->rows);
-    }
-  }
-  p->staged.reset();
   // The bytes move from the request's reservation to the buffer's count (added first, so the
   // budget never shows room that is not there).
   budget_.AddBuffered(p->bytes);
   p->reservation.Release();
-  batch.rows += p->rows;
-  batch.bytes += p->bytes;
-  batch.table_bytes += p->bytes;
   buffered_bytes_ += p->bytes;
   buffered_rows_ += p->rows;
-  batch.oldest = std::min(batch.oldest, clock_->Now());
-  if (p->trace.has_value()) batch.traces.Add(*p->trace);
+  batch.Append(p, clock_->Now());
   std::function<void()> admitted = std::move(p->on_admitted);
   if (p->ack == AckMode::kCommitted) {
-    batch.pendings.push_back(p);
-    batch.earliest_deadline = std::min(batch.earliest_deadline, p->deadline);
     if (admitted) after->push_back(std::move(admitted));
   } else {
     after->push_back([this, p, admitted = std::move(admitted)] {
@@ -498,12 +371,7 @@ void Ingestor::AppendToBatchLocked(Batch& batch, const std::shared_ptr<Pending>&
     observer_->WaitingRequests(waiting_.size());
     PublishRequestBytes();
   }
-  const BatchLimits& limits = LimitsFor(batch.label);
-  if (batch.rows >= limits.max_rows) {
-    StartFlushLocked(batch, FlushReason::kRows);
-  } else if (batch.bytes >= limits.max_bytes) {
-    StartFlushLocked(batch, FlushReason::kBytes);
-  }
+  StartFlushIfFullLocked(batch);
 }
 
 void Ingestor::ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<Pending>>* expired) {
@@ -520,164 +388,65 @@ void Ingestor::ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<P
   }
 }
 
-absl::Time Ingestor::DueLocked(const Batch& batch) const {
-  if (batch.rows == 0) return absl::InfiniteFuture();
-  return std::min(batch.oldest + batch.delay->Current(),
-                  batch.earliest_deadline - options_.deadline_margin);
+void Ingestor::StartFlushIfFullLocked(Batch& batch) {
+  const BatchLimits& limits = LimitsFor(batch.label());
+  if (batch.rows() >= limits.max_rows) {
+    StartFlushLocked(batch, FlushReason::kRows);
+  } else if (batch.bytes() >= limits.max_bytes) {
+    StartFlushLocked(batch, FlushReason::kBytes);
+  }
 }
 
 void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
-  if (batch.spooled) return StartSpooledFlushLocked(batch, reason);
-  if (batch.flushing || batch.rows == 0) return;
+  if (batch.spooled()) return StartSpooledFlushLocked(batch, reason);
+  if (batch.flushing || batch.rows() == 0) return;
   batch.flushing = true;
   ++flushes_in_flight_;
-  std::unique_ptr<clickhouse::Block> block = std::move(batch.block);
-  batch.block = EmptyBlock(*batch.schema);
-  std::vector<std::shared_ptr<Pending>> pendings = std::move(batch.pendings);
-  batch.pendings.clear();
-  BatchTraces traces = std::move(batch.traces);
-  batch.traces = {};
-  batch.rows = 0;
-  batch.bytes = 0;
-  batch.oldest = absl::InfiniteFuture();
-  batch.earliest_deadline = absl::InfiniteFuture();
+  Batch::Contents taken = batch.Take();
   Batch* b = &batch;
-  std::shared_ptr<clickhouse::Block> shared(std::move(block));
-  runner_.Post(TaskRunner::Queue::kFlush, [this, b, shared, pendings = std::move(pendings),
-                                           traces = std::move(traces), reason]() mutable {
+  std::shared_ptr<clickhouse::Block> shared(std::move(taken.block));
+  runner_.Post(TaskRunner::Queue::kFlush, [this, b, shared, pendings = std::move(taken.pendings),
+                                           traces = std::move(taken.traces), reason]() mutable {
     Flush(b, std::move(shared), std::move(pendings), std::move(traces), reason);
   });
 }
 
 InsertTarget Ingestor::TargetOf(Batch* batch) const {
-  return InsertTarget{.label = batch->label,
-                      .table = batch->table,
-                      .spooled = batch->spooled,
-                      .delay = batch->delay.get()};
+  return InsertTarget{.label = batch->label(),
+                      .table = batch->table(),
+                      .spooled = batch->spooled(),
+                      .delay = batch->delay()};
 }
 
 void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
                      std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
                      FlushReason reason) {
-  const absl::Time start = clock_->Now();
-  // Attempts go on while some caller of the batch still waits: a caller whose deadline passed
-  // (it already has its DEADLINE_EXCEEDED) must not cut short the others' flush. Rows acknowledged
-  // in accepted mode have no caller waiting: they get every attempt --retry-max-elapsed allows.
-  uint64_t waiting_rows = 0;
-  for (const auto& p : pendings) waiting_rows += p->rows;
-  absl::Time last_deadline =
-      block->rows() > waiting_rows ? absl::InfiniteFuture() : absl::InfinitePast();
-  for (const auto& p : pendings) last_deadline = std::max(last_deadline, p->deadline);
-  const absl::Time stop_at = std::min(start + options_.retry.max_elapsed, last_deadline);
-  const auto stop = [stop_at] { return stop_at; };
-  InsertAttempt attempt;
-  // Unguessable (128 random bits): a caller who may Query must not be able to take a batch's id
-  // first and make its INSERT fail as "already running".
-  attempt.query_id = absl::StrCat("chgate-", RandomHex128());
-  attempt.deduplication_key = attempt.query_id;
-  attempt.trace = traces.first;
-  attempt.async = options_.async_insert;
-  bool too_many_parts = false;
-  const auto batch_fields = [&](std::vector<log::Field>* fields) {
-    fields->emplace_back("callers", pendings.size());
-    fields->emplace_back("ack_mode", BatchAckMode(block->rows(), waiting_rows));
-    traces.AppendFields(fields);
-  };
-  const InsertTarget target = TargetOf(batch);
-  absl::Status status =
-      retrier_.Insert(target, *block, attempt, stop, batch_fields, &too_many_parts);
-  if (!status.ok() && IsDataError(status) && IsTableChangeError(status)) {
-    // The table changed after the rows were checked against its header: rows valid when sent
-    // go in converted to its new columns where that loses nothing; otherwise the callers learn
-    // that the table changed (ABORTED: resend against the new table), never that their rows
-    // were invalid.
-    bool same_header = false;
-    schemas_.Forget(batch->table);
-    std::optional<clickhouse::Block> converted = ConvertToChangedTable(
-        inserter_, clock_, options_.retry, batch->table, *block, stop, &same_header);
-    if (same_header) {
-      // The table is as the rows were checked against: the refusal is about the rows.
-    } else if (converted.has_value()) {
-      kLog.Info("table changed: batch converted to its new columns",
-                {{"table", batch->label}, {"rows", block->rows()}, {"error", status.message()}});
-      status = retrier_.Insert(target, *converted, attempt, stop, batch_fields, &too_many_parts);
-    } else {
-      status = absl::AbortedError(absl::StrCat(
-          "the table changed after these rows were checked against it, and its new columns "
-          "cannot take them unchanged; resend them (",
-          status.message(), ")"));
-    }
+  BatchCallers callers{.count = pendings.size()};
+  for (const auto& p : pendings) {
+    callers.waiting_rows += p->rows;
+    callers.last_deadline = std::max(callers.last_deadline, p->deadline);
   }
-  const absl::Time end = clock_->Now();
-  if (!too_many_parts) batch->delay->Adapt(false, end - start, attempt.attempt);
-  if (!status.ok()) {
-    if (attempt.attempt > 1) {
-      status = absl::Status(status.code(), absl::StrCat(status.message(), " (gave up after ",
-                                                        attempt.attempt, " attempts)"));
-    }
-    // The table changed under the batch (dropped, column removed or retyped): the next request
-    // asks the server for its header again.
-    if (IsTableChangeError(status)) schemas_.Forget(batch->table);
-  }
-  if (observer_ != nullptr) {
-    observer_->BatchFlushed(batch->label, reason, block->rows(), block->ByteSize(), end - start);
-    if (!status.ok()) {
-      observer_->FlushFailed(batch->label, status, clickhouse::ClickHouseCode(status));
-    }
-  }
+  const FlushOutcome out = flusher_.Run(TargetOf(batch), *block, traces, callers, reason);
   const uint64_t rows = block->rows(), bytes = block->ByteSize();
   block.reset();
-  ReportFlush(batch, status, attempt, rows, waiting_rows, pendings.size(), traces, end - start);
+  // Callers in committed mode get the error; rows acknowledged in accepted mode are lost.
+  const uint64_t dropped = out.status.ok() ? 0 : rows - callers.waiting_rows;
+  if (dropped > 0 && observer_ != nullptr) {
+    observer_->RowsDropped(batch->label(), DropReason::kAcceptedFlushFailed, dropped);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    (out.status.ok() ? rows_committed_ : rows_failed_) += rows;
+    rows_dropped_ += dropped;
+  }
   for (const auto& p : pendings) {
-    Complete(p, {.status = status,
-                 .rows = status.ok() ? p->rows : 0,
-                 .committed = status.ok(),
-                 .query_id = status.ok() ? attempt.query_id : "",
-                 .commit_time = end});
+    Complete(p, {.status = out.status,
+                 .rows = out.status.ok() ? p->rows : 0,
+                 .committed = out.status.ok(),
+                 .query_id = out.query_id,
+                 .commit_time = out.end});
   }
   FinishFlush(batch, bytes, rows);
-}
-
-void Ingestor::ReportFlush(Batch* batch, const absl::Status& status, const InsertAttempt& attempt,
-                           uint64_t rows, uint64_t waiting_rows, size_t callers,
-                           const BatchTraces& traces, absl::Duration took) {
-  if (!status.ok()) {
-    std::vector<log::Field> fields{{"table", batch->label},
-                                   {"batch_id", attempt.query_id},
-                                   {"attempts", attempt.attempt},
-                                   {"rows", rows},
-                                   {"callers", callers},
-                                   {"ack_mode", BatchAckMode(rows, waiting_rows)},
-                                   {"rows_dropped", rows - waiting_rows},
-                                   {"retryable", IsRetryable(status)},
-                                   {"code", ErrorCodeLabel(status)},
-                                   {"error", status.message()}};
-    traces.AppendFields(&fields);
-    kLog.Throttled(log::Level::kError, "batch failed", batch->label, fields);
-  } else if (attempt.attempt > 1) {
-    std::vector<log::Field> fields{
-        {"table", batch->label},       {"batch_id", attempt.query_id},
-        {"attempts", attempt.attempt}, {"rows", rows},
-        {"callers", callers},          {"elapsed", absl::Trunc(took, absl::Milliseconds(1))}};
-    traces.AppendFields(&fields);
-    kLog.Throttled(log::Level::kInfo, "batch committed after retries", batch->label, fields);
-  } else if (traces.first.has_value()) {
-    // Where a traced caller's rows went: the INSERT's query id, in the trace's terms.
-    std::vector<log::Field> fields{{"table", batch->label},
-                                   {"batch_id", attempt.query_id},
-                                   {"rows", rows},
-                                   {"callers", callers}};
-    traces.AppendFields(&fields);
-    kLog.Debug("batch committed", fields);
-  }
-  // Callers in committed mode get the error; rows acknowledged in accepted mode are lost.
-  const uint64_t dropped = status.ok() ? 0 : rows - waiting_rows;
-  if (dropped > 0 && observer_ != nullptr) {
-    observer_->RowsDropped(batch->label, DropReason::kAcceptedFlushFailed, dropped);
-  }
-  absl::MutexLock lock(&mu_);
-  (status.ok() ? rows_committed_ : rows_failed_) += rows;
-  rows_dropped_ += dropped;
 }
 
 void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {
@@ -692,16 +461,16 @@ void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {
     --flushes_in_flight_;
     if (observer_ != nullptr) observer_->Buffered(buffered_rows_, buffered_bytes_);
     AdmitWaitingLocked(&after);
-    const BatchLimits& limits = LimitsFor(batch->label);
-    if (!batch->replays.empty()) {
+    const BatchLimits& limits = LimitsFor(batch->label());
+    if (batch->HasReplays()) {
       StartFlushLocked(*batch, FlushReason::kReplay);
     } else if (shutting_down_) {
       StartFlushLocked(*batch, FlushReason::kShutdown);
-    } else if (batch->rows >= limits.max_rows) {
+    } else if (batch->rows() >= limits.max_rows) {
       StartFlushLocked(*batch, FlushReason::kRows);
-    } else if (batch->bytes >= limits.max_bytes) {
+    } else if (batch->bytes() >= limits.max_bytes) {
       StartFlushLocked(*batch, FlushReason::kBytes);
-    } else if (DueLocked(*batch) <= clock_->Now()) {
+    } else if (batch->Due(options_.deadline_margin) <= clock_->Now()) {
       StartFlushLocked(*batch, FlushReason::kAge);
     }
   }
@@ -715,11 +484,11 @@ bool Ingestor::Poll() {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
     for (auto& [key, batch] : batches_) {
-      if (batch->flushing || batch->rows == 0) continue;
-      if (DueLocked(*batch) <= now) {
-        const bool by_deadline = batch->earliest_deadline - options_.deadline_margin <
-                                 batch->oldest + batch->delay->Current();
-        StartFlushLocked(*batch, by_deadline ? FlushReason::kDeadline : FlushReason::kAge);
+      if (batch->flushing || batch->rows() == 0) continue;
+      if (batch->Due(options_.deadline_margin) <= now) {
+        StartFlushLocked(*batch, batch->DueByDeadline(options_.deadline_margin)
+                                     ? FlushReason::kDeadline
+                                     : FlushReason::kAge);
         started = true;
       }
     }
@@ -747,7 +516,7 @@ void Ingestor::SchedulerLoop() {
     if (stop_scheduler_) return;
     absl::Time next = clock_->Now() + absl::Milliseconds(50);
     for (auto& [key, batch] : batches_) {
-      if (!batch->flushing) next = std::min(next, DueLocked(*batch));
+      if (!batch->flushing) next = std::min(next, batch->Due(options_.deadline_margin));
     }
     for (const auto& p : waiting_) next = std::min(next, p->deadline - options_.deadline_margin);
     auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_scheduler_; };
@@ -821,7 +590,7 @@ void Ingestor::Shutdown(absl::Time deadline) {
     auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (flushes_in_flight_ > 0) return false;
       for (auto& [key, batch] : batches_) {
-        if (batch->rows > 0) return false;
+        if (batch->rows() > 0) return false;
       }
       return true;
     };
@@ -829,23 +598,7 @@ void Ingestor::Shutdown(absl::Time deadline) {
   }
   {
     absl::MutexLock lock(&mu_);
-    for (auto& [key, batch] : batches_) {
-      // Spooled rows that did not go out stay in the spool for the next start.
-      if (batch->flushing || batch->spooled) continue;
-      for (auto& p : batch->pendings) unflushed.push_back(p);
-      batch->pendings.clear();
-      if (batch->rows > 0) {
-        rows_dropped_ += batch->rows;
-        if (observer_ != nullptr) {
-          observer_->RowsDropped(batch->label, DropReason::kShutdown, batch->rows);
-        }
-      }
-      buffered_bytes_ -= batch->bytes;
-      budget_.RemoveBuffered(batch->bytes);
-      buffered_rows_ -= batch->rows;
-      batch->rows = batch->bytes = 0;
-      batch->block = EmptyBlock(*batch->schema);
-    }
+    DropUnflushedLocked(&unflushed);
     if (drain_start) {
       const uint64_t flushed = rows_committed_ - committed_before;
       const uint64_t failed = rows_failed_ - failed_before;
@@ -864,6 +617,22 @@ void Ingestor::Shutdown(absl::Time deadline) {
   for (const auto& p : unflushed) {
     Complete(p, {.status = absl::UnavailableError(
                      "chgate shut down before these rows could be committed")});
+  }
+}
+
+void Ingestor::DropUnflushedLocked(std::vector<std::shared_ptr<Pending>>* unflushed) {
+  for (auto& [key, batch] : batches_) {
+    // Spooled rows that did not go out stay in the spool for the next start.
+    if (batch->flushing || batch->spooled() || batch->rows() == 0) continue;
+    const uint64_t rows = batch->rows(), bytes = batch->bytes();
+    rows_dropped_ += rows;
+    if (observer_ != nullptr) observer_->RowsDropped(batch->label(), DropReason::kShutdown, rows);
+    buffered_bytes_ -= bytes;
+    budget_.RemoveBuffered(bytes);
+    buffered_rows_ -= rows;
+    batch->table_bytes -= bytes;
+    Batch::Contents dropped = batch->Take();
+    unflushed->insert(unflushed->end(), dropped.pendings.begin(), dropped.pendings.end());
   }
 }
 
@@ -907,60 +676,28 @@ void Ingestor::OnPersisted(const std::shared_ptr<Pending>& p, absl::StatusOr<Spo
   Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false, .persisted = true});
 }
 
-Ingestor::Batch& Ingestor::SpooledBatchLocked(const TableId& table,
-                                              const std::vector<std::string>& columns) {
+Batch& Ingestor::SpooledBatchLocked(const TableId& table, const std::vector<std::string>& columns) {
   // Batches of persisted requests are apart from the others: their blocks are made only of
   // spooled records, so that a replay can make them again.
   Batch& batch = BatchLocked(absl::StrCat(TableColumnsKey(table, columns), "\x1fspooled"),
                              absl::StrCat(table.database, ".", table.table), table);
-  if (!batch.spooled) {
-    batch.spooled = true;
-    batch.columns = columns;
-  }
+  if (!batch.spooled()) batch.MakeSpooled(columns);
   return batch;
 }
 
 void Ingestor::QueueSpooledLocked(Batch& batch, SpoolEntry entry) {
-  if (batch.spool_queue.empty()) batch.oldest = entry.appended;
-  batch.rows += entry.rows;
-  batch.bytes += entry.bytes;
   spooled_rows_ += entry.rows;
-  batch.spool_queue.push_back(std::move(entry));
-  const BatchLimits& limits = LimitsFor(batch.label);
-  if (batch.rows >= limits.max_rows) {
-    StartFlushLocked(batch, FlushReason::kRows);
-  } else if (batch.bytes >= limits.max_bytes) {
-    StartFlushLocked(batch, FlushReason::kBytes);
-  }
+  batch.Queue(std::move(entry));
+  StartFlushIfFullLocked(batch);
 }
 
 void Ingestor::StartSpooledFlushLocked(Batch& batch, FlushReason reason) {
-  if (batch.flushing || (batch.spool_queue.empty() && batch.replays.empty())) return;
+  if (batch.flushing || !batch.HasSpooledWork()) return;
   // After the drain the records wait in the spool for the next start.
   if (shutting_down_ && clock_->Now() >= drain_deadline_) return;
-  SpooledFlush flush;
-  if (!batch.replays.empty()) {
-    flush = std::move(batch.replays.front());
-    batch.replays.pop_front();
-    reason = FlushReason::kReplay;
-  } else {
-    const BatchLimits& limits = LimitsFor(batch.label);
-    uint64_t rows = 0, bytes = 0;
-    while (
-        !batch.spool_queue.empty() &&
-        (flush.entries.empty() || (rows + batch.spool_queue.front().rows <= limits.max_rows &&
-                                   bytes + batch.spool_queue.front().bytes <= limits.max_bytes))) {
-      const SpoolEntry& e = batch.spool_queue.front();
-      rows += e.rows;
-      bytes += e.bytes;
-      flush.entries.push_back(e);
-      batch.spool_queue.pop_front();
-    }
-    batch.rows -= rows;
-    batch.bytes -= bytes;
-    batch.oldest =
-        batch.spool_queue.empty() ? absl::InfiniteFuture() : batch.spool_queue.front().appended;
-  }
+  bool replay = false;
+  SpooledFlush flush = batch.TakeSpooled(LimitsFor(batch.label()), &replay);
+  if (replay) reason = FlushReason::kReplay;
   batch.flushing = true;
   ++flushes_in_flight_;
   Batch* b = &batch;
@@ -980,13 +717,8 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
   {
     absl::MutexLock lock(&mu_);
     // Records of another layout than the first's wait for the next INSERT, ahead of the rest.
-    for (auto it = out.later.rbegin(); it != out.later.rend(); ++it) {
-      batch->spool_queue.push_front(*it);
-      batch->rows += it->rows;
-      batch->bytes += it->bytes;
-      queued_rows -= it->rows;
-    }
-    if (!out.later.empty()) batch->oldest = batch->spool_queue.front().appended;
+    batch->Requeue(out.later);
+    for (const SpoolEntry& e : out.later) queued_rows -= e.rows;
     rows_dropped_ += out.lost_rows;
     rows_committed_ += out.committed;
     spooled_rows_ -= std::min(spooled_rows_, queued_rows);
@@ -995,10 +727,10 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
 }
 
 SpoolTarget Ingestor::SpoolTargetOf(const Batch& batch) const {
-  return SpoolTarget{.label = batch.label,
-                     .table = batch.table,
-                     .columns = batch.columns,
-                     .delay = batch.delay.get()};
+  return SpoolTarget{.label = batch.label(),
+                     .table = batch.table(),
+                     .columns = batch.columns(),
+                     .delay = batch.delay()};
 }
 
 RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records) {
@@ -1012,7 +744,7 @@ RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records
     absl::MutexLock lock(&mu_);
     for (RecoveryPlan::Replay& r : plan.replays) {
       for (const SpoolEntry& e : r.flush.entries) spooled_rows_ += e.rows;
-      SpooledBatchLocked(r.to.table, r.to.columns).replays.push_back(std::move(r.flush));
+      SpooledBatchLocked(r.to.table, r.to.columns).AddReplay(std::move(r.flush));
     }
     for (RecoveryPlan::Replay& r : plan.damaged) {
       damaged.emplace_back(&SpooledBatchLocked(r.to.table, r.to.columns), &r.flush);
@@ -1021,7 +753,7 @@ RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records
       QueueSpooledLocked(SpooledBatchLocked(q.to.table, q.to.columns), std::move(q.entry));
     }
     for (auto& [key, batch] : batches_) {
-      if (batch->spooled && !batch->replays.empty()) StartFlushLocked(*batch, FlushReason::kReplay);
+      if (batch->spooled() && batch->HasReplays()) StartFlushLocked(*batch, FlushReason::kReplay);
     }
   }
   // A caller that resends a request it saw no answer for finds it done.

@@ -29,10 +29,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/clickhouse/block.h"
+#include "server/ingest/batch.h"
 #include "server/ingest/batch_traces.h"
 #include "server/ingest/clock.h"
 #include "server/ingest/convert.h"
 #include "server/ingest/flush_delay.h"
+#include "server/ingest/flush_runner.h"
 #include "server/ingest/idempotency_keys.h"
 #include "server/ingest/inserter.h"
 #include "server/ingest/memory_budget.h"
@@ -47,12 +49,6 @@
 #include "server/spool/spool.h"
 
 namespace chgate::ingest {
-
-struct BatchLimits {
-  uint64_t max_rows = 100000;
-  uint64_t max_bytes = 16 << 20;
-  absl::Duration max_delay = absl::Milliseconds(200);
-};
 
 struct IngestOptions {
   std::string default_database = "default";
@@ -188,8 +184,7 @@ class Ingestor {
   bool RunPending();
 
  private:
-  struct Pending;
-  struct Batch;
+  using Pending = PendingRequest;
 
   void SchedulerLoop();
   // Converts the request and appends it to its table's batch. `on_caller`: running on the
@@ -226,10 +221,6 @@ class Ingestor {
   void Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
              std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
              FlushReason reason);
-  // The log line and the counts of a flush that ended with `status`.
-  void ReportFlush(Batch* batch, const absl::Status& status, const InsertAttempt& attempt,
-                   uint64_t rows, uint64_t waiting_rows, size_t callers, const BatchTraces& traces,
-                   absl::Duration took);
   void FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) ABSL_LOCKS_EXCLUDED(mu_);
   // Persisted requests: Persist writes the converted rows to the spool; OnPersisted acks the
   // caller once they are durable and queues them for their table's spooled batch.
@@ -243,7 +234,12 @@ class Ingestor {
   // One INSERT of spooled records (SpoolBridge::Send), then the batch's accounting.
   void FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason);
   SpoolTarget SpoolTargetOf(const Batch& batch) const;
-  absl::Time DueLocked(const Batch& batch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At the drain's end: drops the rows of batches not being flushed (counted as lost) and hands
+  // their waiting callers to `unflushed`. Spooled batches keep their records in the spool.
+  void DropUnflushedLocked(std::vector<std::shared_ptr<Pending>>* unflushed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts the batch's flush when it reached its row or byte limit.
+  void StartFlushIfFullLocked(Batch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const BatchLimits& LimitsFor(const std::string& key) const;
   InsertTarget TargetOf(Batch* batch) const;
   void Complete(const std::shared_ptr<Pending>& p, Result result);
@@ -260,6 +256,7 @@ class Ingestor {
   SchemaCache schemas_;
   IdempotencyKeys keys_;
   InsertRetrier retrier_;
+  FlushRunner flusher_;
   // Declared before the batches, whose spool entries hold blocks it counts.
   SpoolBridge bridge_;
 

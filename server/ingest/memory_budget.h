@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 
 namespace chgate::ingest {
@@ -99,6 +100,9 @@ class MemoryBudget {
   uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
   uint64_t buffered() const { return buffered_.load(std::memory_order_relaxed); }
   uint64_t used() const { return requests() + buffered(); }
+  // Why a request of `bytes` was refused: how the budget is used now, and that a retry after a
+  // backoff is safe.
+  std::string RefusalMessage(uint64_t bytes) const;
 
  private:
   const uint64_t limit_;

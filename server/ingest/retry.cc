@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
+#include "server/ingest/lossless.h"
 #include "server/ingest/task_runner.h"
 
 namespace chgate::ingest {
@@ -183,6 +184,33 @@ absl::Status InsertRetrier::Insert(const InsertTarget& target, const clickhouse:
     clock_->SleepUntil(resume);
     ++attempt.attempt;
   }
+}
+
+absl::Status InsertRetrier::InsertConverting(
+    const InsertTarget& target, const clickhouse::Block& block, InsertAttempt& attempt,
+    const std::function<absl::Time()>& stop_at,
+    const std::function<void(std::vector<log::Field>*)>& fields, bool* too_many_parts,
+    SchemaCache* schemas, const OnTableChange& on_change) {
+  absl::Status status = Insert(target, block, attempt, stop_at, fields, too_many_parts);
+  if (status.ok() || !IsDataError(status) || !IsTableChangeError(status)) return status;
+  schemas->Forget(target.table);
+  bool same_header = false;
+  std::optional<clickhouse::Block> converted =
+      ConvertToChangedTable(inserter_, clock_, policy_, target.table, block, stop_at, &same_header);
+  // The table is as the rows were checked against: the refusal is about the rows.
+  if (same_header) return status;
+  if (converted.has_value()) {
+    std::vector<log::Field> line{
+        {"table", target.label}, {"rows", block.rows()}, {"error", status.message()}};
+    fields(&line);
+    kLog.Info(on_change.converted_line, line);
+    return Insert(target, *converted, attempt, stop_at, fields, too_many_parts);
+  }
+  if (!on_change.abort_unconvertible) return status;
+  return absl::AbortedError(absl::StrCat(
+      "the table changed after these rows were checked against it, and its new columns cannot "
+      "take them unchanged; resend them (",
+      status.message(), ")"));
 }
 
 }  // namespace chgate::ingest

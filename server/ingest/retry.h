@@ -18,6 +18,7 @@
 #include "server/ingest/flush_delay.h"
 #include "server/ingest/inserter.h"
 #include "server/ingest/observer.h"
+#include "server/ingest/schema_cache.h"
 #include "server/log/log.h"
 
 namespace chgate::ingest {
@@ -69,6 +70,24 @@ class InsertRetrier {
                       InsertAttempt& attempt, const std::function<absl::Time()>& stop_at,
                       const std::function<void(std::vector<log::Field>*)>& fields,
                       bool* too_many_parts);
+
+  // What to do when ClickHouse refuses a block because its table changed after the rows were
+  // checked against it.
+  struct OnTableChange {
+    const char* converted_line;  // logged when the block goes again, converted
+    // A block the new header cannot take unchanged: ABORTED ("resend them") instead of the
+    // server's refusal (for callers whose rows were valid when checked).
+    bool abort_unconvertible = false;
+  };
+  // Insert, and when the table changed under the block (a data error that is a table change),
+  // `schemas` forgets the table and the block goes again, converted to the table's new header,
+  // where nothing is lost (see ConvertToChangedTable). A refusal with the header unchanged is
+  // about the rows and stays as it is.
+  absl::Status InsertConverting(const InsertTarget& target, const clickhouse::Block& block,
+                                InsertAttempt& attempt, const std::function<absl::Time()>& stop_at,
+                                const std::function<void(std::vector<log::Field>*)>& fields,
+                                bool* too_many_parts, SchemaCache* schemas,
+                                const OnTableChange& on_change);
 
   // A backoff drawn with full jitter for attempt `attempt` (uniform in [0, BackoffCap)).
   absl::Duration Jittered(int attempt) ABSL_LOCKS_EXCLUDED(mu_);

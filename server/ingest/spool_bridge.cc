@@ -10,7 +10,6 @@
 #include "server/common/failpoint.h"
 #include "server/common/random_id.h"
 #include "server/ingest/dead_letter.h"
-#include "server/ingest/lossless.h"
 #include "server/ingest/spool_record.h"
 #include "server/ingest/task_runner.h"
 #include "server/log/log.h"
@@ -224,22 +223,11 @@ SpooledOutcome SpoolBridge::Send(const SpoolTarget& target, SpooledFlush& flush,
     };
     const InsertTarget to{
         .label = target.label, .table = target.table, .spooled = true, .delay = target.delay};
-    out.status = retrier_->Insert(to, *block, attempt, stop_at, fields, &too_many_parts);
-    if (!out.status.ok() && IsDataError(out.status) && IsTableChangeError(out.status)) {
-      // The table changed after these rows were acknowledged: where its new columns take them
-      // without loss, send them so rather than set them aside.
-      schemas_->Forget(target.table);
-      std::optional<clickhouse::Block> converted =
-          ConvertToChangedTable(inserter_, clock_, options_.retry, target.table, *block, stop_at);
-      if (converted.has_value()) {
-        kLog.Info("table changed: spooled batch converted to its new columns",
-                  {{"table", target.label},
-                   {"rows", out.rows},
-                   {"intent_lsn", flush.intent_lsn},
-                   {"error", out.status.message()}});
-        out.status = retrier_->Insert(to, *converted, attempt, stop_at, fields, &too_many_parts);
-      }
-    }
+    // The table changed after these rows were acknowledged: where its new columns take them
+    // without loss, they go so rather than to the dead-letter directory.
+    out.status = retrier_->InsertConverting(
+        to, *block, attempt, stop_at, fields, &too_many_parts, schemas_,
+        {.converted_line = "table changed: spooled batch converted to its new columns"});
     out.sent = true;
   }
   const absl::Time end = clock_->Now();
