@@ -1,5 +1,6 @@
 // Micro-benchmarks of the native encoders and decoders: column encode (into a GatherWriter) and
-// decode (from memory), frame compression and decompression, CityHash128.
+// decode (from memory), frame compression and decompression, CityHash128; and the conversion of
+// callers' values into typed columns (server/ingest/convert.h), the per-row cost of the rows path.
 // Run: build/tests/chgate_codec_benchmark [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -18,6 +19,8 @@
 #include "server/clickhouse/compression/cityhash.h"
 #include "server/clickhouse/compression/frame.h"
 #include "server/clickhouse/protocol/revision.h"
+#include "server/ingest/convert.h"
+#include "tests/unit/ingest/test_values.h"
 
 namespace chgate::clickhouse {
 namespace {
@@ -217,6 +220,41 @@ void BM_CityHash128(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(input.size() * state.iterations()));
 }
 BENCHMARK(BM_CityHash128)->Arg(64)->Arg(1 << 20);
+
+// AppendRows over rows of the types a typical event table has: integers, a float, strings, a
+// DateTime from a timestamp, a DateTime64 from text, a Nullable, an Array, a LowCardinality.
+void BM_ConvertRows(benchmark::State& state) {
+  namespace iv = ingest::testing;
+  const std::vector<std::string> types = {
+      "UInt64",           "Int32",         "Float64",
+      "String",           "DateTime",      "DateTime64(3)",
+      "Nullable(String)", "Array(UInt32)", "LowCardinality(String)"};
+  const std::vector<std::string> names = {"id", "n", "x", "s", "t", "t64", "maybe", "list", "kind"};
+  iv::TestRows rows;
+  const size_t count = static_cast<size_t>(state.range(0));
+  for (size_t i = 0; i < count; ++i) {
+    rows.Add({iv::UInt(i * 2654435761u), iv::Int(static_cast<int64_t>(i % 1000) - 500),
+              iv::Double(static_cast<double>(i) * 0.25), iv::Str(Hex16(i * 0x9E3779B97F4A7C15ull)),
+              iv::Ts(1700000000 + static_cast<int64_t>(i)), iv::Str("2024-05-01 12:34:56.789"),
+              i % 3 == 0 ? iv::Null() : iv::Str("maybe"),
+              iv::Array({iv::UInt(1), iv::UInt(2), iv::UInt(3)}),
+              iv::Str(i % 2 == 0 ? "click" : "view")});
+  }
+  std::vector<ColumnPtr> owned;
+  std::vector<Column*> columns;
+  for (const std::string& type : types) {
+    owned.push_back(*CreateColumn(type));
+    columns.push_back(owned.back().get());
+  }
+  const ingest::ConvertOptions options;
+  for (auto _ : state) {
+    for (Column* column : columns) column->Truncate(0);
+    absl::Status status = ingest::AppendRows(rows, names, columns, options);
+    if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(count * state.iterations()));
+}
+BENCHMARK(BM_ConvertRows)->Arg(1000);
 
 }  // namespace
 }  // namespace chgate::clickhouse
