@@ -204,7 +204,23 @@ class Spool {
   const std::string& id() const { return id_; }
 
  private:
-  struct Entry;
+  static constexpr uint64_t kFirstLsn = 1;
+  // The writer keeps its chunk buffer up to this size between chunks.
+  static constexpr size_t kKeptWriteBuffer = size_t{4} << 20;
+  // Payload strings kept for TakeBuffer: enough for the records of a few group commits.
+  static constexpr size_t kKeptBuffers = 64;
+  static constexpr size_t kKeptBufferBytes = size_t{64} << 10;  // at most 4 MiB kept in all
+
+  // A queued append, commit record or sync barrier.
+  struct Entry {
+    enum class Kind { kData, kCommit, kBarrier };
+    Kind kind = Kind::kData;
+    std::string payload;
+    AppendCallback done;  // kData and kBarrier
+    absl::Time enqueued;
+    std::vector<uint64_t> committed;  // kCommit: the LSNs its record marks committed
+    uint64_t bytes() const { return kind == Kind::kBarrier ? 0 : RecordSize(payload.size()); }
+  };
   struct Segment {
     std::string path;
     uint64_t bytes = 0;
@@ -222,13 +238,32 @@ class Spool {
     absl::StatusOr<uint64_t> result;
   };
   class Recovery;
+  // Scans the segments before the writer starts (recovery.cc): cuts or quarantines what is bad,
+  // fills the segments and pending records, and returns the records to replay in LSN order.
+  absl::StatusOr<std::vector<SpoolRecord>> Recover(RecoveryReport& report);
 
   Spool(std::string dir, SpoolOptions options);
 
   // Writer thread, and the thread that runs the callbacks of what it wrote.
   void WriterLoop();
   void CompleterLoop();
+  // Writes `batch` in chunks (one per segment it fills), completing its appends and barriers.
   void WriteBatch(std::vector<Entry>& batch, std::vector<Completion>& completions);
+  // Encodes into write_buf_ the records of batch[i, j) that fit in the active segment (at least
+  // one, so a segment holding only its header takes any record), their offsets in
+  // write_offsets_; sets *sync for a data record or a barrier among them. Returns j.
+  size_t EncodeChunk(std::vector<Entry>& batch, size_t i, bool* sync);
+  // After batch[i, j) was written (as write_buf_, at chunk_start, LSNs from first_lsn, synced or
+  // not): counts its records, makes its data pending and queues the completions.
+  void ApplyChunkLocked(std::vector<Entry>& batch, size_t i, size_t j, uint64_t chunk_start,
+                        uint64_t first_lsn, bool synced, std::vector<Completion>& completions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives the written payloads' strings back for TakeBuffer.
+  void ReturnSpentBuffers();
+  // batch[i, end) was not written: fails its appends and barriers, keeps its commit records to
+  // write again.
+  void FailEntriesLocked(std::vector<Entry>& batch, size_t i, const absl::Status& failure,
+                         std::vector<Completion>& completions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes `buf` (records of `lsns` consecutive from `first_lsn`) at the end of the active
   // segment, syncing if `sync`; on an error truncates back so no partial record stays.
   absl::Status WriteChunk(const std::string& buf, bool sync);
