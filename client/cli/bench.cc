@@ -607,15 +607,12 @@ absl::StatusOr<v1::InsertRequest> BuildRequest(const Command& command, client::C
 int RunBench(const Command& command, const CliIo& io) {
   const BenchArgs& args = command.bench;
   auto fail = [&](int code, absl::string_view message) {
-    *io.err << "chgate-cli: " << message << "\n";
+    PrintError(io, message);
     return code;
   };
   absl::StatusOr<BenchRow> row = ParseBenchRow(args.row, args.columns);
   if (!row.ok()) return fail(kExitUsage, row.status().message());
-  absl::StatusOr<client::ClientOptions> options = ClientOptionsFor(command);
-  absl::StatusOr<std::unique_ptr<client::Client>> client =
-      options.ok() ? client::Client::Create(command.addr, *std::move(options))
-                   : absl::StatusOr<std::unique_ptr<client::Client>>(options.status());
+  absl::StatusOr<std::unique_ptr<client::Client>> client = ClientFor(command);
   if (!client.ok()) return fail(kExitUsage, client::FormatError(client.status()));
   int error_code = kExitFailure;
   absl::StatusOr<v1::InsertRequest> request =

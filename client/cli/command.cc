@@ -1,5 +1,6 @@
 #include "client/cli/command.h"
 
+#include <ostream>
 #include <string>
 #include <utility>
 
@@ -17,6 +18,16 @@ absl::StatusOr<client::ClientOptions> ClientOptionsFor(const Command& command) {
   options.traceparent = command.traceparent;
   options.tracestate = command.tracestate;
   return options;
+}
+
+absl::StatusOr<std::unique_ptr<client::Client>> ClientFor(const Command& command) {
+  absl::StatusOr<client::ClientOptions> options = ClientOptionsFor(command);
+  if (!options.ok()) return options.status();
+  return client::Client::Create(command.addr, *std::move(options));
+}
+
+void PrintError(const CliIo& io, absl::string_view what) {
+  *io.err << "chgate-cli: " << what << "\n";
 }
 
 int ExitCodeFor(const absl::Status& status) {

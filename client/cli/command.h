@@ -9,14 +9,20 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.pb.h"
 #include "client/sdk/options.h"
+
+namespace chgate::client {
+class Client;
+}  // namespace chgate::client
 
 namespace chgate::cli {
 
@@ -109,6 +115,13 @@ struct Command {
 // The SDK options for `command`: its timeout, TLS settings and the token read from
 // --token-file. Errors: those of client::ReadTokenFile.
 absl::StatusOr<client::ClientOptions> ClientOptionsFor(const Command& command);
+
+// A client for `command`'s address and options. Errors: those of ClientOptionsFor and
+// client::Client::Create.
+absl::StatusOr<std::unique_ptr<client::Client>> ClientFor(const Command& command);
+
+// Prints "chgate-cli: <what>" on io.err.
+void PrintError(const CliIo& io, absl::string_view what);
 
 // The exit code for a failed call: kExitUnavailable for UNAVAILABLE, else kExitFailure (kExitOk
 // for OK).
