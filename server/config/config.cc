@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "server/sql/query_policy.h"
+#include "text/status_macros.h"
 
 namespace chgate::config {
 namespace {
@@ -550,16 +551,12 @@ absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text, boo
   return result;
 }
 
-absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* const* envp) {
-  Config config;
-  // Defaults first, through the same setters as given values: Options() is their only copy.
-  for (const Option& o : Options()) {
-    if (absl::Status s = o.set(o.default_text, &config); !s.ok()) {
-      return absl::InternalError(absl::StrCat("default of --", o.name, ": ", s.message()));
-    }
-  }
-  std::map<std::string, std::string> given;  // option -> the text that set it
-  // The environment next, so flags override it.
+namespace {
+
+// Applies the CHGATE_* variables of `envp`; records the ones that set an option in `given`, the
+// unknown ones in config->unknown_environment.
+absl::Status ApplyEnvironment(const char* const* envp, Config* config,
+                              std::map<std::string, std::string>* given) {
   for (const char* const* e = envp; e != nullptr && *e != nullptr; ++e) {
     absl::string_view entry(*e);
     if (!absl::StartsWith(entry, "CHGATE_")) continue;
@@ -569,18 +566,23 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
     for (const Option& o : Options()) {
       if (EnvName(o.name) == entry.substr(0, eq)) {
         known = true;
-        absl::Status s = o.set(entry.substr(eq + 1), &config);
+        absl::Status s = o.set(entry.substr(eq + 1), config);
         if (!s.ok())
           return absl::InvalidArgumentError(absl::StrCat(EnvName(o.name), ": ", s.message()));
-        given[o.name] = std::string(entry.substr(eq + 1));
+        (*given)[o.name] = std::string(entry.substr(eq + 1));
       }
     }
-    if (!known) config.unknown_environment.emplace_back(entry.substr(0, eq));
+    if (!known) config->unknown_environment.emplace_back(entry.substr(0, eq));
   }
-  // Then the command line, parsed by CLI11: `--name=value`, `--name value`, `--flag` alone
-  // (true) or `--flag=false`; the last of repeated options wins. Values are applied in the
-  // order of Options(), whatever their order on the command line, so an option that depends on
-  // another (--table-limits on --database) sees it set.
+  return absl::OkStatus();
+}
+
+// Applies the command line, parsed by CLI11: `--name=value`, `--name value`, `--flag` alone
+// (true) or `--flag=false`; the last of repeated options wins. Values are applied in the order
+// of Options(), whatever their order on the command line, so an option that depends on another
+// (--table-limits on --database) sees it set. Sets config->help for -h/--help.
+absl::Status ApplyCommandLine(int argc, const char* const* argv, Config* config,
+                              std::map<std::string, std::string>* given) {
   CLI::App app("chgate", "chgate");
   app.set_help_flag("-h,--help");
   std::vector<std::pair<const Option*, CLI::Option*>> registered;
@@ -595,8 +597,8 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp&) {
-    config.help = true;
-    return config;
+    config->help = true;
+    return absl::OkStatus();
   } catch (const CLI::ParseError& e) {
     std::string message = e.what();
     if (absl::StrContains(message, "not expected")) absl::StrAppend(&message, " (see --help)");
@@ -606,43 +608,46 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
     if (cli->count() == 0) continue;
     // `--name` without a value, followed by another option or nothing, reads as an empty value.
     const std::string value = cli->results().empty() ? "" : cli->results().back();
-    if (absl::Status s = option->set(value, &config); !s.ok()) return s;
-    given[option->name] = value;
+    if (absl::Status s = option->set(value, config); !s.ok()) return s;
+    (*given)[option->name] = value;
   }
-  for (const Option& o : Options()) {
-    auto it = given.find(o.name);
-    config.settings.emplace_back(o.name, it == given.end() ? o.default_text : it->second);
+  return absl::OkStatus();
+}
+
+// Reads --password-file into config->password (without trailing newlines).
+absl::Status ReadPasswordFile(Config* config) {
+  std::ifstream file(config->password_file);
+  if (!file) {
+    return absl::NotFoundError(
+        absl::StrCat("--password-file: cannot read '", config->password_file, "'"));
   }
-  if (!config.password_file.empty()) {
-    std::ifstream file(config.password_file);
-    if (!file) {
-      return absl::NotFoundError(
-          absl::StrCat("--password-file: cannot read '", config.password_file, "'"));
-    }
-    std::stringstream ss;
-    ss << file.rdbuf();
-    config.password = ss.str();
-    while (!config.password.empty() &&
-           (config.password.back() == '\n' || config.password.back() == '\r')) {
-      config.password.pop_back();
-    }
+  std::stringstream ss;
+  ss << file.rdbuf();
+  config->password = ss.str();
+  while (!config->password.empty() &&
+         (config->password.back() == '\n' || config->password.back() == '\r')) {
+    config->password.pop_back();
   }
-  // Cross-option checks.
-  auto endpoints = ParseEndpoints(config.endpoints_text, config.clickhouse_tls);
+  return absl::OkStatus();
+}
+
+// Parses --endpoints and checks the ClickHouse TLS options against them.
+absl::Status CheckClickHouseConnection(Config* config) {
+  auto endpoints = ParseEndpoints(config->endpoints_text, config->clickhouse_tls);
   if (!endpoints.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--endpoints: ", endpoints.status().message()));
   }
-  config.endpoints = *std::move(endpoints);
+  config->endpoints = *std::move(endpoints);
   bool any_tls = false;
-  for (const Endpoint& ep : config.endpoints) any_tls = any_tls || ep.tls;
+  for (const Endpoint& ep : config->endpoints) any_tls = any_tls || ep.tls;
   if (!any_tls) {
     // TLS settings with no endpoint to use them would leave a user believing the connection is
     // protected.
     for (const auto& [name, value] :
-         {std::pair{"clickhouse-tls-ca-file", config.clickhouse_tls_ca_file},
-          std::pair{"clickhouse-tls-cert-file", config.clickhouse_tls_cert_file},
-          std::pair{"clickhouse-tls-key-file", config.clickhouse_tls_key_file},
-          std::pair{"clickhouse-tls-server-name", config.clickhouse_tls_server_name}}) {
+         {std::pair{"clickhouse-tls-ca-file", config->clickhouse_tls_ca_file},
+          std::pair{"clickhouse-tls-cert-file", config->clickhouse_tls_cert_file},
+          std::pair{"clickhouse-tls-key-file", config->clickhouse_tls_key_file},
+          std::pair{"clickhouse-tls-server-name", config->clickhouse_tls_server_name}}) {
       if (!value.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat("--", name,
@@ -650,16 +655,20 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
                          "endpoints)"));
       }
     }
-    if (config.clickhouse_tls_insecure_skip_verify) {
+    if (config->clickhouse_tls_insecure_skip_verify) {
       return absl::InvalidArgumentError(
           "--clickhouse-tls-insecure-skip-verify is set but no endpoint uses TLS");
     }
   }
-  if (config.clickhouse_tls_cert_file.empty() != config.clickhouse_tls_key_file.empty()) {
+  if (config->clickhouse_tls_cert_file.empty() != config->clickhouse_tls_key_file.empty()) {
     return absl::InvalidArgumentError(
         "--clickhouse-tls-cert-file and --clickhouse-tls-key-file go together");
   }
-  if (absl::Status s = CheckApiSecurity(config); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+// The checks across options of the spool, the memory budget, readiness, the pool and retries.
+absl::Status CheckLimits(const Config& config) {
   if (config.query_response_bytes < 1024 || config.query_response_bytes > (3u << 20)) {
     return absl::InvalidArgumentError(
         "--query-response-bytes must be between 1KiB and 3MiB (gRPC's default receive limit is 4 "
@@ -707,6 +716,32 @@ absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* cons
   if (config.retry_initial_backoff > config.retry_max_backoff) {
     return absl::InvalidArgumentError("--retry-initial-backoff exceeds --retry-max-backoff");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Config> Parse(int argc, const char* const* argv, const char* const* envp) {
+  Config config;
+  // Defaults first, through the same setters as given values: Options() is their only copy.
+  for (const Option& o : Options()) {
+    if (absl::Status s = o.set(o.default_text, &config); !s.ok()) {
+      return absl::InternalError(absl::StrCat("default of --", o.name, ": ", s.message()));
+    }
+  }
+  std::map<std::string, std::string> given;  // option -> the text that set it
+  // The environment next, so flags override it.
+  CHGATE_RETURN_IF_ERROR(ApplyEnvironment(envp, &config, &given));
+  CHGATE_RETURN_IF_ERROR(ApplyCommandLine(argc, argv, &config, &given));
+  if (config.help) return config;
+  for (const Option& o : Options()) {
+    auto it = given.find(o.name);
+    config.settings.emplace_back(o.name, it == given.end() ? o.default_text : it->second);
+  }
+  if (!config.password_file.empty()) CHGATE_RETURN_IF_ERROR(ReadPasswordFile(&config));
+  CHGATE_RETURN_IF_ERROR(CheckClickHouseConnection(&config));
+  CHGATE_RETURN_IF_ERROR(CheckApiSecurity(config));
+  CHGATE_RETURN_IF_ERROR(CheckLimits(config));
   return config;
 }
 
