@@ -378,103 +378,114 @@ ColumnBuilder& ColumnBuilder::AppendFloat64(double v) {
   return *this;
 }
 
-ColumnBuilder& ColumnBuilder::AppendString(std::string_view v) {
-  if (!StartValue()) return *this;
-  switch (type_.kind) {
-    case TypeKind::kString:
-      column_->mutable_data()->append(v);
-      column_->add_offsets(column_->data().size());
-      ++rows_;
-      return *this;
+namespace {
+
+// The fixed-width bytes of text `v` for `type` (FixedString, Enum, UUID, Time, IPv4/6, integers
+// and decimals). False with `why` for text the type does not take.
+bool FixedBytesFromText(const ColumnType& type, std::string_view v, std::string* out,
+                        std::string* why) {
+  out->clear();
+  switch (type.kind) {
     case TypeKind::kFixedString: {
-      if (v.size() > type_.width_bytes) {
-        Fail(absl::StrCat(v.size(), " bytes do not fit"));
-        return *this;
+      if (v.size() > type.width_bytes) {
+        *why = absl::StrCat(v.size(), " bytes do not fit");
+        return false;
       }
-      std::string bytes(v);
-      bytes.resize(type_.width_bytes, '\0');
-      AppendBytes(bytes.data(), bytes.size());
-      return *this;
+      out->assign(v);
+      out->resize(type.width_bytes, '\0');
+      return true;
     }
     case TypeKind::kEnum: {
       int64_t value = 0;
-      if (!type_.EnumValue(v, &value)) {
-        Fail(absl::StrCat("'", internal::Sv(v), "' is not an element"));
-        return *this;
+      if (!type.EnumValue(v, &value)) {
+        *why = absl::StrCat("'", internal::Sv(v), "' is not an element");
+        return false;
       }
-      std::string bytes;
-      StoreLittleEndian(static_cast<uint64_t>(value), type_.width_bytes, &bytes);
-      AppendBytes(bytes.data(), bytes.size());
-      return *this;
+      StoreLittleEndian(static_cast<uint64_t>(value), type.width_bytes, out);
+      return true;
     }
     case TypeKind::kUuid: {
       unsigned char bytes[16];
       if (!text::ParseUuidText(v, bytes)) {
-        Fail(absl::StrCat("'", internal::Sv(v), "' is not a UUID"));
-        return *this;
+        *why = absl::StrCat("'", internal::Sv(v), "' is not a UUID");
+        return false;
       }
-      AppendBytes(reinterpret_cast<const char*>(bytes), 16);
-      return *this;
+      out->assign(reinterpret_cast<const char*>(bytes), 16);
+      return true;
     }
     case TypeKind::kTime:
     case TypeKind::kTime64: {
       int64_t ticks = 0;
-      if (const char* why = text::ParseTimeText(v, type_.scale, &ticks)) {
-        Fail(absl::StrCat("'", internal::Sv(v), "': ", why));
-        return *this;
+      if (const char* error = text::ParseTimeText(v, type.scale, &ticks)) {
+        *why = absl::StrCat("'", internal::Sv(v), "': ", error);
+        return false;
       }
-      std::string bytes;
-      StoreLittleEndian(static_cast<uint64_t>(ticks), type_.width_bytes, &bytes);
-      AppendBytes(bytes.data(), bytes.size());
-      return *this;
+      StoreLittleEndian(static_cast<uint64_t>(ticks), type.width_bytes, out);
+      return true;
     }
     case TypeKind::kIpv4: {
       uint32_t address = 0;
       if (!text::ParseIpv4Text(v, &address)) {
-        Fail(absl::StrCat("'", internal::Sv(v), "' is not an IPv4 address"));
-        return *this;
+        *why = absl::StrCat("'", internal::Sv(v), "' is not an IPv4 address");
+        return false;
       }
-      std::string bytes;
-      StoreLittleEndian(address, 4, &bytes);
-      AppendBytes(bytes.data(), bytes.size());
-      return *this;
+      StoreLittleEndian(address, 4, out);
+      return true;
     }
     case TypeKind::kIpv6: {
       unsigned char address[16];
       if (!text::ParseIpv6Text(v, address)) {
-        Fail(absl::StrCat("'", internal::Sv(v), "' is not an IPv6 address"));
-        return *this;
+        *why = absl::StrCat("'", internal::Sv(v), "' is not an IPv6 address");
+        return false;
       }
-      AppendBytes(reinterpret_cast<const char*>(address), 16);
-      return *this;
+      out->assign(reinterpret_cast<const char*>(address), 16);
+      return true;
     }
     case TypeKind::kDecimal:
     case TypeKind::kInt:
     case TypeKind::kUInt: {
-      const int scale = type_.kind == TypeKind::kDecimal ? type_.scale : 0;
+      const int scale = type.kind == TypeKind::kDecimal ? type.scale : 0;
       bool negative = false;
       std::string digits;
       if (!ScaledDigits(v, scale, &negative, &digits)) {
-        Fail(absl::StrCat("'", internal::Sv(v), "' is not an exact ",
-                          type_.kind == TypeKind::kDecimal ? "decimal" : "integer",
-                          " for the type"));
-        return *this;
+        *why =
+            absl::StrCat("'", internal::Sv(v), "' is not an exact ",
+                         type.kind == TypeKind::kDecimal ? "decimal" : "integer", " for the type");
+        return false;
       }
-      std::string bytes;
       const bool too_precise =
-          type_.kind == TypeKind::kDecimal && static_cast<int>(digits.size()) > type_.precision;
-      if (too_precise || !DigitsToBytes(negative, digits, type_.width_bytes,
-                                        type_.kind != TypeKind::kUInt, &bytes)) {
-        Fail(absl::StrCat("'", internal::Sv(v), "' is out of range"));
-        return *this;
+          type.kind == TypeKind::kDecimal && static_cast<int>(digits.size()) > type.precision;
+      if (too_precise ||
+          !DigitsToBytes(negative, digits, type.width_bytes, type.kind != TypeKind::kUInt, out)) {
+        *why = absl::StrCat("'", internal::Sv(v), "' is out of range");
+        return false;
       }
-      AppendBytes(bytes.data(), bytes.size());
-      return *this;
+      return true;
     }
     default:
-      Fail("the type does not take strings");
-      return *this;
+      *why = "the type does not take strings";
+      return false;
   }
+}
+
+}  // namespace
+
+ColumnBuilder& ColumnBuilder::AppendString(std::string_view v) {
+  if (!StartValue()) return *this;
+  if (type_.kind == TypeKind::kString) {
+    column_->mutable_data()->append(v);
+    column_->add_offsets(column_->data().size());
+    ++rows_;
+    return *this;
+  }
+  std::string bytes;
+  std::string why;
+  if (!FixedBytesFromText(type_, v, &bytes, &why)) {
+    Fail(why);
+    return *this;
+  }
+  AppendBytes(bytes.data(), bytes.size());
+  return *this;
 }
 
 ColumnBuilder& ColumnBuilder::AppendTime(absl::Time t) {
