@@ -292,6 +292,74 @@ void AppendJsonString(std::string_view s, std::string* out) {
   text::AppendClickHouseJsonString(s, out);
 }
 
+namespace {
+
+// An Array as a JSON array, a Map as a JSON object (keys as their text).
+void AppendJsonArrayOrMap(const Column& column, size_t row, std::string* out) {
+  const auto& c = static_cast<const ColumnArray&>(column);
+  const size_t begin = static_cast<size_t>(c.RowBegin(row));
+  const size_t end = static_cast<size_t>(c.Offset(row));
+  if (column.kind() == ColumnKind::kArray) {
+    out->push_back('[');
+    for (size_t i = begin; i < end; ++i) {
+      if (i != begin) out->push_back(',');
+      AppendJsonValue(*c.nested(), i, out);
+    }
+    out->push_back(']');
+    return;
+  }
+  const auto& pairs = static_cast<const ColumnTuple&>(*c.nested());
+  out->push_back('{');
+  for (size_t i = begin; i < end; ++i) {
+    if (i != begin) out->push_back(',');
+    std::string key;
+    pairs.element(0)->FormatValue(i, false, &key);
+    AppendJsonString(key, out);
+    out->push_back(':');
+    AppendJsonValue(*pairs.element(1), i, out);
+  }
+  out->push_back('}');
+}
+
+// A named Tuple as a JSON object, an unnamed one as a JSON array.
+void AppendJsonTuple(const Column& column, size_t row, std::string* out) {
+  const auto& c = static_cast<const ColumnTuple&>(column);
+  const bool named = !column.type().args.empty() && !column.type().args[0].element_name.empty();
+  out->push_back(named ? '{' : '[');
+  for (size_t i = 0; i < c.element_count(); ++i) {
+    if (i != 0) out->push_back(',');
+    if (named) {
+      AppendJsonString(column.type().args[i].element_name, out);
+      out->push_back(':');
+    }
+    AppendJsonValue(*c.element(i), row, out);
+  }
+  out->push_back(named ? '}' : ']');
+}
+
+// A Dynamic value as its type's JSON (a value in the shared variant decoded first).
+void AppendJsonDynamic(const Column& column, size_t row, std::string* out) {
+  const auto& c = static_cast<const ColumnDynamic&>(column);
+  if (c.IsNull(row)) {
+    out->append("null");
+  } else if (c.IsShared(row)) {
+    const auto& values =
+        static_cast<const ColumnString&>(*c.variant().alternative(c.shared_index()));
+    absl::StatusOr<ColumnPtr> value =
+        DecodeBinaryValue(values.At(static_cast<size_t>(c.variant().offset(row))));
+    if (value.ok()) {
+      AppendJsonValue(**value, 0, out);
+    } else {
+      out->append("null");
+    }
+  } else {
+    AppendJsonValue(*c.variant().alternative(c.variant().discriminator(row)),
+                    static_cast<size_t>(c.variant().offset(row)), out);
+  }
+}
+
+}  // namespace
+
 void AppendJsonValue(const Column& column, size_t row, std::string* out) {
   switch (column.kind()) {
     case ColumnKind::kFixed:
@@ -310,47 +378,12 @@ void AppendJsonValue(const Column& column, size_t row, std::string* out) {
       return;
     }
     case ColumnKind::kArray:
-    case ColumnKind::kMap: {
-      const auto& c = static_cast<const ColumnArray&>(column);
-      const size_t begin = static_cast<size_t>(c.RowBegin(row));
-      const size_t end = static_cast<size_t>(c.Offset(row));
-      if (column.kind() == ColumnKind::kArray) {
-        out->push_back('[');
-        for (size_t i = begin; i < end; ++i) {
-          if (i != begin) out->push_back(',');
-          AppendJsonValue(*c.nested(), i, out);
-        }
-        out->push_back(']');
-        return;
-      }
-      const auto& pairs = static_cast<const ColumnTuple&>(*c.nested());
-      out->push_back('{');
-      for (size_t i = begin; i < end; ++i) {
-        if (i != begin) out->push_back(',');
-        std::string key;
-        pairs.element(0)->FormatValue(i, false, &key);
-        AppendJsonString(key, out);
-        out->push_back(':');
-        AppendJsonValue(*pairs.element(1), i, out);
-      }
-      out->push_back('}');
+    case ColumnKind::kMap:
+      AppendJsonArrayOrMap(column, row, out);
       return;
-    }
-    case ColumnKind::kTuple: {
-      const auto& c = static_cast<const ColumnTuple&>(column);
-      const bool named = !column.type().args.empty() && !column.type().args[0].element_name.empty();
-      out->push_back(named ? '{' : '[');
-      for (size_t i = 0; i < c.element_count(); ++i) {
-        if (i != 0) out->push_back(',');
-        if (named) {
-          AppendJsonString(column.type().args[i].element_name, out);
-          out->push_back(':');
-        }
-        AppendJsonValue(*c.element(i), row, out);
-      }
-      out->push_back(named ? '}' : ']');
+    case ColumnKind::kTuple:
+      AppendJsonTuple(column, row, out);
       return;
-    }
     case ColumnKind::kLowCardinality: {
       const auto& c = static_cast<const ColumnLowCardinality&>(column);
       if (c.IsNull(row)) {
@@ -370,26 +403,9 @@ void AppendJsonValue(const Column& column, size_t row, std::string* out) {
       }
       return;
     }
-    case ColumnKind::kDynamic: {
-      const auto& c = static_cast<const ColumnDynamic&>(column);
-      if (c.IsNull(row)) {
-        out->append("null");
-      } else if (c.IsShared(row)) {
-        const auto& values =
-            static_cast<const ColumnString&>(*c.variant().alternative(c.shared_index()));
-        absl::StatusOr<ColumnPtr> value =
-            DecodeBinaryValue(values.At(static_cast<size_t>(c.variant().offset(row))));
-        if (value.ok()) {
-          AppendJsonValue(**value, 0, out);
-        } else {
-          out->append("null");
-        }
-      } else {
-        AppendJsonValue(*c.variant().alternative(c.variant().discriminator(row)),
-                        static_cast<size_t>(c.variant().offset(row)), out);
-      }
+    case ColumnKind::kDynamic:
+      AppendJsonDynamic(column, row, out);
       return;
-    }
     case ColumnKind::kJson:
       out->append(static_cast<const ColumnJson&>(column).Text(row));
       return;
