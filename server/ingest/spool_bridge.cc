@@ -241,6 +241,13 @@ SpooledOutcome SpoolBridge::Send(const SpoolTarget& target, SpooledFlush& flush,
       observer_->BatchFlushed(target.label, reason, out.rows, out.bytes, end - start);
     }
   }
+  Settle(target, flush, reason, attempt, end - start, out);
+  return out;
+}
+
+void SpoolBridge::Settle(const SpoolTarget& target, SpooledFlush& flush, FlushReason reason,
+                         const InsertAttempt& attempt, absl::Duration elapsed,
+                         SpooledOutcome& out) {
   if (out.sent && out.status.ok()) {
     std::vector<uint64_t> done;
     for (const SpoolEntry& e : flush.entries) done.push_back(e.lsn);
@@ -256,7 +263,7 @@ SpooledOutcome SpoolBridge::Send(const SpoolTarget& target, SpooledFlush& flush,
                  {"batch_id", attempt.query_id},
                  {"attempts", attempt.attempt},
                  {"rows", out.rows},
-                 {"elapsed", absl::Trunc(end - start, absl::Milliseconds(1))}});
+                 {"elapsed", absl::Trunc(elapsed, absl::Milliseconds(1))}});
     }
     out.committed = out.rows;
   } else if (out.sent && IsDataError(out.status)) {
@@ -275,7 +282,6 @@ SpooledOutcome SpoolBridge::Send(const SpoolTarget& target, SpooledFlush& flush,
                {"code", ErrorCodeLabel(out.status)},
                {"error", out.status.message()}});
   }
-  return out;
 }
 
 void SpoolBridge::CheckDedupWindow(const SpoolTarget& target) {

@@ -170,6 +170,10 @@ class SpoolBridge {
   // Writes the intent of `flush` (its records in order), retrying with backoff until stop_at().
   absl::Status WriteIntent(const SpoolTarget& target, SpooledFlush& flush, uint64_t rows,
                            const std::function<absl::Time()>& stop_at);
+  // After Send's INSERT (or its end before one): marks the records committed, moves them to the
+  // dead-letter directory for a data error, or leaves them for the next start, and logs which.
+  void Settle(const SpoolTarget& target, SpooledFlush& flush, FlushReason reason,
+              const InsertAttempt& attempt, absl::Duration elapsed, SpooledOutcome& out);
   void CheckDedupWindow(const SpoolTarget& target) ABSL_LOCKS_EXCLUDED(mu_);
   void WriteDeadLetter(const SpoolTarget& target, const SpooledFlush& flush, uint64_t rows,
                        const absl::Status& status);
