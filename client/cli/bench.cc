@@ -602,33 +602,11 @@ absl::StatusOr<v1::InsertRequest> BuildRequest(const Command& command, client::C
   return request;
 }
 
-}  // namespace
-
-int RunBench(const Command& command, const CliIo& io) {
+// Sends `request` from --streams senders for --duration and returns the result (without
+// chgate's CPU), the stats' first error in *first_error.
+BenchResult Drive(const Command& command, client::Client* client, const v1::InsertRequest& request,
+                  absl::Status* first_error) {
   const BenchArgs& args = command.bench;
-  auto fail = [&](int code, absl::string_view message) {
-    PrintError(io, message);
-    return code;
-  };
-  absl::StatusOr<BenchRow> row = ParseBenchRow(args.row, args.columns);
-  if (!row.ok()) return fail(kExitUsage, row.status().message());
-  absl::StatusOr<std::unique_ptr<client::Client>> client = ClientFor(command);
-  if (!client.ok()) return fail(kExitUsage, client::FormatError(client.status()));
-  int error_code = kExitFailure;
-  absl::StatusOr<v1::InsertRequest> request =
-      BuildRequest(command, **client, *std::move(row), &error_code);
-  if (!request.ok()) return fail(error_code, request.status().message());
-
-  std::optional<double> chgate_cpu_before;
-  if (!args.metrics_url.empty()) {
-    absl::StatusOr<double> seconds = ScrapeCpuSeconds(args.metrics_url, command.timeout);
-    if (!seconds.ok()) {
-      return fail(ExitCodeFor(seconds.status()),
-                  absl::StrCat("--metrics-url: ", seconds.status().message()));
-    }
-    chgate_cpu_before = *seconds;
-  }
-
   BenchStats stats;
   const absl::Duration cpu_before = ProcessCpuTime();
   const absl::Time start = absl::Now();
@@ -639,7 +617,7 @@ int RunBench(const Command& command, const CliIo& io) {
   std::vector<std::thread> threads;
   for (uint64_t s = 0; s < args.streams; ++s) {
     const bool unary = args.mode == BenchMode::kUnary;
-    senders.push_back(std::make_unique<StreamSender>(client->get(), &*request, args.max_in_flight,
+    senders.push_back(std::make_unique<StreamSender>(client, &request, args.max_in_flight,
                                                      &schedule, &stats, unary));
     threads.emplace_back(&StreamSender::Run, senders.back().get(),
                          unary ? command.timeout : stream_timeout);
@@ -671,10 +649,45 @@ int RunBench(const Command& command, const CliIo& io) {
     result.scheduled = schedule.scheduled();
     result.unsent = schedule.scheduled() - schedule.claimed();
   }
+  *first_error = stats.first_error();
+  return result;
+}
+
+}  // namespace
+
+int RunBench(const Command& command, const CliIo& io) {
+  const BenchArgs& args = command.bench;
+  auto fail = [&](int code, absl::string_view message) {
+    PrintError(io, message);
+    return code;
+  };
+  absl::StatusOr<BenchRow> row = ParseBenchRow(args.row, args.columns);
+  if (!row.ok()) return fail(kExitUsage, row.status().message());
+  absl::StatusOr<std::unique_ptr<client::Client>> client = ClientFor(command);
+  if (!client.ok()) return fail(kExitUsage, client::FormatError(client.status()));
+  int error_code = kExitFailure;
+  absl::StatusOr<v1::InsertRequest> request =
+      BuildRequest(command, **client, *std::move(row), &error_code);
+  if (!request.ok()) return fail(error_code, request.status().message());
+
+  std::optional<double> chgate_cpu_before;
+  if (!args.metrics_url.empty()) {
+    absl::StatusOr<double> seconds = ScrapeCpuSeconds(args.metrics_url, command.timeout);
+    if (!seconds.ok()) {
+      return fail(ExitCodeFor(seconds.status()),
+                  absl::StrCat("--metrics-url: ", seconds.status().message()));
+    }
+    chgate_cpu_before = *seconds;
+  }
+
+  absl::Status first_error;
+  BenchResult result = Drive(command, client->get(), *request, &first_error);
+  const uint64_t answered = result.requests_ok + result.requests_failed;
+  const double rows = static_cast<double>(result.requests_ok * args.rows_per_request);
   if (chgate_cpu_before.has_value()) {
     absl::StatusOr<double> after = ScrapeCpuSeconds(args.metrics_url, command.timeout);
     if (!after.ok()) {
-      *io.err << "chgate-cli: --metrics-url after the run: " << after.status().message() << "\n";
+      PrintError(io, absl::StrCat("--metrics-url after the run: ", after.status().message()));
     } else if (answered > 0) {
       const double chgate_us = (*after - *chgate_cpu_before) * 1e6;
       result.chgate_cpu_us_per_request = chgate_us / static_cast<double>(answered);
@@ -682,7 +695,6 @@ int RunBench(const Command& command, const CliIo& io) {
     }
   }
   *io.out << (args.json ? FormatBenchJson(result) : FormatBenchTable(result));
-  const absl::Status first_error = stats.first_error();
   if (!first_error.ok()) {
     return fail(ExitCodeFor(first_error),
                 absl::StrCat("first failure: ", client::FormatError(first_error)));
