@@ -23,16 +23,63 @@ std::vector<std::string> ParsedFlags::All(std::string_view name) const {
   return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
+namespace {
+
+// Whether `text` is one of `specs` ("--name" or "--name=value").
+bool IsOption(const std::vector<FlagSpec>& specs, const std::string& text) {
+  if (text.rfind("--", 0) != 0) return false;
+  const std::string name = text.substr(2, text.find('=') - 2);
+  return std::any_of(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.name == name; });
+}
+
+// The positional arguments among what CLI11 left over (everything after "--" is positional);
+// InvalidArgument for an unknown option.
+absl::StatusOr<std::vector<std::string>> Positional(const std::vector<std::string>& extras) {
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < extras.size(); ++i) {
+    const std::string& arg = extras[i];
+    if (arg == "--") {
+      positional.insert(positional.end(), extras.begin() + static_cast<long>(i) + 1, extras.end());
+      break;
+    }
+    if (arg.rfind("--", 0) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option --", arg.substr(2, arg.find('=') - 2)));
+    }
+    if (arg.size() > 1 && arg[0] == '-') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option '", arg, "' (options are spelled --name)"));
+    }
+    positional.push_back(arg);
+  }
+  return positional;
+}
+
+// Checks the values given for `spec`: a flag's are true/false, an option's are not another
+// option, and only a repeated option is given more than once.
+absl::Status CheckValues(const std::vector<FlagSpec>& specs, const FlagSpec& spec,
+                         const std::vector<std::string>& values) {
+  for (const std::string& v : values) {
+    if (spec.value_name.empty() && v != "true" && v != "false") {
+      return absl::InvalidArgumentError(absl::StrCat("option --", spec.name, " takes no value"));
+    }
+    if (!spec.value_name.empty() && IsOption(specs, v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("option --", spec.name, " needs a value (", spec.value_name, "), not ", v));
+    }
+  }
+  if (values.size() > 1 && !spec.repeated) {
+    return absl::InvalidArgumentError(absl::StrCat("option --", spec.name, " given twice"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<FlagSpec>& specs,
                                        const std::vector<std::string>& args) {
   // CLI11 parses; the checks it does not make (a value that is really the next option, a bare
   // "-x") and the wording of its errors are ours.
-  auto is_option = [&](const std::string& text) {
-    if (text.rfind("--", 0) != 0) return false;
-    const std::string name = text.substr(2, text.find('=') - 2);
-    return std::any_of(specs.begin(), specs.end(),
-                       [&](const FlagSpec& s) { return s.name == name; });
-  };
   CLI::App app;
   app.set_help_flag();  // --help is one of the specs where a command has it
   app.allow_extras();   // unknown options and positional arguments are sorted out below
@@ -61,45 +108,13 @@ absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<FlagSpec>& specs,
     return absl::InvalidArgumentError(e.what());
   }
   ParsedFlags parsed;
-  std::vector<std::string> extras = app.remaining();
-  for (size_t i = 0; i < extras.size(); ++i) {
-    const std::string& arg = extras[i];
-    if (arg == "--") {
-      parsed.positional_.insert(parsed.positional_.end(), extras.begin() + static_cast<long>(i) + 1,
-                                extras.end());
-      break;
-    }
-    if (arg.rfind("--", 0) == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown option --", arg.substr(2, arg.find('=') - 2)));
-    }
-    if (arg.size() > 1 && arg[0] == '-') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown option '", arg, "' (options are spelled --name)"));
-    }
-    parsed.positional_.push_back(arg);
-  }
+  absl::StatusOr<std::vector<std::string>> positional = Positional(app.remaining());
+  if (!positional.ok()) return positional.status();
+  parsed.positional_ = *std::move(positional);
   for (const auto& [spec, option] : options) {
     if (option->count() == 0) continue;
     std::vector<std::string> values = option->results();
-    if (spec->value_name.empty()) {
-      for (const std::string& v : values) {
-        if (v != "true" && v != "false") {
-          return absl::InvalidArgumentError(
-              absl::StrCat("option --", spec->name, " takes no value"));
-        }
-      }
-    } else {
-      for (const std::string& v : values) {
-        if (is_option(v)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "option --", spec->name, " needs a value (", spec->value_name, "), not ", v));
-        }
-      }
-    }
-    if (values.size() > 1 && !spec->repeated) {
-      return absl::InvalidArgumentError(absl::StrCat("option --", spec->name, " given twice"));
-    }
+    if (absl::Status st = CheckValues(specs, *spec, values); !st.ok()) return st;
     parsed.values_[spec->name] = std::move(values);
   }
   return parsed;
