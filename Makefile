@@ -43,8 +43,11 @@ TEST_ENV := CHGATE_CLICKHOUSE=127.0.0.1:$(CHGATE_CH_TCP_PORT) \
 	CHGATE_REQUIRE_PROMTOOL=1 \
 	CHGATE_CLICKHOUSE_CTL=$(CTL)
 
+# Under the sanitizers the spool's kill -9 loop runs 4 rounds (the sanitizers check the code paths;
+# the 12 rounds of `make test` check the odds).
 ASAN_ENV := ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1} \
-	UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+	CHGATE_SPOOL_CRASHES=$${CHGATE_SPOOL_CRASHES:-4}
 
 # $(call cmake_build,<build dir>,<extra cmake args>[,<targets>]): configure (Ninja for a new build
 # dir; an existing one keeps its generator and cached options) and build the targets (all of

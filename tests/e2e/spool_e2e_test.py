@@ -6,8 +6,8 @@ run by clickhousectl.sh) and a plain MergeTree table.
   /usr/bin/python3 tests/e2e/spool_e2e_test.py --chgate build/server/chgate [unittest args]
 
 Environment (besides e2e_support.py's):
-  CHGATE_SPOOL_CRASHES   rounds of the crash loop (default 12: CI's bounded run; the documented
-                         full run is 100)
+  CHGATE_SPOOL_CRASHES   rounds of the crash loop (default 12: CI's bounded run, 4 under the
+                         sanitizers (make test-asan); the documented full run is 100)
   CHGATE_SPOOL_SEED      the random seed of the crash loop (default: the time; printed)
 
 The crash loop. Writer threads send 100-row requests with ACK_MODE_PERSISTED to both tables and
