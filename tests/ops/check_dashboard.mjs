@@ -8,7 +8,7 @@
 //      grid without overlaps, unique refIds;
 //   3. every PromQL expression (panel targets and variable queries, with Grafana's variables
 //      substituted) parses (promtool check rules on a generated rule file);
-//   4. every chgate_* metric they name is declared in server/metrics/metrics.cc. (The live check,
+//   4. every chgate_* metric they name is declared in server/metrics/families.h. (The live check,
 //      tests/ops/live_check.py, checks the same names against a running chgate's /metrics.)
 //
 //   node tests/ops/check_dashboard.mjs              run the checks
@@ -149,8 +149,8 @@ if (!have("promtool")) {
 }
 
 // --- 4. metric names ---------------------------------------------------------------------------
-const declared = declaredMetricNames(readFileSync(repoPath("server/metrics/metrics.cc"), "utf8"));
-r.check(declared.size > 20, `server/metrics/metrics.cc declares ${declared.size} chgate metrics`);
+const declared = declaredMetricNames(readFileSync(repoPath("server/metrics/families.h"), "utf8"));
+r.check(declared.size > 20, `server/metrics/families.h declares ${declared.size} chgate metrics`);
 for (const [what, list] of [["dashboard", [...exprs, ...variableExprs]], ["alert rules", ruleExprs]]) {
   const names = new Set(list.flatMap((e) => [...families(e.expr)]));
   const missing = [...names].filter((n) => !declared.has(n));

@@ -117,7 +117,7 @@ export function chgateEnvVars(binary) {
   return names;
 }
 
-// Metric family names chgate declares, from server/metrics/metrics.cc (constexpr char kX[] = "...").
+// Metric family names chgate declares, from server/metrics/families.h (inline constexpr char kX[] = "...").
 export function declaredMetricNames(source) {
   return new Set([...source.matchAll(/constexpr char k\w+\[\] = "(chgate_[a-z0-9_]+)"/g)].map((m) => m[1]));
 }
