@@ -41,6 +41,7 @@
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
 #include "tests/unit/clickhouse/fake_server.h"
+#include "tests/unit/clickhouse/golden_file.h"
 #include "tests/unit/clickhouse/test_util.h"
 #include "text/status_macros.h"
 
@@ -51,8 +52,6 @@ constexpr uint64_t kRev = revision::kClient;  // what we advertise
 constexpr size_t kRows = 4;                   // every golden column has this many rows
 
 // ---- Bytes by hand ----
-
-std::string Fill(uint8_t byte, size_t n) { return std::string(n, static_cast<char>(byte)); }
 
 // A fixed-width value in little-endian two's complement, one byte at a time.
 template <typename T>
@@ -70,235 +69,12 @@ std::string BlockInfoBytes() { return Bytes().VarUInt(1).U8(0).VarUInt(2).I32(-1
 
 // ---- The golden columns ----
 
-struct GoldenCase {
-  std::string column;            // column name in the block
-  std::string type;              // type name as the server prints it
-  std::string data;              // the column's Native bytes for kRows rows
-  std::vector<std::string> tsv;  // each row as current ClickHouse prints it in TabSeparated
-};
+using GoldenCase = GoldenColumn;
 
-void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.type; }
-
+// tests/testdata/golden/new-types.golden: each case's bytes, with how they come from ClickHouse's
+// serializers in the comments there.
 const std::vector<GoldenCase>& Cases() {
-  static const auto* cases = new std::vector<GoldenCase>{
-      // (U)Int128/256: 16/32 bytes LE two's complement.
-      {"i128",
-       "Int128",
-       absl::StrCat(Fill(0x00, 15), Fill(0x80, 1),   // min: only the sign bit
-                    Fill(0xff, 16),                  // -1
-                    Fill(0x00, 16),                  // 0
-                    Fill(0xff, 15), Fill(0x7f, 1)),  // max
-       {"-170141183460469231731687303715884105728", "-1", "0",
-        "170141183460469231731687303715884105727"}},
-      {"u128",
-       "UInt128",
-       absl::StrCat(Fill(0x00, 16),                               // 0
-                    Fill(0x01, 1), Fill(0x00, 15),                // 1
-                    Fill(0x00, 8), Fill(0x01, 1), Fill(0x00, 7),  // 2^64: low bit of the high half
-                    Fill(0xff, 16)),                              // max
-       {"0", "1", "18446744073709551616", "340282366920938463463374607431768211455"}},
-      {"i256",
-       "Int256",
-       absl::StrCat(Fill(0x00, 31), Fill(0x80, 1),                  // min
-                    Fill(0xff, 32),                                 // -1
-                    Fill(0x00, 16), Fill(0x01, 1), Fill(0x00, 15),  // 2^128
-                    Fill(0xff, 31), Fill(0x7f, 1)),                 // max
-       {"-57896044618658097711785492504343953926634992332820282019728792003956564819968", "-1",
-        "340282366920938463463374607431768211456",
-        "57896044618658097711785492504343953926634992332820282019728792003956564819967"}},
-      {"u256",
-       "UInt256",
-       absl::StrCat(Fill(0x00, 32),                                // 0
-                    Fill(0x01, 1), Fill(0x00, 31),                 // 1
-                    Fill(0x00, 24), Fill(0x01, 1), Fill(0x00, 7),  // 2^192
-                    Fill(0xff, 32)),                               // max
-       {"0", "1", "6277101735386680763835789423207666416102355444464034512896",
-        "115792089237316195423570985008687907853269984665640564039457584007913129639935"}},
-      // Bool: UInt8.
-      {"b", "Bool", Unhex("01 00 00 01"), {"true", "false", "false", "true"}},
-      // Date32: Int32 days since 1970-01-01, signed.
-      {"d32",
-       "Date32",
-       Unhex("219cffff ffffffff 00000000 d1d60100"),  // -25567, -1, 0, 120529
-       {"1900-01-01", "1969-12-31", "1970-01-01", "2299-12-31"}},
-      // DateTime64(P[, tz]): Int64 ticks of 10^-P s; printed in the type's zone with P digits.
-      {"dt64_3",
-       "DateTime64(3, 'UTC')",
-       absl::StrCat(Le<int64_t>(-2208988800000), Le<int64_t>(-1), Le<int64_t>(-1500),
-                    Le<int64_t>(1700000000123)),
-       {"1900-01-01 00:00:00.000", "1969-12-31 23:59:59.999", "1969-12-31 23:59:58.500",
-        "2023-11-14 22:13:20.123"}},
-      {"dt64_9",
-       "DateTime64(9, 'Asia/Tokyo')",
-       absl::StrCat(Le<int64_t>(-1), Le<int64_t>(0), Le<int64_t>(1700000000123456789),
-                    Le<int64_t>(std::numeric_limits<int64_t>::max())),
-       {"1970-01-01 08:59:59.999999999", "1970-01-01 09:00:00.000000000",
-        "2023-11-15 07:13:20.123456789", "2262-04-12 08:47:16.854775807"}},
-      // No zone in the type: the server's (the fake's is UTC); no fraction at precision 0.
-      {"dt64_0",
-       "DateTime64(0)",
-       absl::StrCat(Le<int64_t>(-2208988800), Le<int64_t>(-1), Le<int64_t>(0),
-                    Le<int64_t>(10413791999)),
-       {"1900-01-01 00:00:00", "1969-12-31 23:59:59", "1970-01-01 00:00:00",
-        "2299-12-31 23:59:59"}},
-      // Decimal(P, S), P in (38, 76]: Int256 LE of value * 10^S. Values chosen so that every
-      // printed value ends in a non-zero digit (see DecimalTextKeepsEveryScaleDigit).
-      {"d76",
-       "Decimal(76, 10)",
-       Unhex(
-           "ffffffffffffffffff0f9571f1a57577792965e8abb46407b5159911a7cc1b16"  // 10^76 - 1
-           "010000000000000000f06a8e0e5a8a8886d69a17544b9bf84aea66ee5833e4e9"  // -(10^76 - 1)
-           "0100000000000000000000000000000000000000000000000000000000000000"  // 1
-           "2df5e0147356ab54ffffffffffffffffffffffffffffffffffffffffffffffff"),  // -12345678901234567891
-       {"999999999999999999999999999999999999999999999999999999999999999999.9999999999",
-        "-999999999999999999999999999999999999999999999999999999999999999999.9999999999",
-        "0.0000000001", "-1234567890.1234567891"}},
-      // Decimal256(20), as the server prints its type.
-      {"d256",
-       "Decimal(76, 20)",
-       Unhex("c0badc72915c1bf8a7d5b9076fcb464afc30d98936944103b132681d9cbdba02"  // 1234...3456 (76
-                                                                                 // digits)
-             "4045238d6ea3e407582a46f89034b9b503cf2676c96bbefc4ecd97e2634245fd"  // its negation
-             "0100000000000000000000000000000000000000000000000000000000000000"  // 1
-             "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"),  // -1
-       {"12345678901234567890123456789012345678901234567890123456.78901234567890123456",
-        "-12345678901234567890123456789012345678901234567890123456.78901234567890123456",
-        "0.00000000000000000001", "-0.00000000000000000001"}},
-      // Decimal(38, 38): Int128, every digit after the point.
-      {"d38",
-       "Decimal(38, 38)",
-       Unhex("4ef338de509049c4133302f0f6b04909"    // 12345678901234567890123456789012345678
-             "01000000c0dd75f6853b79a557b3c4b4"    // -(10^38 - 1)
-             "01000000000000000000000000000000"    // 1
-             "ffffffff3f228a097ac4865aa84c3b4b"),  // 10^38 - 1
-       {"0.12345678901234567890123456789012345678", "-0.99999999999999999999999999999999999999",
-        "0.00000000000000000000000000000000000001", "0.99999999999999999999999999999999999999"}},
-      // IPv4: UInt32 LE, so 1.2.3.4 (0x01020304) is 04 03 02 01.
-      {"ip4",
-       "IPv4",
-       Unhex("00000000 04030201 ffffffff 0100a8c0"),
-       {"0.0.0.0", "1.2.3.4", "255.255.255.255", "192.168.0.1"}},
-      // IPv6: 16 bytes in network order; IPv4-mapped addresses print dotted.
-      {"ip6",
-       "IPv6",
-       Unhex("00000000000000000000000000000000"
-             "00000000000000000000000000000001"
-             "00000000000000000000ffff01020304"
-             "20010db8000000000000ff0000428329"),
-       {"::", "::1", "::ffff:1.2.3.4", "2001:db8::ff00:42:8329"}},
-      // Map(K, V) = Array(Tuple(K, V)): offsets, all keys, all values.
-      {"m",
-       "Map(String, UInt64)",
-       Bytes()
-           .U64(2)
-           .U64(2)
-           .U64(3)
-           .U64(3)  // {'a','b'}, {}, {"it's"}, {}
-           .Str("a")
-           .Str("b")
-           .Str("it's")
-           .U64(1)
-           .U64(2)
-           .U64(std::numeric_limits<uint64_t>::max()),
-       {"{'a':1,'b':2}", "{}", "{'it\\'s':18446744073709551615}", "{}"}},
-      {"ma",
-       "Map(String, Array(UInt64))",
-       Bytes()
-           .U64(2)
-           .U64(2)
-           .U64(3)
-           .U64(3)  // map offsets
-           .Str("a")
-           .Str("b")
-           .Str("c")  // keys
-           .U64(2)
-           .U64(2)
-           .U64(3)  // value arrays' offsets: [1,2], [], [3]
-           .U64(1)
-           .U64(2)
-           .U64(3),
-       {"{'a':[1,2],'b':[]}", "{}", "{'c':[3]}", "{}"}},
-      // Prefix ordering: the LowCardinality version word comes before the array offsets. Index
-      // type 0x600 = HasAdditionalKeys | NeedUpdateDictionary, UInt8 keys; key 0 is NULL. The
-      // dictionary order is free (keys in order of first use here, as our writer produces them;
-      // see LowCardinalityDictionaryInClickHouseOrder for the 18.16 order).
-      {"alc",
-       "Array(LowCardinality(Nullable(String)))",
-       Bytes()
-           .U64(1)  // LowCardinality version
-           .U64(3)
-           .U64(3)
-           .U64(4)
-           .U64(6)  // ['a',NULL,''], [], [NULL], ['a','b']
-           .U64(0x600)
-           .U64(4)
-           .Str("")
-           .Str("a")
-           .Str("")
-           .Str("b")  // NULL placeholder, 'a', '', 'b'
-           .U64(6)
-           .U8(1)
-           .U8(0)
-           .U8(2)
-           .U8(0)
-           .U8(1)
-           .U8(3),
-       {"['a',NULL,'']", "[]", "[NULL]", "['a','b']"}},
-      // Named tuple: each element's column in turn.
-      {"t",
-       "Tuple(a Nullable(Decimal(18, 4)), b Array(Tuple(UInt8, String)))",
-       Bytes()
-           .U8(0)
-           .U8(1)
-           .U8(0)
-           .U8(0)  // a: null map
-           .Raw(Le<int64_t>(12345))
-           .Raw(Le<int64_t>(0))
-           .Raw(Le<int64_t>(-1))
-           .Raw(Le<int64_t>(999999999999999999))
-           .U64(1)
-           .U64(1)
-           .U64(3)
-           .U64(3)  // b: offsets
-           .U8(1)
-           .U8(2)
-           .U8(255)  // b's tuples: UInt8 column
-           .Str("x")
-           .Str("")
-           .Str("y\tz"),  //              String column
-       {"(1.2345,[(1,'x')])", "(NULL,[])", "(-0.0001,[(2,''),(255,'y\\tz')])",
-        "(99999999999999.9999,[])"}},
-      // The keys' LowCardinality version word comes before the map offsets.
-      {"mlc",
-       "Map(LowCardinality(String), Nullable(Int8))",
-       Bytes()
-           .U64(1)  // LowCardinality version (keys)
-           .U64(2)
-           .U64(2)
-           .U64(3)
-           .U64(4)  // offsets
-           .U64(0x600)
-           .U64(3)
-           .Str("a")
-           .Str("b")
-           .Str("c")
-           .U64(4)
-           .U8(0)
-           .U8(1)
-           .U8(0)
-           .U8(2)  // keys a, b, a, c
-           .U8(0)
-           .U8(1)
-           .U8(0)
-           .U8(0)  // values: null map
-           .U8(1)
-           .U8(0)
-           .U8(0x80)
-           .U8(0x7f),  //         1, (NULL), -128, 127
-       {"{'a':1,'b':NULL}", "{}", "{'a':-128}", "{'c':127}"}},
-      // Nothing: one '0' byte per row.
-      {"nn", "Nullable(Nothing)", Unhex("01010101 30303030"), {"\\N", "\\N", "\\N", "\\N"}},
-  };
+  static const auto* cases = new std::vector<GoldenCase>(LoadGoldenColumns("new-types.golden"));
   return *cases;
 }
 
@@ -569,6 +345,7 @@ TEST(NewTypesGoldenBlockTest, EveryTypeInOneBlock) {
 TEST(NewTypesGoldenBlockTest, LowCardinalityDictionaryInClickHouseOrder) {
   const GoldenCase c{"alc",
                      "Array(LowCardinality(Nullable(String)))",
+                     kRows,
                      Bytes()
                          .U64(1)
                          .U64(3)
@@ -640,6 +417,7 @@ TEST(NewTypesGoldenBlockTest, Decimal256AliasReadsTheSameBody) {
 TEST(NewTypesGoldenBlockTest, DecimalTextKeepsEveryScaleDigit) {
   const GoldenCase c{"t",
                      "Tuple(a Nullable(Decimal(18, 4)), b Array(Tuple(UInt8, String)))",
+                     1,
                      Bytes().U8(0).Raw(Le<int64_t>(15000)).U64(1).U8(1).Str("x"),
                      {}};
   const std::string body = Bytes()
