@@ -139,13 +139,19 @@ int RunChgate(int argc, char** argv, char** envp) {
     std::cout << config::Usage();
     return 0;
   }
+  // The process's periodic housekeeping, on one thread: the log's summaries here, the health
+  // refresh and the API files' reloads added by the App.
+  Scheduler housekeeping;
   // Never destroyed: gRPC's threads may log until the process exits. Finish() writes what the
   // throttled events still owe.
   auto* logger = new log::Logger({.level = *log::ParseLevel(config->log_level),
                                   .format = *log::ParseFormat(config->log_format),
-                                  .repeat_interval = config->log_repeat_interval});
+                                  .repeat_interval = config->log_repeat_interval,
+                                  .sweep_interval = absl::ZeroDuration()});
   log::SetLogger(logger);
   absl::Cleanup finish = [logger] { logger->Finish(); };
+  Scheduler::Job log_sweep =
+      housekeeping.Every("log sweep", absl::Seconds(1), [logger] { logger->Sweep(); });
   service::RouteGrpcLogs();
   kLog.Info("chgate: version " CHGATE_VERSION ", revision " CHGATE_REVISION,
             {{"version", CHGATE_VERSION}, {"revision", CHGATE_REVISION}});
@@ -155,12 +161,13 @@ int RunChgate(int argc, char** argv, char** envp) {
               {{"variable", name}});
   }
   if (!config->query.empty()) return RunQuery(*config);
-  App app(*config);
+  App app(*config, housekeeping);
   if (const int rc = app.Start(); rc != 0) return rc;
   return app.Run();
 }
 
-App::App(const config::Config& config) : config_(config) {
+App::App(const config::Config& config, Scheduler& housekeeping)
+    : config_(config), housekeeping_(housekeeping) {
   sigemptyset(&signals_);
   sigaddset(&signals_, SIGTERM);
   sigaddset(&signals_, SIGINT);
@@ -324,7 +331,6 @@ int App::StartQueriesAndSecurity() {
   auto authorizer = auth::Authorizer::Create(
       {.tokens_file = config_.api_tokens_file,
        .policy_file = config_.api_policy_file,
-       .reload_interval = config_.api_reload_interval,
        .on_reload = [auth_observer](std::string_view kind, const std::string& path,
                                     const absl::Status& status) {
          auth_observer->Reloaded(kind, status.ok());
@@ -399,11 +405,13 @@ int App::StartApi() {
 }
 
 void App::StartHealthLoops() {
-  health_ = std::thread([this] {
-    while (!stop_health_.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
-      server_->RefreshHealth();
-    }
-  });
+  health_refresh_ = housekeeping_.Every("health refresh", absl::Milliseconds(500),
+                                        [server = server_.get()] { server->RefreshHealth(); });
+  if (authorizer_->enabled()) {
+    api_files_reload_ =
+        housekeeping_.Every("API files reload", config_.api_reload_interval,
+                            [authorizer = authorizer_.get()] { authorizer->ReloadChanged(); });
+  }
   // Liveness watchdog: its own thread, because a wedged ingestor would also block the thread
   // above. Only CheckProgress's atomics are read here.
   watchdog_ = std::thread([this] {
@@ -424,8 +432,8 @@ void App::StartHealthLoops() {
 }
 
 void App::StopHealthLoops() {
+  health_refresh_.Cancel();
   if (!stop_health_.HasBeenNotified()) stop_health_.Notify();
-  if (health_.joinable()) health_.join();
   if (watchdog_.joinable()) watchdog_.join();
 }
 

@@ -3,7 +3,8 @@
 //
 // App is the server as one object with one job per method: Start builds it from the
 // configuration in order (metrics, the ClickHouse pool, health served while the rest starts, the
-// spool and its recovery, the Ingestor, Query, API security, the API server, the health loops);
+// spool and its recovery, the Ingestor, Query, API security, the API server, the health refresh
+// and the API files' reloads on the process's housekeeping scheduler, the liveness watchdog);
 // Run waits for SIGTERM or SIGINT, drains within --drain-timeout and returns the exit code.
 // Its members are declared in the order they are built, so they are destroyed in reverse: the
 // API server before the Ingestor, the Ingestor before the spool and the pool.
@@ -19,6 +20,7 @@
 #include "server/auth/authorizer.h"
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/wire/tls.h"
+#include "server/common/scheduler.h"
 #include "server/config/config.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
@@ -34,7 +36,8 @@ int RunChgate(int argc, char** argv, char** envp);
 
 class App {
  public:
-  explicit App(const config::Config& config);
+  // Periodic jobs go on `housekeeping`, which must outlive the App.
+  App(const config::Config& config, Scheduler& housekeeping);
   ~App();
   App(const App&) = delete;
   App& operator=(const App&) = delete;
@@ -64,6 +67,7 @@ class App {
   void ReportSpoolLeft(const ingest::IngestStats& stats);
 
   const config::Config& config_;
+  Scheduler& housekeeping_;
   sigset_t signals_;
   metrics::Metrics metrics_;
   std::unique_ptr<metrics::HttpServer> exposer_;
@@ -84,8 +88,11 @@ class App {
   service::ApiTlsOptions api_tls_;
   std::shared_ptr<metrics::ApiTlsCollectable> api_tls_collectable_;
   std::unique_ptr<service::Server> server_;
+  // Cancelled (destroyed) before what they call.
+  Scheduler::Job health_refresh_;
+  Scheduler::Job api_files_reload_;
+  // The liveness watchdog has a thread of its own: it must run while anything else is stuck.
   absl::Notification stop_health_;
-  std::thread health_;
   std::thread watchdog_;
 };
 

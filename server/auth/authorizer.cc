@@ -97,19 +97,10 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Create(AuthorizerOptions
     }
     if (absl::Status s = authorizer->LoadPolicy(); !s.ok()) return s;
   }
-  Authorizer* self = authorizer.get();
-  authorizer->watcher_ = std::thread([self] {
-    while (!self->stop_.WaitForNotificationWithTimeout(self->options_.reload_interval)) {
-      self->ReloadChanged();
-    }
-  });
   return authorizer;
 }
 
-Authorizer::~Authorizer() {
-  stop_.Notify();
-  if (watcher_.joinable()) watcher_.join();
-}
+Authorizer::~Authorizer() = default;
 
 absl::Status Authorizer::LoadTokens() {
   absl::StatusOr<std::shared_ptr<const TokenSet>> tokens =

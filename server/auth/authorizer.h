@@ -1,8 +1,9 @@
 // Authorizer: decides, per call and per request, who the caller is and whether it may do what it
 // asks, from the tokens file (tokens.h) and the policy file (policy.h). Both files are read at
-// Create and re-read by a background thread whenever they change (checked every
-// `reload_interval`: modification time, size and inode, so an atomic rename and a Kubernetes
-// Secret update are both seen); a file that fails to parse keeps the previous content in force.
+// Create and re-read by ReloadChanged whenever they changed (modification time, size and inode,
+// so an atomic rename and a Kubernetes Secret update are both seen), which the owner calls
+// periodically (chgate: every --api-reload-interval, on its housekeeping scheduler); a file that
+// fails to parse keeps the previous content in force. It starts no thread.
 //
 // Without a policy file the Authorizer is disabled and allows everything (the loopback default).
 // With one, a caller is identified by a bearer token, else by the names of its verified client
@@ -63,10 +64,9 @@ struct Decision {
 struct AuthorizerOptions {
   std::string tokens_file;  // "": bearer tokens are refused
   std::string policy_file;  // "": disabled, everything is allowed
-  absl::Duration reload_interval = absl::Seconds(10);
-  // Called on the watcher thread after each attempt to reload a changed file: `kind` is "tokens"
-  // or "policy", `status` OK or why the previous content stays in force. Not called for the loads
-  // in Create.
+  // Called on ReloadChanged's thread after each attempt to reload a changed file: `kind` is
+  // "tokens" or "policy", `status` OK or why the previous content stays in force. Not called for
+  // the loads in Create.
   std::function<void(std::string_view kind, const std::string& path, const absl::Status& status)>
       on_reload;
 };
@@ -94,8 +94,8 @@ class Authorizer {
   // Authenticate, then whether the identity may run Query.
   Decision AuthorizeQuery(const Credentials& credentials) const;
 
-  // Re-reads the files that changed since they were last read; the watcher thread calls it every
-  // reload_interval. Public so tests need not wait for the thread.
+  // Re-reads the files that changed since they were last read (one call at a time; concurrent
+  // calls wait).
   void ReloadChanged();
 
  private:
@@ -120,8 +120,6 @@ class Authorizer {
   mutable absl::Mutex mu_;
   std::shared_ptr<const Policy> policy_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const TokenSet> tokens_ ABSL_GUARDED_BY(mu_);
-  absl::Notification stop_;
-  std::thread watcher_;
 };
 
 }  // namespace chgate::auth

@@ -205,7 +205,6 @@ class AuthorizerTest : public ::testing::Test {
     auto a = Authorizer::Create(
         {.tokens_file = pki_.Path("tokens"),
          .policy_file = pki_.Path("policy"),
-         .reload_interval = absl::Hours(1),  // the tests call ReloadChanged themselves
          .on_reload = [this](std::string_view kind, const std::string&,
                              const absl::Status& status) {
            reloads_.push_back(absl::StrCat(std::string(kind), ":", status.ok() ? "ok" : "error"));

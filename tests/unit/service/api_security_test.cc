@@ -111,9 +111,8 @@ class ApiSecurityTest : public ::testing::Test {
 
   void Start(ApiTlsOptions tls, bool with_policy = true) {
     if (with_policy) {
-      auto authorizer = auth::Authorizer::Create({.tokens_file = pki_.Path("tokens"),
-                                                  .policy_file = pki_.Path("policy"),
-                                                  .reload_interval = absl::Hours(1)});
+      auto authorizer = auth::Authorizer::Create(
+          {.tokens_file = pki_.Path("tokens"), .policy_file = pki_.Path("policy")});
       ASSERT_TRUE(authorizer.ok()) << authorizer.status();
       authorizer_ = *std::move(authorizer);
     }

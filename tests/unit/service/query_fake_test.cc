@@ -155,9 +155,8 @@ TEST_F(QueryFakeServerTest, CallerQueryIdsAreScopedByIdentityAndKeptOutOfChgates
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/tokens") << "svc:a tok-a-0123456789abcdef\n";
   std::ofstream(dir + "/policy") << "[svc:a]\nquery = true\n";
-  auto authorizer = auth::Authorizer::Create({.tokens_file = dir + "/tokens",
-                                              .policy_file = dir + "/policy",
-                                              .reload_interval = absl::Hours(1)});
+  auto authorizer =
+      auth::Authorizer::Create({.tokens_file = dir + "/tokens", .policy_file = dir + "/policy"});
   ASSERT_TRUE(authorizer.ok()) << authorizer.status();
   cht::FakeServer fake({.revision = kRevision});
   ch::QueryParams seen;
