@@ -13,7 +13,6 @@
 #include "absl/strings/str_join.h"
 #include "client/cli/flags.h"
 #include "client/cli/json.h"
-#include "client/cli/metrics_scrape.h"
 #include "client/sdk/client.h"
 #include "client/sdk/internal/strings.h"
 #include "text/status_macros.h"
@@ -22,9 +21,6 @@
 namespace chgate::cli {
 
 using client::internal::Sv;
-
-// The metric chgate-cli reads for chgate's CPU time (the standard Prometheus process metric).
-constexpr char kCpuMetric[] = "process_cpu_seconds_total";
 
 absl::StatusOr<BenchRow> ParseBenchRow(const std::string& json,
                                        const std::vector<std::string>& columns) {
@@ -294,8 +290,6 @@ std::string FormatBenchJson(const BenchResult& r) {
       ",\"latency_p99_ms\":", JsonNumber(r.latency_p99_ms, 3),
       ",\"latency_max_ms\":", JsonNumber(r.latency_max_ms, 3),
       ",\"client_cpu_us_per_request\":", JsonNumber(r.client_cpu_us_per_request, 2),
-      ",\"chgate_cpu_us_per_request\":", JsonNumber(r.chgate_cpu_us_per_request, 2),
-      ",\"chgate_cpu_ns_per_row\":", JsonNumber(r.chgate_cpu_ns_per_row, 1),
       ",\"target_rate\":", rate_field(r.target_rate, 3),
       ",\"achieved_rate\":", rate_field(r.achieved_rate, 1),
       ",\"scheduled\":", rate_field(r.scheduled, 0),
@@ -329,13 +323,6 @@ std::string FormatBenchTable(const BenchResult& r) {
   if (r.client_cpu_us_per_request.has_value()) {
     absl::StrAppendFormat(&out, "client CPU        %.1f us/request\n",
                           *r.client_cpu_us_per_request);
-  }
-  if (r.chgate_cpu_us_per_request.has_value()) {
-    absl::StrAppendFormat(&out, "chgate CPU        %.1f us/request", *r.chgate_cpu_us_per_request);
-    if (r.chgate_cpu_ns_per_row.has_value()) {
-      absl::StrAppendFormat(&out, ", %.0f ns/row", *r.chgate_cpu_ns_per_row);
-    }
-    out += "\n";
   }
   return out;
 }
@@ -506,20 +493,6 @@ absl::Duration ProcessCpuTime() {
   return absl::DurationFromTimeval(usage.ru_utime) + absl::DurationFromTimeval(usage.ru_stime);
 }
 
-// chgate's CPU seconds from the metrics page at `url_text`.
-absl::StatusOr<double> ScrapeCpuSeconds(const std::string& url_text, absl::Duration timeout) {
-  CHGATE_ASSIGN_OR_RETURN(MetricsUrl url, ParseMetricsUrl(url_text));
-  CHGATE_ASSIGN_OR_RETURN(std::string page, FetchMetricsPage(url, timeout));
-  absl::StatusOr<double> seconds = FindPrometheusSample(page, kCpuMetric);
-  if (seconds.status().code() == absl::StatusCode::kNotFound) {
-    return absl::NotFoundError(
-        absl::StrCat(url_text, " has no ", kCpuMetric,
-                     " sample: point --metrics-url at chgate's /metrics (its --metrics-listen "
-                     "address)"));
-  }
-  return seconds;
-}
-
 std::string QuoteIdentifier(const std::string& name) {
   std::string out = "`";
   for (char c : name) {
@@ -670,30 +643,8 @@ int RunBench(const Command& command, const CliIo& io) {
       BuildRequest(command, **client, *std::move(row), &error_code);
   if (!request.ok()) return fail(error_code, request.status().message());
 
-  std::optional<double> chgate_cpu_before;
-  if (!args.metrics_url.empty()) {
-    absl::StatusOr<double> seconds = ScrapeCpuSeconds(args.metrics_url, command.timeout);
-    if (!seconds.ok()) {
-      return fail(ExitCodeFor(seconds.status()),
-                  absl::StrCat("--metrics-url: ", seconds.status().message()));
-    }
-    chgate_cpu_before = *seconds;
-  }
-
   absl::Status first_error;
-  BenchResult result = Drive(command, client->get(), *request, &first_error);
-  const uint64_t answered = result.requests_ok + result.requests_failed;
-  const double rows = static_cast<double>(result.requests_ok * args.rows_per_request);
-  if (chgate_cpu_before.has_value()) {
-    absl::StatusOr<double> after = ScrapeCpuSeconds(args.metrics_url, command.timeout);
-    if (!after.ok()) {
-      PrintError(io, absl::StrCat("--metrics-url after the run: ", after.status().message()));
-    } else if (answered > 0) {
-      const double chgate_us = (*after - *chgate_cpu_before) * 1e6;
-      result.chgate_cpu_us_per_request = chgate_us / static_cast<double>(answered);
-      if (rows > 0) result.chgate_cpu_ns_per_row = chgate_us * 1e3 / rows;
-    }
-  }
+  const BenchResult result = Drive(command, client->get(), *request, &first_error);
   *io.out << (args.json ? FormatBenchJson(result) : FormatBenchTable(result));
   if (!first_error.ok()) {
     return fail(ExitCodeFor(first_error),
@@ -729,9 +680,6 @@ std::vector<FlagSpec> BenchFlags() {
        "--mode block: the ClickHouse type of each --row value as the server prints it",
        "read from the table with SELECT ... LIMIT 0"},
       {"ack-mode", "MODE", "committed, accepted or persisted", "chgate's --ack-mode"},
-      {"metrics-url", "URL",
-       "http://HOST:PORT/metrics of chgate (its --metrics-listen), scraped before and after the "
-       "run for chgate's CPU per request and per row (process_cpu_seconds_total)"},
       {"json", "", "print the result as one JSON object instead of the table"},
   };
 }
@@ -744,7 +692,7 @@ constexpr double kMaxBenchRate = 1e7;
 
 }  // namespace
 
-// bench's --mode, --rate, --types and --metrics-url, and the combinations that make no sense.
+// bench's --mode, --rate and --types, and the combinations that make no sense.
 // The row is validated here too, so that a bad one is a usage error.
 absl::Status ParseBenchOptions(const ParsedFlags& flags, BenchArgs* a) {
   const std::string mode = flags.Get("mode", "stream");
@@ -767,13 +715,6 @@ absl::Status ParseBenchOptions(const ParsedFlags& flags, BenchArgs* a) {
           static_cast<int64_t>(kMaxBenchRate)));
     }
     a->rate = rate;
-  }
-  if (flags.Has("metrics-url")) {
-    a->metrics_url = flags.Get("metrics-url");
-    absl::StatusOr<MetricsUrl> url = ParseMetricsUrl(a->metrics_url);
-    if (!url.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--metrics-url: ", url.status().message()));
-    }
   }
   absl::StatusOr<BenchRow> row = ParseBenchRow(a->row, a->columns);
   if (!row.ok()) return row.status();

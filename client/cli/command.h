@@ -87,8 +87,6 @@ struct BenchArgs {
   v1::AckMode ack_mode = v1::ACK_MODE_UNSPECIFIED;
   // Requests per second over all streams, sent open-loop at fixed intervals; 0: closed loop.
   double rate = 0;
-  // chgate's Prometheus endpoint, scraped before and after the run for its CPU time; optional.
-  std::string metrics_url;
   bool json = false;  // the result as one JSON object instead of the table
 };
 

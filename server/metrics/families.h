@@ -82,7 +82,7 @@ inline constexpr char kTlsReloads[] = "chgate_clickhouse_tls_reloads_total";
 inline constexpr char kApiCertExpiry[] = "chgate_api_tls_certificate_expiry_timestamp_seconds";
 inline constexpr char kApiHandshakeFailures[] = "chgate_api_tls_handshake_failures_total";
 // The process, under the names every Prometheus client library uses (so standard dashboards and
-// `chgate-cli bench --metrics-url` find them); read from /proc at scrape time.
+// the bench scripts find them); read from /proc at scrape time.
 inline constexpr char kProcessCpu[] = "process_cpu_seconds_total";
 inline constexpr char kProcessResident[] = "process_resident_memory_bytes";
 inline constexpr char kProcessVirtual[] = "process_virtual_memory_bytes";

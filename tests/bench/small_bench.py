@@ -19,8 +19,9 @@ Cases, each against a fresh chgate and a Null table `(id UInt64, msg String)`:
   native          the rows of `block 1000` in one INSERT through the native library
   ch-client       clickhouse-client, one INSERT of one row per statement, one connection
 
-chgate's CPU comes from its process_cpu_seconds_total (scraped by the bench), context switches
-from /proc/<pid>/task/*/status, the generator's CPU from its own getrusage. Nothing here asserts
+chgate's CPU comes from /proc/<pid>/stat before and after the bench (the drain of the last
+requests included), context switches from /proc/<pid>/task/*/status, the generator's CPU from its
+own getrusage. Nothing here asserts
 a timing; --smoke runs each case for a moment to prove the script works.
 """
 
@@ -56,11 +57,12 @@ def run_bench(args, ch, name, bench_args, chgate_args=()):
     chgate = e2e.ChgateProcess(args.chgate, ch, list(chgate_args), name=f"small-{name}").start()
     try:
         ctx0 = context_switches(chgate.pid)
+        cpu0 = chgate.cpu_seconds()
         out = subprocess.run(
             [args.cli, "--addr", chgate.api_address, "bench", "--table", TABLE,
-             "--duration", f"{args.duration}s", "--json",
-             "--metrics-url", f"http://127.0.0.1:{chgate.metrics_port}/metrics", *bench_args],
+             "--duration", f"{args.duration}s", "--json", *bench_args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False, timeout=args.duration + 120)
+        cpu1 = chgate.cpu_seconds()
         ctx1 = context_switches(chgate.pid)
     finally:
         chgate.stop()
@@ -69,6 +71,9 @@ def run_bench(args, ch, name, bench_args, chgate_args=()):
                            f"{out.stderr.decode(errors='replace')}")
     r = json.loads(out.stdout.decode().strip().splitlines()[-1])
     answered = max(1, r["requests_ok"] + r["requests_failed"])
+    rows = r["requests_ok"] * r["rows_per_request"]
+    r["chgate_cpu_us_per_request"] = (cpu1 - cpu0) * 1e6 / answered
+    r["chgate_cpu_ns_per_row"] = (cpu1 - cpu0) * 1e9 / rows if rows > 0 else None
     r["ctx_per_request"] = (ctx1 - ctx0) / answered
     r["case"] = name
     return r

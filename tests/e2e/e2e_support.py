@@ -584,6 +584,14 @@ class ChgateProcess:
             self._log.close()
             self._log = None
 
+    def cpu_seconds(self):
+        """User plus system CPU time of the process so far (all threads), from /proc/<pid>/stat."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            stat = f.read()
+        # The command name is in parentheses and may hold spaces: fields count after the last ')'.
+        fields = stat[stat.rindex(")") + 2:].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def memory_kib(self):
         """{'VmRSS': kib, 'VmHWM': kib, ...} from /proc/<pid>/status."""
         out = {}

@@ -1,7 +1,6 @@
 // chgate-cli bench: its pieces on their own (type lists, the columnar request, the send
-// schedule, the report), then whole runs against the fake Ingest service and a canned HTTP server
-// standing in for chgate's metrics endpoint. No assertion depends on timing beyond what the
-// schedule itself guarantees.
+// schedule, the report), then whole runs against the fake Ingest service. No assertion depends on
+// timing beyond what the schedule itself guarantees.
 #include "client/cli/bench.h"
 
 #include <gmock/gmock.h>
@@ -14,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli/json.h"
-#include "tests/unit/client/canned_http_server.h"
 #include "tests/unit/client/cli_run.h"
 #include "tests/unit/client/fake_ingest.h"
 #include "tests/unit/client/test_columns.h"
@@ -22,9 +20,7 @@
 namespace chgate::cli {
 namespace {
 
-using client::testing::CannedHttpServer;
 using client::testing::FakeServer;
-using client::testing::MetricsPage;
 using client::testing::QueryScript;
 using client::testing::Texts;
 using ::testing::ElementsAre;
@@ -178,18 +174,15 @@ TEST(FormatBenchJsonTest, NullsWhatWasNotMeasured) {
   EXPECT_EQ(json["table"].text, "db.\"t\"");
   EXPECT_EQ(json["mode"].text, "block");
   EXPECT_EQ(json["latency_p99_ms"].kind, Json::Kind::kNull);
-  for (const char* key :
-       {"client_cpu_us_per_request", "chgate_cpu_us_per_request", "chgate_cpu_ns_per_row",
-        "target_rate", "achieved_rate", "scheduled", "behind_schedule", "unsent"}) {
+  for (const char* key : {"client_cpu_us_per_request", "target_rate", "achieved_rate", "scheduled",
+                          "behind_schedule", "unsent"}) {
     EXPECT_EQ(json[key].kind, Json::Kind::kNull) << key;
   }
   result.target_rate = 100;
   result.behind_schedule = 3;
-  result.chgate_cpu_us_per_request = 12.5;
   json = Members(FormatBenchJson(result));
   EXPECT_EQ(Number(json["behind_schedule"]), 3);
   EXPECT_EQ(Number(json["target_rate"]), 100);
-  EXPECT_EQ(Number(json["chgate_cpu_us_per_request"]), 12.5);
 }
 
 // ---- runs --------------------------------------------------------------------------------
@@ -365,8 +358,8 @@ TEST(BenchRunTest, JsonHasEveryNumber) {
     ASSERT_EQ(json.count(key), 1u) << key;
     EXPECT_EQ(json[key].kind, Json::Kind::kNumber) << key;
   }
-  for (const char* key : {"chgate_cpu_us_per_request", "chgate_cpu_ns_per_row", "target_rate",
-                          "achieved_rate", "scheduled", "behind_schedule", "unsent"}) {
+  for (const char* key :
+       {"target_rate", "achieved_rate", "scheduled", "behind_schedule", "unsent"}) {
     ASSERT_EQ(json.count(key), 1u) << key;
     EXPECT_EQ(json[key].kind, Json::Kind::kNull) << key;
   }
@@ -383,45 +376,17 @@ TEST(BenchRunTest, JsonHasEveryNumber) {
   EXPECT_LE(Number(json["latency_p99_ms"]), Number(json["latency_max_ms"]));
 }
 
-TEST(BenchRunTest, MetricsUrlGivesChgateCpuPerRequestAndRow) {
+TEST(BenchRunTest, ReportsNoChgateCpuOfItsOwn) {
+  // chgate's CPU is measured by the bench scripts beside the run (tests/bench/small_bench.py);
+  // the CLI has no HTTP client and no exposition parser.
   FakeServer server;
-  CannedHttpServer metrics({CannedHttpServer::Response(MetricsPage("10")),
-                            CannedHttpServer::Response(MetricsPage("10.5"))});
   CliRun run =
-      Cli({"--addr", server.address(), "bench", "--table", "t", "--streams", "1", "--duration",
-           "100ms", "--rows-per-request", "4", "--metrics-url", metrics.url(), "--json"});
+      Cli({"--addr", server.address(), "bench", "--table", "t", "--duration", "50ms", "--json"});
   EXPECT_EQ(run.code, kExitOk) << run.err;
-  EXPECT_EQ(metrics.requests().size(), 2u);
-  std::map<std::string, Json> json = Members(run.out);
-  const double requests = Number(json["requests_ok"]);
-  ASSERT_GT(requests, 0);
-  EXPECT_NEAR(Number(json["chgate_cpu_us_per_request"]), 0.5e6 / requests, 0.01);
-  EXPECT_NEAR(Number(json["chgate_cpu_ns_per_row"]), 0.5e9 / (requests * 4), 0.1);
-
-  CannedHttpServer again({CannedHttpServer::Response(MetricsPage("10")),
-                          CannedHttpServer::Response(MetricsPage("11"))});
-  run = Cli({"--addr", server.address(), "bench", "--table", "t", "--streams", "1", "--duration",
-             "50ms", "--metrics-url", again.url()});
-  EXPECT_EQ(run.code, kExitOk) << run.err;
-  EXPECT_THAT(run.out, HasSubstr("chgate CPU        "));
-  EXPECT_THAT(run.out, HasSubstr(" us/request, "));
-}
-
-TEST(BenchRunTest, MetricsUrlWithoutCpuTimeStopsBeforeSending) {
-  FakeServer server;
-  CannedHttpServer metrics({CannedHttpServer::Response("chgate_build_info 1\n")});
-  CliRun run = Cli({"--addr", server.address(), "bench", "--table", "t", "--duration", "50ms",
-                    "--metrics-url", metrics.url()});
-  EXPECT_EQ(run.code, kExitFailure);
-  EXPECT_THAT(run.err, HasSubstr("has no process_cpu_seconds_total sample"));
-  EXPECT_TRUE(server.service().stream_requests().empty());
-
-  const std::string nobody = absl::StrCat("http://", client::testing::UnusedAddress(), "/metrics");
-  run = Cli({"--addr", server.address(), "bench", "--table", "t", "--duration", "50ms",
-             "--metrics-url", nobody});
-  EXPECT_EQ(run.code, kExitUnavailable);
-  EXPECT_THAT(run.err, HasSubstr("--metrics-url: cannot connect"));
-  EXPECT_TRUE(server.service().stream_requests().empty());
+  EXPECT_EQ(Members(run.out).count("chgate_cpu_us_per_request"), 0u);
+  run = Cli({"bench", "--table", "t", "--metrics-url", "http://127.0.0.1:9464/metrics"});
+  EXPECT_EQ(run.code, kExitUsage);
+  EXPECT_THAT(run.err, HasSubstr("unknown option --metrics-url"));
 }
 
 TEST(BenchUsageTest, RejectsBadCombinations) {
@@ -440,9 +405,6 @@ TEST(BenchUsageTest, RejectsBadCombinations) {
       {{"--rate", "fast"}, "--rate: 'fast'"},
       {{"--rate", "nan"}, "--rate: 'nan'"},
       {{"--rate", "1e12"}, "at most"},
-      {{"--metrics-url", "https://127.0.0.1:9464/metrics"}, "--metrics-url: "},
-      {{"--metrics-url", "127.0.0.1:9464"}, "is not an http:// URL"},
-      {{"--metrics-url", "http://127.0.0.1:0/metrics"}, "port from 1 to 65535"},
       {{"--json=maybe"}, "takes no value"},
   };
   for (const Case& c : cases) {
@@ -463,17 +425,15 @@ TEST(BenchUsageTest, ParsesTheNewOptions) {
   EXPECT_EQ(c.bench.mode, BenchMode::kStream);
   EXPECT_EQ(c.bench.rate, 0);
   EXPECT_FALSE(c.bench.json);
-  EXPECT_TRUE(c.bench.metrics_url.empty());
   EXPECT_TRUE(c.bench.types.empty());
   c = ParseCommandLine({"bench", "--table", "t", "--mode", "block", "--types",
                         "UInt64,Map(String, UInt8)", "--row", R"({"a":1,"m":{}})", "--rate", "2.5",
-                        "--json", "--metrics-url", "http://127.0.0.1:29812/metrics"})
+                        "--json"})
           .value();
   EXPECT_EQ(c.bench.mode, BenchMode::kBlock);
   EXPECT_THAT(c.bench.types, ElementsAre("UInt64", "Map(String, UInt8)"));
   EXPECT_EQ(c.bench.rate, 2.5);
   EXPECT_TRUE(c.bench.json);
-  EXPECT_EQ(c.bench.metrics_url, "http://127.0.0.1:29812/metrics");
   c = ParseCommandLine({"bench", "--table", "t", "--mode", "unary", "--streams", "16"}).value();
   EXPECT_EQ(c.bench.mode, BenchMode::kUnary);
   EXPECT_EQ(c.bench.streams, 16u);
@@ -482,8 +442,8 @@ TEST(BenchUsageTest, ParsesTheNewOptions) {
 TEST(BenchUsageTest, HelpNamesEveryModeAndOption) {
   CliRun run = Cli({"bench", "--help"});
   EXPECT_EQ(run.code, kExitOk);
-  for (const char* text : {"--mode", "unary", "block", "--rate", "--types", "--metrics-url",
-                           "--json", "up to --max-in-flight outstanding", "behind schedule"}) {
+  for (const char* text : {"--mode", "unary", "block", "--rate", "--types", "--json",
+                           "up to --max-in-flight outstanding", "behind schedule"}) {
     EXPECT_THAT(run.out, HasSubstr(text));
   }
 }
