@@ -27,10 +27,11 @@ Scheduler::~Scheduler() { Stop(); }
 
 Scheduler::Job Scheduler::Every(std::string name, absl::Duration period,
                                 std::function<void()> run) {
+  if (period <= absl::ZeroDuration()) period = absl::Seconds(1);
   absl::MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
   entries_.emplace(id, Entry{.name = std::move(name),
-                             .period = period > absl::ZeroDuration() ? period : absl::Seconds(1),
+                             .period = period,
                              .run = std::move(run),
                              .due = absl::Now() + period});
   ++changes_;
@@ -45,7 +46,7 @@ void Scheduler::Cancel(uint64_t id) {
   // that only caught the moment between two runs could starve).
   it->second.cancelled = true;
   ++changes_;
-  if (running_ == id && std::this_thread::get_id() == thread_.get_id()) {
+  if (running_ == id && std::this_thread::get_id() == loop_thread_) {
     it->second.erase_after_run = true;  // a job cancelling itself: the loop drops it
     return;
   }
@@ -72,6 +73,7 @@ uint64_t Scheduler::runs(const std::string& name) const {
 
 void Scheduler::Loop() {
   absl::MutexLock lock(&mu_);
+  loop_thread_ = std::this_thread::get_id();
   while (!stopping_) {
     auto next = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {

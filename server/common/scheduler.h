@@ -50,9 +50,9 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Runs `run` every `period` (> 0), the first time one period from now, until the Job is
-  // cancelled or the scheduler stops. A run that takes longer than the period delays the next
-  // (runs are never queued up). `name` identifies the job in checks.
+  // Runs `run` every `period` (1 s when not positive), the first time one period from now, until
+  // the Job is cancelled or the scheduler stops. A run that takes longer than the period delays the
+  // next (runs are never queued up). `name` identifies the job in checks.
   [[nodiscard]] Job Every(std::string name, absl::Duration period, std::function<void()> run);
 
   // Stops the thread after the job running now, if any, returns; no job runs afterwards.
@@ -82,6 +82,9 @@ class Scheduler {
   uint64_t running_ ABSL_GUARDED_BY(mu_) = 0;  // the id of the job running now; 0: none
   uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by Every, Cancel and Stop
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The loop's thread, for a job that cancels itself (read under mu_; thread_ itself is only
+  // touched by the constructor and Stop).
+  std::thread::id loop_thread_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

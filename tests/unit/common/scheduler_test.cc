@@ -53,6 +53,14 @@ TEST(SchedulerTest, TheFirstRunIsOnePeriodAway) {
   EXPECT_EQ(runs, 0);
 }
 
+TEST(SchedulerTest, ANonPositivePeriodRunsEverySecondNotAtOnce) {
+  Scheduler scheduler;
+  std::atomic<int> runs{0};
+  Scheduler::Job job = scheduler.Every("zero", absl::ZeroDuration(), [&] { ++runs; });
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(runs, 0);
+}
+
 TEST(SchedulerTest, CancelWaitsForTheRunningJobAndNoRunFollows) {
   Scheduler scheduler;
   absl::Notification started;
