@@ -9,22 +9,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "tests/unit/clickhouse/test_util.h"
 
 namespace chgate::clickhouse::testing {
 namespace {
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 bool AppendHex(std::string_view hex, std::string* out) {
   int high = -1;
   for (char c : hex) {
     if (c == ' ') continue;
-    const int d = HexDigit(c);
+    const int d = HexNibble(c);
     if (d < 0) return false;
     if (high < 0) {
       high = d;
@@ -55,8 +49,8 @@ bool Unescape(std::string_view text, std::string* out) {
         break;
       case 'x': {
         if (i + 2 >= text.size()) return false;
-        const int high = HexDigit(text[i + 1]);
-        const int low = HexDigit(text[i + 2]);
+        const int high = HexNibble(text[i + 1]);
+        const int low = HexNibble(text[i + 2]);
         if (high < 0 || low < 0) return false;
         out->push_back(static_cast<char>(high * 16 + low));
         i += 2;

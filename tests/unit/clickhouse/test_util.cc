@@ -46,20 +46,21 @@ std::string Hex(std::string_view bytes) {
   return out;
 }
 
+int HexNibble(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 std::string Unhex(std::string_view hex) {
   std::string out;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
   for (size_t i = 0; i + 1 < hex.size();) {
     if (hex[i] == ' ') {
       ++i;
       continue;
     }
-    out.push_back(static_cast<char>(nibble(hex[i]) * 16 + nibble(hex[i + 1])));
+    out.push_back(static_cast<char>(HexNibble(hex[i]) * 16 + HexNibble(hex[i + 1])));
     i += 2;
   }
   return out;

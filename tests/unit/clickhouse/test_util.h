@@ -19,6 +19,8 @@ std::string TestDataDir();
 std::string ReadFileOrDie(const std::string& path);
 std::string Hex(std::string_view bytes);
 std::string Unhex(std::string_view hex);
+// The value of one hex digit, or -1.
+int HexNibble(char c);
 // Files in `dir` whose names end with `suffix`, sorted.
 std::vector<std::string> ListFiles(const std::string& dir, std::string_view suffix);
 // The bytes WriteBlock writes for `block` at `revision`.
