@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "server/ingest/value_error.h"
 #include "server/log/log.h"
+#include "server/proto_convert/values.h"
 #include "server/service/api_security.h"
 #include "server/service/call_trace.h"
-#include "server/service/proto_values.h"
 #include "server/service/raw_messages.h"
 #include "server/service/status.h"
 #include "text/status_macros.h"
@@ -47,7 +47,7 @@ uint64_t ConvertingBytes(const v1::InsertRequest& message, size_t wire) {
 // A request made ready for the Ingestor. The views `request` holds point into this struct and
 // into the InsertRequest message; both must stay alive until the Ingestor admits or rejects it.
 struct PreparedInsert {
-  std::optional<ProtoRows> rows;
+  std::optional<proto_convert::ProtoRows> rows;
   clickhouse::Block block;
   ingest::Request request;
   uint64_t row_count = 0;
@@ -107,7 +107,7 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
     }
     return absl::OkStatus();  // no data: resolve the table only
   }
-  CHGATE_RETURN_IF_ERROR(ConvertBlock(block, names, &out->block));
+  CHGATE_RETURN_IF_ERROR(proto_convert::ConvertBlock(block, names, &out->block));
   columns = std::move(names);
   out->request.block = &out->block;
   out->row_count = block.rows();

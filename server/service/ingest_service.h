@@ -17,7 +17,7 @@
 //   Query         run by a QueryExecutor (query_service.h); UNIMPLEMENTED when none is given.
 //
 // Columnar inserts (InsertRequest.block) need `type` set on every top-level Column (see
-// proto_values.h); a missing type is INVALID_ARGUMENT.
+// server/proto_convert/values.h); a missing type is INVALID_ARGUMENT.
 //
 // Thread-safe. The service must outlive the grpc::Server it is registered with; the Ingestor must
 // outlive the service. Reactors own their lifetime and stay safe when Ingestor callbacks arrive

@@ -13,7 +13,7 @@
 #include "server/clickhouse/protocol/revision.h"
 #include "server/common/random_id.h"
 #include "server/log/log.h"
-#include "server/service/query_block.h"
+#include "server/proto_convert/result_block.h"
 #include "server/sql/query_policy.h"
 #include "text/identifier.h"
 #include "text/status_macros.h"
@@ -111,7 +111,7 @@ bool ResponseBuilder::Add(const clickhouse::Block& block) {
       pending_since_ = clock_->Now();
       if (!pending_.has_block()) pending_.set_allocated_block(take_block_());
     }
-    AppendResultBlock(block, begin, end, pending_.mutable_block());
+    proto_convert::AppendResultBlock(block, begin, end, pending_.mutable_block());
     pending_bytes_ += bytes;
     begin = end;
     if (pending_bytes_ >= target_ - target_ / 8 && !Flush()) return false;
@@ -133,7 +133,7 @@ bool ResponseBuilder::Flush() {
 size_t ResponseBuilder::Estimate(const clickhouse::Block& block, size_t begin, size_t end) {
   size_t total = 0;
   for (const clickhouse::NamedColumn& c : block.columns()) {
-    total += EstimateResultBytes(*c.column, begin, end);
+    total += proto_convert::EstimateResultBytes(*c.column, begin, end);
   }
   return total;
 }
@@ -288,7 +288,7 @@ clickhouse::CursorOptions QueryRun::CursorHooks() {
 }
 
 void QueryRun::OnHeader(const clickhouse::Block& columns) {
-  header_status_ = CheckResultColumns(columns);
+  header_status_ = proto_convert::CheckResultColumns(columns);
   if (!header_status_.ok()) return;
   v1::QueryResponse header;
   for (const clickhouse::NamedColumn& c : columns.columns()) {
@@ -374,13 +374,14 @@ absl::Status QueryRun::Trailer() {
   const clickhouse::Cursor& cursor = *cursor_;
   if (cursor.totals().has_value() && cursor.totals()->rows() > 0) {
     v1::QueryResponse totals;
-    AppendResultBlock(*cursor.totals(), 0, cursor.totals()->rows(), totals.mutable_totals());
+    proto_convert::AppendResultBlock(*cursor.totals(), 0, cursor.totals()->rows(),
+                                     totals.mutable_totals());
     if (!Send(std::move(totals))) return caller_cancelled;
   }
   if (cursor.extremes().has_value() && cursor.extremes()->rows() > 0) {
     v1::QueryResponse extremes;
-    AppendResultBlock(*cursor.extremes(), 0, cursor.extremes()->rows(),
-                      extremes.mutable_extremes());
+    proto_convert::AppendResultBlock(*cursor.extremes(), 0, cursor.extremes()->rows(),
+                                     extremes.mutable_extremes());
     if (!Send(std::move(extremes))) return caller_cancelled;
   }
   v1::QueryResponse summary;

@@ -25,7 +25,7 @@
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
 #include "server/metrics/metrics.h"
-#include "server/service/proto_values.h"
+#include "server/proto_convert/values.h"
 #include "server/service/query_service.h"
 #include "server/service/query_settings.h"
 #include "server/service/server.h"
@@ -75,7 +75,7 @@ std::string BlockTsv(const v1::QueryHeader& header, const v1::Block& block) {
   std::vector<std::string> names;
   for (const auto& c : header.columns()) names.push_back(c.name());
   clickhouse::Block native;
-  absl::Status st = ConvertBlock(block, names, &native);
+  absl::Status st = proto_convert::ConvertBlock(block, names, &native);
   EXPECT_TRUE(st.ok()) << st;
   std::string out;
   for (size_t row = 0; row < native.rows(); ++row) {

@@ -22,7 +22,7 @@
 #include "server/ingest/convert.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
-#include "server/service/proto_values.h"
+#include "server/proto_convert/values.h"
 #include "server/service/query_service.h"
 #include "server/service/server.h"
 #include "tests/unit/clickhouse/fake_server.h"
@@ -236,7 +236,7 @@ TEST_F(QueryFakeServerTest, VariantAndJsonResultsArriveAsText) {
   append(*variant, ingest::NullValue());
   v1::Value number;
   number.set_uint64_value(42);
-  append(*variant, ProtoValue(number));
+  append(*variant, proto_convert::ProtoValue(number));
   append(*json, ingest::TextValue(&texts[1]));
   append(*json, ingest::TextValue(&texts[2]));
   append(*json, ingest::TextValue(&texts[2]));

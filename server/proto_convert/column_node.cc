@@ -1,4 +1,4 @@
-#include "server/service/proto_column_node.h"
+#include "server/proto_convert/column_node.h"
 
 #include <algorithm>
 #include <utility>
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/ingest/value_error.h"
 
-namespace chgate::service::proto_internal {
+namespace chgate::proto_convert::internal {
 namespace {
 
 const char* FieldName(unsigned field) {
@@ -143,4 +143,4 @@ absl::StatusOr<uint64_t> CheckOffsets(const Offsets& offsets, uint64_t rows, con
   return previous;
 }
 
-}  // namespace chgate::service::proto_internal
+}  // namespace chgate::proto_convert::internal

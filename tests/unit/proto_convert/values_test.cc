@@ -1,10 +1,10 @@
-// The service's views of the API's insert data: ProtoRows/ProtoValue over chgate.v1 rows, and
-// ConvertBlock from the columnar Block layout to typed ClickHouse columns (every layout family,
-// the UUID byte order, range checks, and errors naming row, column, value and nested position);
-// Variant, Dynamic, JSON and AggregateFunction as String layout both ways (Block inserts parse
-// ClickHouse text, Query results carry each row's plain text); and the Float32 rule both insert
-// paths share.
-#include "server/service/proto_values.h"
+// The API's data to and from native columns (server/proto_convert): ProtoRows/ProtoValue over
+// chgate.v1 rows, and ConvertBlock from the columnar Block layout to typed ClickHouse columns
+// (every layout family, the UUID byte order, range checks, and errors naming row, column, value and
+// nested position); Variant, Dynamic, JSON and AggregateFunction as String layout both ways (Block
+// inserts parse ClickHouse text, Query results carry each row's plain text); and the Float32 rule
+// both insert paths share.
+#include "server/proto_convert/values.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -24,10 +24,10 @@
 #include "server/clickhouse/wire/buffer.h"
 #include "server/ingest/convert.h"
 #include "server/ingest/value_error.h"
-#include "server/service/query_block.h"
+#include "server/proto_convert/result_block.h"
 #include "tests/unit/clickhouse/fake_server.h"
 
-namespace chgate::service {
+namespace chgate::proto_convert {
 namespace {
 
 using ::testing::HasSubstr;
@@ -773,4 +773,4 @@ TEST(QueryResultTextTest, DynamicSharedVariantValuesArePlainTextToo) {
 }
 
 }  // namespace
-}  // namespace chgate::service
+}  // namespace chgate::proto_convert

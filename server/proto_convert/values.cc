@@ -1,4 +1,4 @@
-#include "server/service/proto_values.h"
+#include "server/proto_convert/values.h"
 
 #include <memory>
 #include <utility>
@@ -6,10 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/ingest/value_error.h"
-#include "server/service/proto_column_node.h"
+#include "server/proto_convert/column_node.h"
 #include "text/status_macros.h"
 
-namespace chgate::service {
+namespace chgate::proto_convert {
 
 // ---------------------------------------------------------------------------------------------
 // Row path: ValueRef over chgate.v1.Value
@@ -94,15 +94,14 @@ const ingest::ValueRef::Ops kProtoValueOps = {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Columnar path: chgate.v1.Column -> clickhouse::Column (proto_column_node.h)
+// Columnar path: chgate.v1.Column -> clickhouse::Column (column_node.h)
 // ---------------------------------------------------------------------------------------------
 
 absl::Status AppendProtoColumn(const v1::Column& src, uint64_t rows, std::string_view column,
                                clickhouse::Column* dst) {
-  const proto_internal::Scope scope{.column = std::string(column), .type = dst->type_name()};
-  CHGATE_ASSIGN_OR_RETURN(
-      std::unique_ptr<proto_internal::Node> root,
-      proto_internal::Build(src, rows, dst, proto_internal::Position{.scope = &scope}));
+  const internal::Scope scope{.column = std::string(column), .type = dst->type_name()};
+  CHGATE_ASSIGN_OR_RETURN(std::unique_ptr<internal::Node> root,
+                          internal::Build(src, rows, dst, internal::Position{.scope = &scope}));
   return root->Append(0, rows);
 }
 
@@ -136,4 +135,4 @@ absl::Status ConvertBlock(const v1::Block& block, std::span<const std::string> n
   return absl::OkStatus();
 }
 
-}  // namespace chgate::service
+}  // namespace chgate::proto_convert

@@ -12,7 +12,7 @@
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/columns/column.h"
 
-namespace chgate::service {
+namespace chgate::proto_convert {
 
 // OK when every column of `header` can be carried by the API. Unimplemented naming the column
 // otherwise (for types the native layer decodes but the API has no layout for).
@@ -37,4 +37,4 @@ size_t EstimateResultBytes(const clickhouse::Column& src, size_t begin, size_t e
 // here) and adds to `dst->rows()`.
 void AppendResultBlock(const clickhouse::Block& src, size_t begin, size_t end, v1::Block* dst);
 
-}  // namespace chgate::service
+}  // namespace chgate::proto_convert

@@ -7,13 +7,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/service/proto_column_node.h"
+#include "server/proto_convert/column_node.h"
 #include "text/status_macros.h"
 #include "text/type_facts.h"
 #include "text/value_parse.h"
 #include "text/value_text.h"
 
-namespace chgate::service::proto_internal {
+namespace chgate::proto_convert::internal {
 namespace {
 
 enum class FixedForm { kNone, kData, kInt64s, kUInt64s, kFloat64s, kStrings };
@@ -299,4 +299,4 @@ absl::StatusOr<std::unique_ptr<Node>> BuildFixed(const v1::Column& src, uint64_t
   return std::make_unique<FixedNode>(src, dst, form);
 }
 
-}  // namespace chgate::service::proto_internal
+}  // namespace chgate::proto_convert::internal

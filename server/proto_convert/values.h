@@ -27,7 +27,7 @@
 #include "server/clickhouse/columns/column.h"
 #include "server/ingest/value.h"
 
-namespace chgate::service {
+namespace chgate::proto_convert {
 
 // The function table behind ProtoValue; `impl` is a `const v1::Value*`.
 extern const ingest::ValueRef::Ops kProtoValueOps;
@@ -74,4 +74,4 @@ class ProtoRows final : public ingest::RowSource {
 [[nodiscard]] absl::Status AppendProtoColumn(const v1::Column& src, uint64_t rows,
                                              std::string_view column, clickhouse::Column* dst);
 
-}  // namespace chgate::service
+}  // namespace chgate::proto_convert

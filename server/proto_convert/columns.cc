@@ -12,10 +12,10 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
 #include "server/ingest/convert.h"
-#include "server/service/proto_column_node.h"
+#include "server/proto_convert/column_node.h"
 #include "text/status_macros.h"
 
-namespace chgate::service::proto_internal {
+namespace chgate::proto_convert::internal {
 namespace {
 
 // ---- String ----
@@ -375,4 +375,4 @@ absl::StatusOr<std::unique_ptr<Node>> Build(const v1::Column& src, uint64_t rows
   return node;
 }
 
-}  // namespace chgate::service::proto_internal
+}  // namespace chgate::proto_convert::internal

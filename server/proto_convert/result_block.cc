@@ -1,4 +1,4 @@
-#include "server/service/query_block.h"
+#include "server/proto_convert/result_block.h"
 
 #include <cstring>
 #include <string>
@@ -17,7 +17,7 @@
 #include "text/status_macros.h"
 #include "text/value_text.h"
 
-namespace chgate::service {
+namespace chgate::proto_convert {
 namespace {
 
 using clickhouse::Column;
@@ -408,4 +408,4 @@ void AppendResultBlock(const clickhouse::Block& src, size_t begin, size_t end, v
   dst->set_rows(dst_rows + (end - begin));
 }
 
-}  // namespace chgate::service
+}  // namespace chgate::proto_convert

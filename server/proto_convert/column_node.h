@@ -1,7 +1,7 @@
-// The conversion of a chgate.v1.Column into a typed column (proto_values.h's columnar path),
+// The conversion of a chgate.v1.Column into a typed column (values.h's columnar path),
 // internals: a tree of Nodes, one per level of the type, resolved and validated once (layout and
-// sizes) and then asked to append row ranges. proto_column_node.cc has the shared checks and the
-// error messages, proto_fixed.cc the fixed-width types, proto_columns.cc the others and Build.
+// sizes) and then asked to append row ranges. column_node.cc has the shared checks and the
+// error messages, fixed.cc the fixed-width types, columns.cc the others and Build.
 #pragma once
 
 #include <bit>
@@ -17,7 +17,7 @@
 #include "server/clickhouse/columns/column.h"
 #include "server/clickhouse/columns/fixed.h"
 
-namespace chgate::service::proto_internal {
+namespace chgate::proto_convert::internal {
 
 static_assert(std::endian::native == std::endian::little,
               "the columnar path copies little-endian wire values as host integers");
@@ -110,8 +110,8 @@ inline uint64_t RowStart(const Offsets& offsets, uint64_t row) {
 absl::StatusOr<std::unique_ptr<Node>> Build(const v1::Column& src, uint64_t rows,
                                             clickhouse::Column* dst, Position pos);
 
-// Build for fixed-width types (proto_fixed.cc).
+// Build for fixed-width types (fixed.cc).
 absl::StatusOr<std::unique_ptr<Node>> BuildFixed(const v1::Column& src, uint64_t rows,
                                                  clickhouse::ColumnFixed* dst, const Position& pos);
 
-}  // namespace chgate::service::proto_internal
+}  // namespace chgate::proto_convert::internal
