@@ -369,6 +369,7 @@ int App::StartQueriesAndSecurity() {
 int App::StartApi() {
   auto server = service::StartServer(
       {.api_address = config_.listen,
+       .api_socket_mode = static_cast<mode_t>(config_.listen_socket_mode),
        .health_address = config_.health_listen,
        .health_listener = health_listener_.get(),
        .reflection = config_.grpc_reflection,

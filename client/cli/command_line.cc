@@ -22,7 +22,9 @@ namespace {
 
 std::vector<FlagSpec> GlobalFlags() {
   return {
-      {"addr", "ADDR", absl::StrCat("chgate API address (health: ", kDefaultHealthAddr, ")"),
+      {"addr", "ADDR",
+       absl::StrCat("chgate API address, host:port or unix:PATH (health: ", kDefaultHealthAddr,
+                    ")"),
        kDefaultAddr},
       {"timeout", "DURATION", "deadline of each call; for insert, the longest wait for one ack",
        absl::FormatDuration(Command{}.timeout)},

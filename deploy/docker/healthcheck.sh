@@ -15,7 +15,10 @@ health=${CHGATE_HEALTH_LISTEN-[::]:50052}
 # An empty health address means the API listener serves health.
 [[ -z $health ]] && health=${CHGATE_LISTEN:-127.0.0.1:50051}
 if [[ -x $cli ]]; then
-  exec "$cli" --addr="127.0.0.1:$(port_of "$health")" --timeout=2s health --service liveness >/dev/null
+  # A Unix socket (CHGATE_LISTEN=unix:PATH) is dialled as it is.
+  addr="127.0.0.1:$(port_of "$health")"
+  [[ $health == unix:* ]] && addr=$health
+  exec "$cli" --addr="$addr" --timeout=2s health --service liveness >/dev/null
 fi
 
 listen=${CHGATE_METRICS_LISTEN-[::]:9464}

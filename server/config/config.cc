@@ -103,6 +103,21 @@ Setter Bytes(const char* name, uint64_t Config::*field, bool allow_zero) {
   };
 }
 
+// Permission bits in octal ("0660", "660"), at most 0777.
+Setter FileMode(const char* name, uint32_t Config::*field) {
+  return [name, field](absl::string_view v, Config* c) {
+    uint32_t mode = 0;
+    bool ok = !v.empty() && v.size() <= 4;
+    for (char ch : v) {
+      if (ch < '0' || ch > '7') ok = false;
+      mode = mode * 8 + static_cast<uint32_t>(ch - '0');
+    }
+    if (!ok || mode > 0777) return Bad(name, v, "is not an octal file mode (e.g. 0660)");
+    c->*field = mode;
+    return absl::OkStatus();
+  };
+}
+
 Setter Bool(const char* name, bool Config::*field) {
   return [name, field](absl::string_view v, Config* c) {
     if (v == "true" || v == "1" || v == "yes") {
@@ -179,8 +194,15 @@ absl::Status SetTableLimits(absl::string_view v, Config* c) {
 
 const std::vector<Option>& Options() {
   static const auto* options = new std::vector<Option>{
-      {"listen", "127.0.0.1:50051", "gRPC API address (Insert, InsertStream, Query)",
+      {"listen", "127.0.0.1:50051",
+       "gRPC API address (Insert, InsertStream, Query): `host:port`, or `unix:PATH` for a Unix "
+       "socket (a sidecar's application connects through a shared volume; a stale socket is "
+       "replaced, one a live server holds is refused)",
        NonEmpty("listen", &Config::listen)},
+      {"listen-socket-mode", "0660",
+       "permission bits of the `unix:` API socket (connecting needs write permission: 0660 lets "
+       "the socket's group, e.g. the pod's fsGroup, connect)",
+       FileMode("listen-socket-mode", &Config::listen_socket_mode)},
       {"allow-remote-api", "false",
        "allow `--listen` on a non-loopback address (exposes the API to the network)",
        Bool("allow-remote-api", &Config::allow_remote_api), /*flag=*/true},
@@ -503,6 +525,7 @@ absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {
 }
 
 bool IsLoopbackAddress(absl::string_view address) {
+  if (absl::StartsWith(address, "unix:")) return true;  // a socket file: this machine only
   size_t colon = address.rfind(':');
   absl::string_view host = colon == absl::string_view::npos ? address : address.substr(0, colon);
   return host == "127.0.0.1" || host == "localhost" || host == "[::1]" || host == "::1" ||

@@ -34,11 +34,12 @@ struct TableLimits {
 // defaults), not by hand.
 struct Config {
   // Listeners.
-  std::string listen{};          // Insert/InsertStream/Query
-  std::string health_listen{};   // grpc.health.v1 for kubelet probes
-  bool grpc_reflection{};        // gRPC server reflection on both listeners
-  std::string metrics_listen{};  // Prometheus /metrics
-  bool allow_remote_api{};       // required to put the API on a non-loopback address
+  std::string listen{};           // Insert/InsertStream/Query (host:port or unix:PATH)
+  uint32_t listen_socket_mode{};  // permission bits of a unix: API socket
+  std::string health_listen{};    // grpc.health.v1 for kubelet probes
+  bool grpc_reflection{};         // gRPC server reflection on both listeners
+  std::string metrics_listen{};   // Prometheus /metrics
+  bool allow_remote_api{};        // required to put the API on a non-loopback address
   // API security: TLS of the API listener, caller identities and the policy.
   std::string api_tls_cert_file;
   std::string api_tls_key_file;
@@ -146,7 +147,7 @@ absl::StatusOr<std::vector<Endpoint>> ParseEndpoints(absl::string_view text,
                                                      bool tls_default = false);
 // "16MiB", "256MB", "1GiB", "4096" -> bytes.
 absl::StatusOr<uint64_t> ParseBytes(absl::string_view text);
-// Whether a listen address ("host:port") names a loopback host.
+// Whether a listen address ("host:port") names a loopback host, or is a Unix socket ("unix:").
 bool IsLoopbackAddress(absl::string_view address);
 
 }  // namespace chgate::config

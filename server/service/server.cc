@@ -18,6 +18,7 @@
 #include "server/log/log.h"
 #include "server/service/health_service.h"
 #include "server/service/ingest_service.h"
+#include "server/service/unix_socket.h"
 
 namespace chgate::service {
 namespace {
@@ -140,6 +141,13 @@ class ServerImpl final : public Server {
     absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> api_credentials =
         ApiServerCredentials(options_.tls);
     if (!api_credentials.ok()) return api_credentials.status();
+    const std::optional<std::string> socket_path = UnixSocketPath(options_.api_address);
+    if (socket_path.has_value()) {
+      if (absl::Status ready = PrepareUnixSocket(*socket_path); !ready.ok()) {
+        return absl::UnavailableError(
+            absl::StrCat("cannot listen on ", options_.api_address, ": ", ready.message()));
+      }
+    }
     {
       grpc::ServerBuilder builder;
       builder.AddListeningPort(options_.api_address, *api_credentials, &api_port_);
@@ -165,6 +173,12 @@ class ServerImpl final : public Server {
       }
       api_ = builder.BuildAndStart();
       if (api_ == nullptr || api_port_ == 0) return CannotListen(options_.api_address, "API");
+    }
+    if (socket_path.has_value()) {
+      absl::StatusOr<UnixSocketFile> socket =
+          FinishUnixSocket(*socket_path, options_.api_socket_mode);
+      if (!socket.ok()) return socket.status();
+      api_socket_ = *std::move(socket);
     }
     health_port_ = api_port_;
     health_listener_ = options_.health_listener;
@@ -235,6 +249,7 @@ class ServerImpl final : public Server {
     api_health_.Shutdown();
     if (api_ != nullptr) api_->Shutdown(absl::ToChronoTime(deadline));
     if (health_listener_ != nullptr) health_listener_->Shutdown(deadline);
+    RemoveUnixSocket(api_socket_);
   }
 
   void SetStatusLocked(std::initializer_list<const char*> names, bool serving)
@@ -254,6 +269,7 @@ class ServerImpl final : public Server {
   HealthListener* health_listener_ = nullptr;            // null: health on the API listener only
   std::unique_ptr<grpc::Server> api_;
   int api_port_ = 0;
+  UnixSocketFile api_socket_;  // path empty unless the API listens on a Unix socket
   int health_port_ = 0;
   absl::Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -5,6 +5,8 @@
 // listener offers chgate.v1.Ingest. Thread-safe.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 
@@ -38,8 +40,12 @@ class HealthListener {
 absl::StatusOr<std::unique_ptr<HealthListener>> StartHealthListener(const std::string& address);
 
 struct ServerOptions {
-  std::string api_address = "127.0.0.1:50051";  // Insert/InsertStream/Query
-  std::string health_address = "[::]:50052";    // health (+ reflection) only ("" = API listener)
+  // Insert/InsertStream/Query: host:port, or unix:PATH for a Unix domain socket (unix_socket.h:
+  // a path a live server holds is refused, a stale socket replaced, the file removed at stop).
+  std::string api_address = "127.0.0.1:50051";
+  // The permission bits of the API's Unix socket (connecting needs write permission).
+  mode_t api_socket_mode = 0660;
+  std::string health_address = "[::]:50052";  // health (+ reflection) only ("" = API listener)
   // A health listener already serving (StartHealthListener): used instead of binding
   // health_address; it must outlive the Server, which shuts it down with itself.
   HealthListener* health_listener = nullptr;

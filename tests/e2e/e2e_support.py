@@ -466,8 +466,9 @@ class ChgateProcess:
     """One chgate on free ports: API on 127.0.0.1, health on `health_host`, metrics on 127.0.0.1."""
 
     def __init__(self, binary, clickhouse, args=(), health_host="127.0.0.1", name="chgate",
-                 database=DATABASE, metrics_host="127.0.0.1", env=None):
+                 database=DATABASE, metrics_host="127.0.0.1", env=None, socket_path=None):
         self.binary = binary
+        self.socket_path = socket_path  # the API on this Unix socket instead of 127.0.0.1:port
         self.extra_env = dict(env or {})  # set on top of the environment (CHGATE_* removed)
         self.clickhouse = clickhouse
         self.args = list(args)
@@ -487,11 +488,13 @@ class ChgateProcess:
 
     @property
     def api_address(self):
+        if self.socket_path is not None:
+            return f"unix:{self.socket_path}"
         return f"127.0.0.1:{self.api_port}"
 
     def command(self):
         return [self.binary,
-                f"--listen=127.0.0.1:{self.api_port}",
+                f"--listen={self.api_address}",
                 f"--health-listen={self.health_host}:{self.health_port}",
                 f"--metrics-listen={self.metrics_host}:{self.metrics_port}",
                 f"--endpoints={self.clickhouse.address}",

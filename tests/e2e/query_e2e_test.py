@@ -12,6 +12,7 @@ Without a reachable ClickHouse the run is skipped (exit code 77) unless CHGATE_R
 import datetime
 import os
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -89,6 +90,7 @@ def tsv_value(v, nested=False):
 
 class QueryTestCase(unittest.TestCase):
     CHGATE_ARGS = ["--compression=lz4"]
+    UNIX_SOCKET = False  # the API on a Unix socket (--listen=unix:PATH) instead of TCP
 
     @classmethod
     def setUpClass(cls):
@@ -101,7 +103,9 @@ class QueryTestCase(unittest.TestCase):
         cls.ch.ensure_database()
         cls.stubs = e2e.load_stubs()
         cls.pb = cls.stubs.pb
-        cls.chgate = e2e.ChgateProcess(CHGATE, cls.ch, cls.CHGATE_ARGS, name=cls.__name__).start()
+        socket_path = str(e2e.work_dir() / f"{cls.__name__}.sock") if cls.UNIX_SOCKET else None
+        cls.chgate = e2e.ChgateProcess(CHGATE, cls.ch, cls.CHGATE_ARGS, name=cls.__name__,
+                                       socket_path=socket_path).start()
         cls.channel = cls.chgate.channel()
         cls.stub = cls.stubs.pb_grpc.IngestStub(cls.channel)
 
@@ -167,6 +171,71 @@ class PythonAndSdkAgreeTest(QueryTestCase):
         with self.assertRaises(Exception) as ctx:
             self.python_query(f"DROP TABLE {DATABASE}.query_agree")
         self.assertEqual(ctx.exception.code().name, "PERMISSION_DENIED")
+
+
+class UnixSocketTest(QueryTestCase):
+    """The API on a Unix socket, as the sidecar manifests share it with the application: the SDK
+    (chgate-cli) and the Python client insert and query through it; its mode lets the group
+    connect; a second server and a file that is not a socket are refused; a socket left by kill -9
+    is replaced at restart, and a stop removes it."""
+
+    UNIX_SOCKET = True
+
+    def test_sdk_and_python_insert_and_query_through_the_socket(self):
+        table = f"{DATABASE}.unix_socket_rows"
+        self.ch.recreate_table("unix_socket_rows", "id UInt64, msg String")
+        lines = b"".join(b'{"id":%d,"msg":"cli %d"}\n' % (i, i) for i in range(1000))
+        r = self.cli("insert", "--table", table, stdin=lines)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        rows = [[self.pb.Value(uint64_value=1000 + i), self.pb.Value(string_value=f"py {i}")]
+                for i in range(500)]
+        response = self.stub.Insert(e2e.rows_request(table, ["id", "msg"], rows), timeout=60)
+        self.assertEqual(response.rows, 500)
+        self.assertEqual(self.ch.query(f"SELECT count(), uniqExact(id) FROM {table}"), "1500\t1500\n")
+        r = self.cli("query", f"SELECT count() FROM {table} WHERE msg LIKE 'py %'")
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(r.stdout, b"500\n")
+        header, got, _ = self.python_query(f"SELECT max(id) FROM {table}")
+        self.assertEqual(got, [[1499]])
+
+    def test_mode_and_refusals(self):
+        st = os.lstat(self.chgate.socket_path)
+        self.assertTrue(stat.S_ISSOCK(st.st_mode))
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
+        # A second chgate on the same path must not take the socket over.
+        second = subprocess.run([CHGATE, f"--listen={self.chgate.api_address}",
+                                 "--health-listen=127.0.0.1:0", "--metrics-listen=",
+                                 f"--endpoints={self.ch.address}"],
+                                capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(second.returncode, 0)
+        self.assertIn(b"another server accepts connections", second.stdout + second.stderr)
+        self.assertTrue(stat.S_ISSOCK(os.lstat(self.chgate.socket_path).st_mode))
+        r = self.cli("query", "SELECT 1")
+        self.assertEqual((r.returncode, r.stdout), (0, b"1\n"), r.stderr.decode())
+        # A file that is not a socket is never removed.
+        plain = e2e.work_dir() / "not-a-socket"
+        plain.write_text("keep me")
+        other = subprocess.run([CHGATE, f"--listen=unix:{plain}", "--health-listen=127.0.0.1:0",
+                                "--metrics-listen=", f"--endpoints={self.ch.address}"],
+                               capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(other.returncode, 0)
+        self.assertIn(b"is not a socket", other.stdout + other.stderr)
+        self.assertEqual(plain.read_text(), "keep me")
+
+    def test_a_killed_chgate_leaves_a_socket_the_next_one_replaces(self):
+        path = str(e2e.work_dir() / "restart.sock")
+        first = e2e.ChgateProcess(CHGATE, self.ch, [], name="unix-kill", socket_path=path).start()
+        first.kill()  # SIGKILL: no chance to remove the file
+        self.assertTrue(stat.S_ISSOCK(os.lstat(path).st_mode))
+        second = e2e.ChgateProcess(CHGATE, self.ch, [], name="unix-restart",
+                                   socket_path=path).start()
+        try:
+            r = subprocess.run([CLI, "--addr", second.api_address, "query", "SELECT 2"],
+                               capture_output=True, timeout=60)
+            self.assertEqual((r.returncode, r.stdout), (0, b"2\n"), r.stderr.decode())
+        finally:
+            self.assertEqual(second.stop(), 0, second.log_tail())
+        self.assertFalse(os.path.lexists(path), "a stopped chgate leaves its socket behind")
 
 
 class SlowReaderTest(QueryTestCase):

@@ -234,6 +234,8 @@ for (const [d, docs] of Object.entries(rendered)) {
     const listen = env.CHGATE_LISTEN ?? "127.0.0.1:50051";
     if (gateway) {
       checkGateway(id, dep, chgate, env, docs);
+    } else if (listen.startsWith("unix:")) {
+      checkSharedSocket(id, pod, chgate, apps, listen, env);
     } else {
       r.check(isLoopback(listen) && env.CHGATE_ALLOW_REMOTE_API === undefined,
         `${id}: the API listens on loopback only (${listen})`);
@@ -470,6 +472,35 @@ function secretFileOf(pod, container, path) {
   if (vol.secret.items && !vol.secret.items.some((it) => it.path === rel)) return null;
   return vol.secret.secretName;
 }
+// A sidecar's API on a Unix socket: the socket's directory is an emptyDir volume that chgate and
+// every application container mount there (same volume, same path), nobody read-only on it, and
+// an application that names chgate's address (CHGATE_ADDRESS) names this socket.
+function checkSharedSocket(id, pod, chgate, apps, listen, env) {
+  const path = listen.replace(/^unix:(\/\/)?/, "");
+  const dir = path.slice(0, path.lastIndexOf("/"));
+  r.check(path.startsWith("/") && dir.length > 0 && env.CHGATE_ALLOW_REMOTE_API === undefined,
+    `${id}: the API is an absolute Unix socket path (${listen})`);
+  const mountOf = (c) => (c.volumeMounts ?? []).find((m) => m.mountPath === dir);
+  const own = mountOf(chgate);
+  const vol = own && (pod.volumes ?? []).find((v) => v.name === own.name);
+  r.check(vol?.emptyDir !== undefined && !own.readOnly,
+    `${id}: the socket's directory ${dir} is a writable emptyDir of chgate's`, JSON.stringify(chgate.volumeMounts));
+  r.check(vol?.emptyDir?.sizeLimit !== undefined, `${id}: the socket's emptyDir has a sizeLimit`);
+  for (const app of apps) {
+    const m = mountOf(app);
+    r.check(m?.name === own?.name && !m.readOnly,
+      `${id}: ${app.name} mounts chgate's socket volume at ${dir} (connecting needs write access)`);
+    const address = (app.env ?? []).find((e) => e.name === "CHGATE_ADDRESS")?.value;
+    if (address !== undefined) {
+      r.check(address === listen || address === `unix://${path}`,
+        `${id}: ${app.name}'s CHGATE_ADDRESS is chgate's socket (${address})`);
+    }
+  }
+  const mode = env.CHGATE_LISTEN_SOCKET_MODE ?? "0660";
+  r.check((parseInt(mode, 8) & 0o060) === 0o060 && pod.securityContext?.fsGroup !== undefined,
+    `${id}: the socket is group read-write (${mode}) and the pod has an fsGroup to own it`);
+}
+
 function checkGateway(id, dep, chgate, env, docs) {
   const pod = dep.spec.template.spec;
   const listen = env.CHGATE_LISTEN ?? "127.0.0.1:50051";

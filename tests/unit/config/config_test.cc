@@ -103,6 +103,27 @@ TEST(ConfigTest, RefusesARemoteApiWithoutTheExplicitOption) {
   EXPECT_FALSE(IsLoopbackAddress("10.0.0.1:1"));
 }
 
+TEST(ConfigTest, UnixSocketListenerIsLocalWithAMode) {
+  // A socket file is reachable from this machine only: no --allow-remote-api, no TLS needed.
+  const char* argv[] = {"chgate", "--listen=unix:/run/chgate/api.sock",
+                        "--listen-socket-mode=0600"};
+  auto c = Parse(3, argv, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->listen, "unix:/run/chgate/api.sock");
+  EXPECT_EQ(c->listen_socket_mode, 0600u);
+  EXPECT_TRUE(IsLoopbackAddress("unix:///run/chgate/api.sock"));
+
+  const char* none[] = {"chgate"};
+  c = Parse(1, none, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->listen_socket_mode, 0660u);
+  for (const char* bad : {"--listen-socket-mode=0999", "--listen-socket-mode=rw",
+                          "--listen-socket-mode=01777", "--listen-socket-mode="}) {
+    const char* args[] = {"chgate", bad};
+    EXPECT_EQ(Parse(2, args, nullptr).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(ConfigTest, ParsesApiSecurityOptions) {
   const char* argv[] = {"chgate",
                         "--api-tls-cert-file=s.crt",
