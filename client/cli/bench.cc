@@ -15,6 +15,7 @@
 #include "client/cli/json.h"
 #include "client/sdk/client.h"
 #include "client/sdk/internal/strings.h"
+#include "client/sdk/producer.h"
 #include "text/status_macros.h"
 #include "text/value_parse.h"
 
@@ -98,6 +99,8 @@ const char* BenchModeName(BenchMode mode) {
       return "unary";
     case BenchMode::kBlock:
       return "block";
+    case BenchMode::kProducer:
+      return "producer";
   }
   return "?";
 }
@@ -278,23 +281,24 @@ std::string FormatBenchJson(const BenchResult& r) {
   };
   std::string table;
   client::AppendJsonString(r.table, &table);
-  return absl::StrCat(
-      "{\"mode\":\"", BenchModeName(r.mode), "\",\"table\":", table, ",\"streams\":", r.streams,
-      ",\"rows_per_request\":", r.rows_per_request, ",\"max_in_flight\":", r.max_in_flight,
-      ",\"duration_s\":", JsonNumber(r.duration_s, 3), ",\"requests_sent\":", r.requests_sent,
-      ",\"requests_ok\":", r.requests_ok, ",\"requests_failed\":", r.requests_failed,
-      ",\"requests_per_s\":", JsonNumber(r.requests_per_s, 1),
-      ",\"rows_per_s\":", JsonNumber(r.rows_per_s, 1),
-      ",\"latency_p50_ms\":", JsonNumber(r.latency_p50_ms, 3),
-      ",\"latency_p90_ms\":", JsonNumber(r.latency_p90_ms, 3),
-      ",\"latency_p99_ms\":", JsonNumber(r.latency_p99_ms, 3),
-      ",\"latency_max_ms\":", JsonNumber(r.latency_max_ms, 3),
-      ",\"client_cpu_us_per_request\":", JsonNumber(r.client_cpu_us_per_request, 2),
-      ",\"target_rate\":", rate_field(r.target_rate, 3),
-      ",\"achieved_rate\":", rate_field(r.achieved_rate, 1),
-      ",\"scheduled\":", rate_field(r.scheduled, 0),
-      ",\"behind_schedule\":", rate_field(r.behind_schedule, 0),
-      ",\"unsent\":", rate_field(r.unsent, 0), "}\n");
+  return absl::StrCat("{\"mode\":\"", BenchModeName(r.mode), "\",\"table\":", table,
+                      ",\"streams\":", r.streams, ",\"rows_per_request\":", r.rows_per_request,
+                      ",\"batch_rows\":", r.batch_rows, ",\"max_in_flight\":", r.max_in_flight,
+                      ",\"duration_s\":", JsonNumber(r.duration_s, 3),
+                      ",\"requests_sent\":", r.requests_sent, ",\"requests_ok\":", r.requests_ok,
+                      ",\"requests_failed\":", r.requests_failed,
+                      ",\"requests_per_s\":", JsonNumber(r.requests_per_s, 1),
+                      ",\"rows_per_s\":", JsonNumber(r.rows_per_s, 1),
+                      ",\"latency_p50_ms\":", JsonNumber(r.latency_p50_ms, 3),
+                      ",\"latency_p90_ms\":", JsonNumber(r.latency_p90_ms, 3),
+                      ",\"latency_p99_ms\":", JsonNumber(r.latency_p99_ms, 3),
+                      ",\"latency_max_ms\":", JsonNumber(r.latency_max_ms, 3),
+                      ",\"client_cpu_us_per_request\":", JsonNumber(r.client_cpu_us_per_request, 2),
+                      ",\"target_rate\":", rate_field(r.target_rate, 3),
+                      ",\"achieved_rate\":", rate_field(r.achieved_rate, 1),
+                      ",\"scheduled\":", rate_field(r.scheduled, 0),
+                      ",\"behind_schedule\":", rate_field(r.behind_schedule, 0),
+                      ",\"unsent\":", rate_field(r.unsent, 0), "}\n");
 }
 
 std::string FormatBenchTable(const BenchResult& r) {
@@ -302,6 +306,11 @@ std::string FormatBenchTable(const BenchResult& r) {
   if (r.mode == BenchMode::kUnary) {
     absl::StrAppendFormat(&out, "%d senders, %d rows/request, %d calls in flight/sender, %.1fs\n",
                           r.streams, r.rows_per_request, r.max_in_flight, r.duration_s);
+  } else if (r.mode == BenchMode::kProducer) {
+    absl::StrAppendFormat(&out,
+                          "%d sender threads, one row per send, batches of up to %d rows, %d "
+                          "sends in flight/sender, %.1fs (a request below is one send)\n",
+                          r.streams, r.batch_rows, r.max_in_flight, r.duration_s);
   } else {
     absl::StrAppendFormat(&out, "%d streams, %d rows/request, %d in flight/stream, %.1fs\n",
                           r.streams, r.rows_per_request, r.max_in_flight, r.duration_s);
@@ -406,17 +415,23 @@ void WaitUntil(absl::Time due) {
 class StreamSender {
  public:
   StreamSender(client::Client* client, const v1::InsertRequest* request, uint64_t max_in_flight,
-               SendSchedule* schedule, BenchStats* stats, bool unary = false)
+               SendSchedule* schedule, BenchStats* stats, bool unary = false,
+               client::ProducerTable* producer = nullptr)
       : client_(client),
         request_(request),
         max_in_flight_(max_in_flight),
         schedule_(schedule),
         stats_(stats),
-        unary_(unary) {}
+        unary_(unary),
+        producer_(producer) {}
 
   void Run(absl::Duration stream_timeout) {
     if (unary_) {
       RunUnary(stream_timeout);
+      return;
+    }
+    if (producer_ != nullptr) {
+      RunProducer();
       return;
     }
     std::unique_ptr<client::InsertStream> stream =
@@ -434,6 +449,18 @@ class StreamSender {
     SendAll([&](client::AckCallback done) {
       client_->InsertAsync(*request_, std::move(done), {.timeout = call_timeout});
     });
+    WaitDrained();
+  }
+
+  // One row per send through the Producer (the request's first row, copied as an application
+  // would build it); returns once every send was answered.
+  void RunProducer() {
+    const v1::Row& row = request_->rows().rows(0);
+    SendAll([&](client::AckCallback done) { producer_->Send(row, std::move(done)); });
+    WaitDrained();
+  }
+
+  void WaitDrained() {
     absl::MutexLock lock(&mu_);
     auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
     mu_.Await(absl::Condition(&drained));
@@ -482,6 +509,7 @@ class StreamSender {
   SendSchedule* const schedule_;
   BenchStats* const stats_;
   const bool unary_;
+  client::ProducerTable* const producer_;  // kProducer: the table's sender
   absl::Mutex mu_;
   uint64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
@@ -544,7 +572,9 @@ absl::StatusOr<v1::InsertRequest> BuildRequest(const Command& command, client::C
   request.set_ack_mode(args.ack_mode);
   if (args.mode != BenchMode::kBlock) {
     for (const std::string& c : row.columns) request.add_columns(c);
-    for (uint64_t i = 0; i < args.rows_per_request; ++i) {
+    // kProducer: the one row every send repeats; the Producer makes the requests.
+    const uint64_t rows = args.mode == BenchMode::kProducer ? 1 : args.rows_per_request;
+    for (uint64_t i = 0; i < rows; ++i) {
       v1::Row* r = request.mutable_rows()->add_rows();
       for (const v1::Value& v : row.values) *r->add_values() = v;
     }
@@ -586,16 +616,38 @@ BenchResult Drive(const Command& command, client::Client* client, const v1::Inse
   SendSchedule schedule(start, args.duration, args.rate);
   // The stream outlives the sending phase by --timeout, the longest an ack may take.
   const absl::Duration stream_timeout = args.duration + command.timeout;
+  const bool producing = args.mode == BenchMode::kProducer;
+  std::unique_ptr<client::Producer> producer;
+  client::ProducerTable* producer_table = nullptr;
+  if (producing) {
+    // The senders' window bounds the sends in flight; the Producer's bound only backs it up.
+    absl::StatusOr<std::unique_ptr<client::Producer>> made = client::Producer::Create(
+        client,
+        {.batch_rows = args.rows_per_request,
+         .max_pending_rows = std::max(args.rows_per_request, args.streams * args.max_in_flight),
+         .ack_mode = args.ack_mode});
+    if (!made.ok()) {
+      *first_error = made.status();
+      return BenchResult{.table = args.table, .mode = args.mode};
+    }
+    producer = *std::move(made);
+    producer_table =
+        producer->Table(args.table, {request.columns().begin(), request.columns().end()});
+  }
   std::vector<std::unique_ptr<StreamSender>> senders;
   std::vector<std::thread> threads;
   for (uint64_t s = 0; s < args.streams; ++s) {
     const bool unary = args.mode == BenchMode::kUnary;
     senders.push_back(std::make_unique<StreamSender>(client, &request, args.max_in_flight,
-                                                     &schedule, &stats, unary));
+                                                     &schedule, &stats, unary, producer_table));
     threads.emplace_back(&StreamSender::Run, senders.back().get(),
                          unary ? command.timeout : stream_timeout);
   }
   for (std::thread& t : threads) t.join();
+  if (producer != nullptr) {
+    // Every send was answered; a failure is already counted with its send.
+    (void)producer->Close();
+  }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const double client_cpu_us = absl::ToDoubleMicroseconds(ProcessCpuTime() - cpu_before);
 
@@ -603,13 +655,14 @@ BenchResult Drive(const Command& command, client::Client* client, const v1::Inse
       .table = args.table,
       .mode = args.mode,
       .streams = args.streams,
-      .rows_per_request = args.rows_per_request,
+      .rows_per_request = producing ? 1 : args.rows_per_request,
+      .batch_rows = producing ? args.rows_per_request : 0,
       .max_in_flight = args.max_in_flight,
       .duration_s = seconds,
   };
   stats.Report(&result);
   const uint64_t answered = result.requests_ok + result.requests_failed;
-  const double rows = static_cast<double>(result.requests_ok * args.rows_per_request);
+  const double rows = static_cast<double>(result.requests_ok * result.rows_per_request);
   result.requests_per_s = static_cast<double>(result.requests_ok) / seconds;
   result.rows_per_s = rows / seconds;
   if (answered > 0) {
@@ -658,7 +711,9 @@ std::vector<FlagSpec> BenchFlags() {
       {"table", "TABLE", "target table (required)"},
       {"mode", "MODE",
        "stream: row requests over InsertStreams; unary: the same as unary Insert calls "
-       "(the SDK's InsertAsync); block: columnar Blocks over InsertStreams",
+       "(the SDK's InsertAsync); block: columnar Blocks over InsertStreams; producer: one row "
+       "per send through the SDK's Producer, which gathers --rows-per-request rows (or 5 ms of "
+       "sends) into each request",
        "stream"},
       {"streams", "N",
        "concurrent InsertStreams; for --mode unary, sender threads, each with up to "
@@ -702,9 +757,11 @@ absl::Status ParseBenchOptions(const ParsedFlags& flags, BenchArgs* a) {
     a->mode = BenchMode::kUnary;
   } else if (mode == "block") {
     a->mode = BenchMode::kBlock;
+  } else if (mode == "producer") {
+    a->mode = BenchMode::kProducer;
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("--mode: '", mode, "' is not stream, unary or block"));
+        absl::StrCat("--mode: '", mode, "' is not stream, unary, block or producer"));
   }
   if (flags.Has("rate")) {
     const std::string text = flags.Get("rate");

@@ -41,7 +41,7 @@ absl::StatusOr<BenchRow> ParseBenchRow(const std::string& json,
 // or unbalanced parentheses or quotes.
 absl::StatusOr<std::vector<std::string>> ParseTypeList(std::string_view text);
 
-// "stream", "unary" or "block".
+// "stream", "unary", "block" or "producer".
 const char* BenchModeName(BenchMode mode);
 
 // A Block of `rows` copies of `row`, column i named row.columns[i] (if any) with type types[i].
@@ -90,9 +90,10 @@ struct BenchResult {
   std::string table;
   BenchMode mode = BenchMode::kStream;
   uint64_t streams = 0;
-  uint64_t rows_per_request = 0;
-  uint64_t max_in_flight = 0;  // per stream; 1 for kUnary
-  double duration_s = 0;       // from the first send to the last answer
+  uint64_t rows_per_request = 0;  // kProducer: 1 (a request is one send)
+  uint64_t batch_rows = 0;        // kProducer: the rows the Producer gathers per request at most
+  uint64_t max_in_flight = 0;     // per stream; 1 for kUnary
+  double duration_s = 0;          // from the first send to the last answer
   uint64_t requests_sent = 0;
   uint64_t requests_ok = 0;
   uint64_t requests_failed = 0;

@@ -69,9 +69,9 @@ struct QueryArgs {
   bool stats = false;
 };
 
-// How `bench` sends: row requests over InsertStreams, the same through the unary Insert call, or
-// columnar Blocks over InsertStreams.
-enum class BenchMode { kStream, kUnary, kBlock };
+// How `bench` sends: row requests over InsertStreams, the same through the unary Insert call,
+// columnar Blocks over InsertStreams, or one row per send through the SDK's coalescing Producer.
+enum class BenchMode { kStream, kUnary, kBlock, kProducer };
 
 struct BenchArgs {
   std::string table;

@@ -89,6 +89,13 @@ void AddRow(v1::InsertRequest* request, std::vector<v1::Value> values) {
   for (v1::Value& v : values) *row->add_values() = std::move(v);
 }
 
+v1::Row MakeRow(std::vector<v1::Value> values) {
+  v1::Row row;
+  row.mutable_values()->Reserve(static_cast<int>(values.size()));
+  for (v1::Value& v : values) *row.add_values() = std::move(v);
+  return row;
+}
+
 // ---- columnar blocks ---------------------------------------------------------------------
 
 namespace {

@@ -61,6 +61,8 @@ v1::Value MakeMap(std::vector<std::pair<v1::Value, v1::Value>> entries);
 
 // Appends one row (one value per target column) to request->rows().
 void AddRow(v1::InsertRequest* request, std::vector<v1::Value> values);
+// One row of `values`, for Producer sends.
+v1::Row MakeRow(std::vector<v1::Value> values);
 
 // ---- columnar blocks ---------------------------------------------------------------------
 

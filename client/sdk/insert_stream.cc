@@ -123,6 +123,11 @@ class InsertStream::Reactor final
     return pending_.size();
   }
 
+  bool ended() const {
+    absl::MutexLock lock(&mu_);
+    return finished_ || write_failed_;
+  }
+
   void OnWriteDone(bool ok) override {
     bool start = false;
     bool release = false;
@@ -305,5 +310,7 @@ absl::Status InsertStream::Close() {
 void InsertStream::Cancel() { reactor_->Cancel(); }
 
 size_t InsertStream::pending() const { return reactor_->pending(); }
+
+bool InsertStream::ended() const { return reactor_->ended(); }
 
 }  // namespace chgate::client

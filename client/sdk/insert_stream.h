@@ -69,6 +69,9 @@ class InsertStream {
   // Requests sent and not yet answered.
   size_t pending() const;
 
+  // Whether the stream has ended (the server finished it, or it broke): Send then fails at once.
+  bool ended() const;
+
  private:
   friend class Client;
   class Reactor;

@@ -10,10 +10,14 @@ table.
 
 Cases, each against a fresh chgate and a Null table `(id UInt64, msg String)`:
   stream 1        1-row requests over 4 InsertStreams, closed loop (8,192 in flight each)
-  stream 1 @half  the same, open loop at half the rate the closed loop reached: latency counts
-                  from each request's due time, so its p99 is what a caller sees at that load
+  stream 1 unix   the same over a Unix socket (--listen=unix:PATH) instead of loopback TCP
+  stream 1 @half  stream 1 as an open loop at half the rate the closed loop reached: latency
+                  counts from each request's due time, so its p99 is what a caller sees then
   unary 1 @20ms   1-row unary Insert calls (4 senders, 256 calls outstanding each), chgate with
                   --batch-max-delay=20ms
+  unary 1 unix    the same over a Unix socket
+  producer 1      one row per send through the SDK's coalescing Producer (4 sender threads),
+                  gathered into requests of up to 1,000 rows; a "request" is one send
   stream 100      100-row requests
   block 1000      columnar Blocks of 1,000 rows (UInt64, 16-byte String)
   native          the rows of `block 1000` in one INSERT through the native library
@@ -53,8 +57,11 @@ def context_switches(pid):
     return total
 
 
-def run_bench(args, ch, name, bench_args, chgate_args=()):
-    chgate = e2e.ChgateProcess(args.chgate, ch, list(chgate_args), name=f"small-{name}").start()
+def run_bench(args, ch, name, bench_args, chgate_args=(), unix=False):
+    """One `chgate-cli bench` against a fresh chgate; `unix`: the API on a Unix socket."""
+    socket_path = str(e2e.work_dir() / "bench.sock") if unix else None
+    chgate = e2e.ChgateProcess(args.chgate, ch, list(chgate_args), name=f"small-{name}",
+                               socket_path=socket_path).start()
     try:
         ctx0 = context_switches(chgate.pid)
         cpu0 = chgate.cpu_seconds()
@@ -154,6 +161,9 @@ def main():
                                              "--row", row])
     results.append(peak)
     half = max(1.0, peak["requests_per_s"] / 2)
+    results.append(run_bench(args, ch, "stream 1 unix",
+                             ["--rows-per-request", "1", "--max-in-flight", "8192", "--row", row],
+                             unix=True))
     results.append(run_bench(args, ch, "stream 1 @half",
                              ["--rows-per-request", "1", "--max-in-flight", "16384",
                               "--rate", f"{half:.0f}", "--row", row]))
@@ -163,6 +173,14 @@ def main():
     results.append(run_bench(args, ch, "unary 1 @20ms",
                              ["--mode", "unary", "--rows-per-request", "1", "--max-in-flight",
                               "256", "--row", row], ["--batch-max-delay=20ms"]))
+    results.append(run_bench(args, ch, "unary 1 unix",
+                             ["--mode", "unary", "--rows-per-request", "1", "--max-in-flight",
+                              "256", "--row", row], ["--batch-max-delay=20ms"], unix=True))
+    # One row per send through the SDK's Producer, gathered into 1,000-row requests: committed
+    # acks come after chgate's 200 ms batch delay, so the window is rate x 0.2 s.
+    results.append(run_bench(args, ch, "producer 1",
+                             ["--mode", "producer", "--rows-per-request", "1000",
+                              "--max-in-flight", "65536", "--row", row]))
     results.append(run_bench(args, ch, "stream 100", ["--rows-per-request", "100",
                                                        "--max-in-flight", "1024", "--row", row]))
     results.append(run_bench(args, ch, "block 1000",

@@ -376,6 +376,29 @@ TEST(BenchRunTest, JsonHasEveryNumber) {
   EXPECT_LE(Number(json["latency_p99_ms"]), Number(json["latency_max_ms"]));
 }
 
+// --mode producer: one row per send, gathered by the SDK's Producer into requests of
+// --rows-per-request rows; a "request" of the result is one send.
+TEST(BenchRunTest, ProducerModeCoalescesSendsIntoRequests) {
+  FakeServer server;
+  CliRun run = Cli({"--addr", server.address(), "bench", "--table", "t", "--mode", "producer",
+                    "--streams", "2", "--duration", "200ms", "--rows-per-request", "50",
+                    "--max-in-flight", "200", "--json"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  std::map<std::string, Json> json = Members(run.out);
+  EXPECT_EQ(json["mode"].text, "producer");
+  EXPECT_EQ(Number(json["rows_per_request"]), 1);
+  EXPECT_EQ(Number(json["batch_rows"]), 50);
+  const std::vector<v1::InsertRequest> requests = server.service().stream_requests();
+  size_t rows = 0;
+  for (const v1::InsertRequest& r : requests) {
+    EXPECT_LE(r.rows().rows_size(), 50);
+    rows += static_cast<size_t>(r.rows().rows_size());
+  }
+  EXPECT_EQ(Number(json["requests_ok"]), static_cast<double>(rows));
+  EXPECT_GT(rows, requests.size());  // coalesced
+  EXPECT_EQ(Number(json["rows_per_s"]), Number(json["requests_per_s"]));
+}
+
 TEST(BenchRunTest, ReportsNoChgateCpuOfItsOwn) {
   // chgate's CPU is measured by the bench scripts beside the run (tests/bench/small_bench.py);
   // the CLI has no HTTP client and no exposition parser.
@@ -394,7 +417,7 @@ TEST(BenchUsageTest, RejectsBadCombinations) {
     std::vector<std::string> args;
     const char* error;
   } cases[] = {
-      {{"--mode", "batch"}, "--mode: 'batch' is not stream, unary or block"},
+      {{"--mode", "batch"}, "--mode: 'batch' is not stream, unary, block or producer"},
       {{"--types", "UInt64,String"}, "--types applies to --mode block only"},
       {{"--mode", "unary", "--types", "UInt64,String"}, "--types applies to --mode block only"},
       {{"--mode", "block", "--types", "UInt64"}, "--types names 1 types for 2 --row values"},

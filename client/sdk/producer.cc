@@ -1,0 +1,414 @@
+#include "client/sdk/producer.h"
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/random/random.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "client/sdk/client.h"
+#include "client/sdk/status.h"
+
+namespace chgate::client {
+namespace {
+
+// Failures after which the request may be sent again with its key: its outcome is unknown (the
+// stream broke) or the server asked for patience.
+bool Retryable(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kCancelled:  // the producer never cancels: the connection did
+      return true;
+    case absl::StatusCode::kFailedPrecondition:
+      // Written on a stream that had just ended (InsertStream refuses it): not sent at all.
+      return absl::StartsWith(status.message(), "InsertStream already ended");
+    default:
+      return false;
+  }
+}
+
+// The server's refusal of one row, for the send that carried it: the detail's row_index is 0,
+// the send's only row (the message keeps the server's words about the whole request).
+absl::Status ForTheRow(const absl::Status& status, v1::Status detail) {
+  detail.mutable_value_error()->set_row_index(0);
+  absl::Status out(status.code(), status.message());
+  out.SetPayload(kStatusDetailTypeUrl, absl::Cord(detail.SerializeAsString()));
+  return out;
+}
+
+std::string RandomKeyPrefix() {
+  absl::BitGen gen;
+  return absl::StrFormat("%016x-", absl::Uniform<uint64_t>(gen));
+}
+
+absl::Duration Jittered(absl::Duration d) {
+  thread_local absl::BitGen gen;
+  return d * absl::Uniform(gen, 0.5, 1.0);
+}
+
+}  // namespace
+
+// One request and the sends it carries, from the first row gathered to the outcome.
+struct ProducerBatch {
+  size_t table = 0;
+  uint64_t seq = 0;  // creation order, for Flush
+  v1::InsertRequest request;
+  std::vector<AckCallback> dones;  // one per row, in row order
+  size_t bytes = 0;
+  absl::Time first_row;
+  absl::Time first_attempt = absl::InfiniteFuture();
+  absl::Time not_before = absl::InfinitePast();
+  int attempts = 0;
+};
+
+using BatchPtr = std::shared_ptr<ProducerBatch>;
+
+// The Producer's state: the batches being gathered per table, the batches ready to be written
+// (full, lingered, flushed, or waiting for a resend), and the worker thread that writes them on
+// one InsertStream. Lock order: mu_ is never held while a callback runs or a stream call is made.
+class Producer::Impl {
+ public:
+  Impl(Client* client, ProducerOptions options) : client_(client), options_(std::move(options)) {
+    key_prefix_ = options_.key_prefix.empty() ? RandomKeyPrefix() : options_.key_prefix;
+    worker_ = std::thread([this] { WorkerLoop(); });
+  }
+
+  ~Impl() {
+    (void)Close();
+    if (worker_.joinable()) worker_.join();
+  }
+
+  ProducerTable* Table(Producer* owner, std::string_view table, std::vector<std::string> columns) {
+    absl::MutexLock lock(&mu_);
+    for (const auto& t : tables_) {
+      if (t->table() == table && t->columns() == columns) return t.get();
+    }
+    tables_.push_back(std::unique_ptr<ProducerTable>(
+        new ProducerTable(owner, std::string(table), std::move(columns), tables_.size())));
+    gathering_.emplace_back();
+    return tables_.back().get();
+  }
+
+  void Send(size_t table, v1::Row row, AckCallback done) {
+    const size_t bytes = row.ByteSizeLong();
+    absl::Status refused;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!closing_ && pending_rows_ >= options_.max_pending_rows) {
+        if (options_.block_when_full) {
+          auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            return closing_ || pending_rows_ < options_.max_pending_rows;
+          };
+          mu_.Await(absl::Condition(&room));
+        } else {
+          refused = absl::ResourceExhaustedError(absl::StrCat(
+              "the producer holds ", pending_rows_, " unsettled rows, its max_pending_rows"));
+        }
+      }
+      if (closing_) refused = absl::FailedPreconditionError("the producer is closed");
+      if (refused.ok()) {
+        GatherLocked(table, std::move(row), std::move(done), bytes);
+        return;
+      }
+      ++stats_.failed_sends;
+      if (first_error_.ok()) first_error_ = refused;
+    }
+    done(std::move(refused));
+  }
+
+  void Flush() {
+    absl::MutexLock lock(&mu_);
+    const uint64_t upto = next_seq_ - 1;
+    flush_requested_ = true;
+    work_cv_.Signal();
+    auto flushed = [this, upto]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return unsettled_.empty() || *unsettled_.begin() > upto;
+    };
+    mu_.Await(absl::Condition(&flushed));
+  }
+
+  absl::Status Close() {
+    {
+      absl::MutexLock lock(&mu_);
+      closing_ = true;
+      work_cv_.Signal();
+      auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return unsettled_.empty() && worker_done_;
+      };
+      mu_.Await(absl::Condition(&settled));
+    }
+    if (worker_.joinable()) worker_.join();
+    absl::MutexLock lock(&mu_);
+    return first_error_;
+  }
+
+  ProducerStats stats() const {
+    absl::MutexLock lock(&mu_);
+    ProducerStats out = stats_;
+    out.pending_rows = pending_rows_;
+    return out;
+  }
+
+ private:
+  // Adds a row to its table's batch; a full batch goes to the writer.
+  void GatherLocked(size_t table, v1::Row row, AckCallback done, size_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    BatchPtr& batch = gathering_[table];
+    if (batch == nullptr) {
+      batch = NewBatchLocked(table);
+      batch->first_row = absl::Now();
+      work_cv_.Signal();  // the writer learns the batch's linger deadline
+    }
+    *batch->request.mutable_rows()->add_rows() = std::move(row);
+    batch->dones.push_back(std::move(done));
+    batch->bytes += bytes;
+    ++pending_rows_;
+    ++stats_.sends;
+    if (batch->dones.size() >= options_.batch_rows || batch->bytes >= options_.batch_bytes) {
+      ready_.push_back(std::move(batch));
+      batch = nullptr;
+      work_cv_.Signal();
+    }
+  }
+
+  BatchPtr NewBatchLocked(size_t table) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto batch = std::make_shared<ProducerBatch>();
+    batch->table = table;
+    batch->seq = next_seq_++;
+    unsettled_.insert(batch->seq);
+    const ProducerTable& t = *tables_[table];
+    batch->request.set_table(t.table());
+    for (const std::string& c : t.columns()) batch->request.add_columns(c);
+    batch->request.set_idempotency_key(absl::StrCat(key_prefix_, next_key_++));
+    batch->request.set_ack_mode(options_.ack_mode);
+    batch->dones.reserve(std::min<size_t>(options_.batch_rows, 4096));
+    return batch;
+  }
+
+  // The writer: waits for batches that are due, writes them, and ends once closed and settled.
+  void WorkerLoop() {
+    std::vector<BatchPtr> due;
+    while (NextDue(&due)) {
+      for (BatchPtr& batch : due) Write(std::move(batch));
+      due.clear();
+    }
+    if (stream_ != nullptr) {
+      (void)stream_->Close();
+      stream_.reset();
+    }
+    absl::MutexLock lock(&mu_);
+    worker_done_ = true;
+  }
+
+  // Fills `due` with the batches to write now; false when the producer is closed and every
+  // batch is settled.
+  bool NextDue(std::vector<BatchPtr>* due) {
+    absl::MutexLock lock(&mu_);
+    while (true) {
+      const absl::Time now = absl::Now();
+      absl::Time wake = absl::InfiniteFuture();
+      const bool all = flush_requested_ || closing_;
+      flush_requested_ = false;
+      for (BatchPtr& batch : gathering_) {
+        if (batch == nullptr) continue;
+        if (all || batch->first_row + options_.linger <= now) {
+          ready_.push_back(std::move(batch));
+          batch = nullptr;
+        } else {
+          wake = std::min(wake, batch->first_row + options_.linger);
+        }
+      }
+      for (auto it = ready_.begin(); it != ready_.end();) {
+        if ((*it)->not_before <= now) {
+          due->push_back(std::move(*it));
+          it = ready_.erase(it);
+        } else {
+          wake = std::min(wake, (*it)->not_before);
+          ++it;
+        }
+      }
+      if (!due->empty()) return true;
+      if (closing_ && unsettled_.empty()) return false;
+      work_cv_.WaitWithDeadline(&mu_, wake);
+    }
+  }
+
+  // Writes one batch on the stream (a new one when the last ended); the ack settles it.
+  void Write(BatchPtr batch) {
+    if (stream_ == nullptr || stream_->ended()) {
+      if (stream_ != nullptr) (void)stream_->Close();
+      stream_ = client_->OpenInsertStream({.timeout = absl::InfiniteDuration()});
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (batch->attempts++ == 0) {
+        batch->first_attempt = absl::Now();
+        ++stats_.requests;
+      } else {
+        ++stats_.resent_requests;
+      }
+    }
+    v1::InsertRequest copy = batch->request;  // the batch keeps its request for a resend
+    stream_->Send(std::move(copy), [this, batch](absl::StatusOr<InsertResult> result) {
+      OnOutcome(batch, std::move(result));
+    });
+  }
+
+  // A request's outcome (on a gRPC thread, or the writer's when the stream refused it).
+  void OnOutcome(const BatchPtr& batch, absl::StatusOr<InsertResult> result) {
+    if (result.ok()) {
+      Settle(*batch, result);
+      return;
+    }
+    const absl::Status& status = result.status();
+    if (status.code() == absl::StatusCode::kInvalidArgument) {
+      std::optional<v1::Status> detail = GetStatusDetail(status);
+      if (detail.has_value() && detail->value_error().has_row_index() &&
+          detail->value_error().row_index() < batch->dones.size()) {
+        Isolate(*batch, static_cast<size_t>(detail->value_error().row_index()),
+                ForTheRow(status, *std::move(detail)));
+        return;
+      }
+    }
+    if (Retryable(status) && absl::Now() - batch->first_attempt < options_.retry_timeout) {
+      const absl::Duration backoff =
+          Jittered(std::min(options_.max_backoff,
+                            options_.initial_backoff * (1 << std::min(batch->attempts - 1, 16))));
+      batch->not_before = absl::Now() + backoff;
+      absl::MutexLock lock(&mu_);
+      ready_.push_back(batch);
+      work_cv_.Signal();
+      return;
+    }
+    Settle(*batch, result);
+  }
+
+  // Fails row `bad` of a refused request alone and queues the other rows as a new request.
+  void Isolate(ProducerBatch& batch, size_t bad, absl::Status error) {
+    AckCallback failed = std::move(batch.dones[bad]);
+    failed(error);
+    absl::MutexLock lock(&mu_);
+    --pending_rows_;
+    ++stats_.isolated_rows;
+    ++stats_.failed_sends;
+    if (first_error_.ok()) first_error_ = std::move(error);
+    if (batch.dones.size() > 1) {
+      BatchPtr rest = NewBatchLocked(batch.table);
+      unsettled_.erase(unsettled_.find(rest->seq));
+      rest->seq = batch.seq;  // Flush waits for it as for the batch it came from
+      unsettled_.insert(rest->seq);
+      auto* rows = rest->request.mutable_rows()->mutable_rows();
+      auto* old = batch.request.mutable_rows()->mutable_rows();
+      rows->Reserve(old->size() - 1);
+      for (int i = 0; i < old->size(); ++i) {
+        if (static_cast<size_t>(i) == bad) continue;
+        rows->Add(std::move(*old->Mutable(i)));
+        rest->dones.push_back(std::move(batch.dones[static_cast<size_t>(i)]));
+      }
+      rest->bytes = batch.bytes;
+      rest->first_row = batch.first_row;
+      ready_.push_front(std::move(rest));
+    }
+    unsettled_.erase(unsettled_.find(batch.seq));
+    work_cv_.Signal();
+  }
+
+  // Gives every send of `batch` its outcome, then releases its rows.
+  void Settle(ProducerBatch& batch, const absl::StatusOr<InsertResult>& outcome) {
+    for (AckCallback& done : batch.dones) done(outcome);
+    absl::MutexLock lock(&mu_);
+    pending_rows_ -= batch.dones.size();
+    if (!outcome.ok()) {
+      stats_.failed_sends += batch.dones.size();
+      if (first_error_.ok()) first_error_ = outcome.status();
+    }
+    unsettled_.erase(unsettled_.find(batch.seq));
+    work_cv_.Signal();
+  }
+
+  Client* const client_;
+  const ProducerOptions options_;
+  std::string key_prefix_;
+  std::thread worker_;
+  std::unique_ptr<InsertStream> stream_;  // the worker's
+
+  mutable absl::Mutex mu_;
+  absl::CondVar work_cv_;  // the worker waits on it
+  std::vector<std::unique_ptr<ProducerTable>> tables_ ABSL_GUARDED_BY(mu_);
+  std::vector<BatchPtr> gathering_ ABSL_GUARDED_BY(mu_);  // per table; null: none
+  std::deque<BatchPtr> ready_ ABSL_GUARDED_BY(mu_);
+  std::multiset<uint64_t> unsettled_ ABSL_GUARDED_BY(mu_);  // seq of every unsettled batch
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t next_key_ ABSL_GUARDED_BY(mu_) = 1;
+  size_t pending_rows_ ABSL_GUARDED_BY(mu_) = 0;
+  bool flush_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool worker_done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);
+  ProducerStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::StatusOr<std::unique_ptr<Producer>> Producer::Create(Client* client,
+                                                           ProducerOptions options) {
+  if (client == nullptr) return absl::InvalidArgumentError("the producer needs a client");
+  if (options.batch_rows == 0 || options.batch_bytes == 0 || options.max_pending_rows == 0) {
+    return absl::InvalidArgumentError(
+        "batch_rows, batch_bytes and max_pending_rows must be positive");
+  }
+  if (options.batch_rows > options.max_pending_rows) {
+    return absl::InvalidArgumentError(absl::StrCat("batch_rows (", options.batch_rows,
+                                                   ") is above max_pending_rows (",
+                                                   options.max_pending_rows, ")"));
+  }
+  if (options.linger < absl::ZeroDuration() || options.retry_timeout < absl::ZeroDuration() ||
+      options.initial_backoff <= absl::ZeroDuration() ||
+      options.max_backoff < options.initial_backoff) {
+    return absl::InvalidArgumentError(
+        "linger and retry_timeout must not be negative, and 0 < initial_backoff <= max_backoff");
+  }
+  return std::unique_ptr<Producer>(
+      new Producer(std::make_unique<Impl>(client, std::move(options))));
+}
+
+Producer::Producer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Producer::~Producer() = default;
+
+ProducerTable* Producer::Table(std::string_view table, std::vector<std::string> columns) {
+  return impl_->Table(this, table, std::move(columns));
+}
+
+void Producer::Send(size_t table, v1::Row row, AckCallback done) {
+  impl_->Send(table, std::move(row), std::move(done));
+}
+
+void Producer::Flush() { impl_->Flush(); }
+
+absl::Status Producer::Close() { return impl_->Close(); }
+
+ProducerStats Producer::stats() const { return impl_->stats(); }
+
+void ProducerTable::Send(v1::Row row, AckCallback done) {
+  producer_->Send(index_, std::move(row), std::move(done));
+}
+
+std::future<absl::StatusOr<InsertResult>> ProducerTable::Send(v1::Row row) {
+  auto promise = std::make_shared<std::promise<absl::StatusOr<InsertResult>>>();
+  std::future<absl::StatusOr<InsertResult>> future = promise->get_future();
+  Send(std::move(row),
+       [promise](absl::StatusOr<InsertResult> result) { promise->set_value(std::move(result)); });
+  return future;
+}
+
+}  // namespace chgate::client
