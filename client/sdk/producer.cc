@@ -276,8 +276,8 @@ class Producer::Impl {
       std::optional<v1::Status> detail = GetStatusDetail(status);
       if (detail.has_value() && detail->value_error().has_row_index() &&
           detail->value_error().row_index() < batch->dones.size()) {
-        Isolate(*batch, static_cast<size_t>(detail->value_error().row_index()),
-                ForTheRow(status, *std::move(detail)));
+        const auto bad = static_cast<size_t>(detail->value_error().row_index());
+        Isolate(*batch, bad, ForTheRow(status, *std::move(detail)));
         return;
       }
     }
