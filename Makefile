@@ -114,13 +114,14 @@ test:
 	$(DEPS)
 	$(call cmake_build,$(BUILD_DIR),$(MAIN_CMAKE_ARGS))
 	$(CTL) start
-	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure $(CTEST_ARGS)
+	$(TEST_ENV) ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 test-asan:
 	$(DEPS)
 	$(call cmake_build,$(ASAN_BUILD_DIR),-DCHGATE_SANITIZE=ON -DCHGATE_WERROR=ON -DCHGATE_BENCH=OFF)
 	$(CTL) start
-	$(TEST_ENV) $(ASAN_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure $(CTEST_ARGS)
+	$(TEST_ENV) $(ASAN_ENV) ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -j $(JOBS) \
+		$(CTEST_ARGS)
 
 # The libFuzzer targets (clang, ASan+UBSan), each run FUZZ_SECONDS from its corpus.
 fuzz:
@@ -129,7 +130,7 @@ fuzz:
 		-B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCHGATE_FUZZ=ON \
 		-DCHGATE_BENCH=OFF $(CMAKE_ARGS))
 	cmake --build $(FUZZ_BUILD_DIR) --target $(FUZZERS) --parallel $(JOBS)
-	$(ROOT)/tests/fuzz/run.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS) $(FUZZERS)
+	FUZZ_JOBS=$(JOBS) $(ROOT)/tests/fuzz/run.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS) $(FUZZERS)
 
 clickhouse-start:
 	$(CTL) start

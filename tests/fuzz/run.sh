@@ -6,7 +6,8 @@
 # A target starts from its checked-in corpus (tests/fuzz/corpus/<name>/, when there is one), read
 # only: new inputs go to a scratch folder, so the checkout is not modified. Exits non-zero when a
 # target finds a crash, a leak or a sanitizer report (the reproducer is kept in the scratch
-# folder, whose path is printed).
+# folder, whose path is printed). FUZZ_JOBS targets run at once (default 1; make fuzz uses its
+# JOBS): each is one process on one core for SECONDS.
 set -uo pipefail
 
 if (($# < 3)); then
@@ -18,22 +19,37 @@ seconds=$2
 shift 2
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/chgate-fuzz.XXXXXX")
+parallel=${FUZZ_JOBS:-1}  # targets fuzzing at once (each uses one core)
+for fuzzer in "$@"; do
+  if [[ ! -x $build/tests/$fuzzer ]]; then
+    echo "fuzz: $build/tests/$fuzzer is missing (build it with -DCHGATE_FUZZ=ON and clang)" >&2
+    exit 2
+  fi
+done
+
+# One target for `seconds`; its exit code goes to $work/rc.
+run_one() {
+  local fuzzer=$1 work=$scratch/$1
+  mkdir -p "$work/new" "$work/artifacts"
+  local corpora=("$work/new")
+  [[ -d $root/tests/fuzz/corpus/$fuzzer ]] && corpora+=("$root/tests/fuzz/corpus/$fuzzer")
+  "$build/tests/$fuzzer" -max_total_time="$seconds" -print_final_stats=1 \
+    -artifact_prefix="$work/artifacts/" "${corpora[@]}" >"$work/log.txt" 2>&1
+  echo $? >"$work/rc"
+}
+
+for fuzzer in "$@"; do
+  while (($(jobs -rp | wc -l) >= parallel)); do wait -n; done
+  run_one "$fuzzer" &
+done
+wait
+
 rows=()
 failed=0
 for fuzzer in "$@"; do
-  binary=$build/tests/$fuzzer
-  if [[ ! -x $binary ]]; then
-    echo "fuzz: $binary is missing (build it with -DCHGATE_FUZZ=ON and clang)" >&2
-    exit 2
-  fi
   work=$scratch/$fuzzer
-  mkdir -p "$work/new" "$work/artifacts"
-  corpora=("$work/new")
-  [[ -d $root/tests/fuzz/corpus/$fuzzer ]] && corpora+=("$root/tests/fuzz/corpus/$fuzzer")
   log=$work/log.txt
-  "$binary" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
-    "${corpora[@]}" >"$log" 2>&1
-  rc=$?
+  rc=$(cat "$work/rc" 2>/dev/null || echo 1)
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | awk '{print $2}')
   status=ok
@@ -47,6 +63,6 @@ for fuzzer in "$@"; do
 done
 printf '\n%-16s %12s %8s %10s  %s\n' target executions coverage "execs/s" result
 printf '%s\n' "${rows[@]}"
-echo "(${seconds}s each; scratch folder $scratch)"
+echo "(${seconds}s each, $parallel at a time; scratch folder $scratch)"
 if ((failed == 0)); then rm -rf "$scratch"; fi
 exit "$failed"
