@@ -158,6 +158,18 @@ run_negative_controls() {
   expect_fail "gateway StatefulSet pod drifted" "but for the spool's storage" \
     env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
   cp deploy/kubernetes/gateway/deployment.yaml "$tmp/k8s/gateway/deployment.yaml"
+  # Sidecar socket: the application no longer mounts chgate's socket volume.
+  python3 - "$tmp/k8s/base/deployment.yaml" <<'PY'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+marker = "          volumeMounts:\n            - name: chgate-socket\n              mountPath: /run/chgate\n      volumes:"
+assert marker in text, "the app's socket mount is not where the negative control expects it"
+open(path, "w").write(text.replace(marker, "      volumes:"))
+PY
+  expect_fail "application without chgate's socket volume" "mounts chgate's socket volume" \
+    env CHGATE_OPS_K8S_DIR="$tmp/k8s" node $OPS/check_k8s.mjs --chgate "$CHGATE" || rc=1
+  cp deploy/kubernetes/base/deployment.yaml "$tmp/k8s/base/deployment.yaml"
   # Dashboard: a misspelled gridPos key, a metric chgate does not export, a hard-coded datasource.
   jq '.panels[1].gridPos.width = 3' deploy/kubernetes/monitoring/chgate-dashboard.json >"$tmp/d1.json"
   expect_fail "dashboard unknown field" '"width"' env CHGATE_OPS_DASHBOARD="$tmp/d1.json" node $OPS/check_dashboard.mjs || rc=1
