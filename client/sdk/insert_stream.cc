@@ -291,11 +291,7 @@ InsertStream::~InsertStream() {
 }
 
 std::future<absl::StatusOr<InsertResult>> InsertStream::Send(v1::InsertRequest request) {
-  auto promise = std::make_shared<std::promise<absl::StatusOr<InsertResult>>>();
-  std::future<absl::StatusOr<InsertResult>> future = promise->get_future();
-  Send(std::move(request),
-       [promise](absl::StatusOr<InsertResult> result) { promise->set_value(std::move(result)); });
-  return future;
+  return internal::FutureOf([&](AckCallback done) { Send(std::move(request), std::move(done)); });
 }
 
 void InsertStream::Send(v1::InsertRequest request, AckCallback done) {

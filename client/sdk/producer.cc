@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "client/sdk/client.h"
+#include "client/sdk/internal/call_util.h"
 #include "client/sdk/status.h"
 
 namespace chgate::client {
@@ -404,11 +405,7 @@ void ProducerTable::Send(v1::Row row, AckCallback done) {
 }
 
 std::future<absl::StatusOr<InsertResult>> ProducerTable::Send(v1::Row row) {
-  auto promise = std::make_shared<std::promise<absl::StatusOr<InsertResult>>>();
-  std::future<absl::StatusOr<InsertResult>> future = promise->get_future();
-  Send(std::move(row),
-       [promise](absl::StatusOr<InsertResult> result) { promise->set_value(std::move(result)); });
-  return future;
+  return internal::FutureOf([&](AckCallback done) { Send(std::move(row), std::move(done)); });
 }
 
 }  // namespace chgate::client

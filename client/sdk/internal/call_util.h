@@ -4,7 +4,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <future>
+#include <memory>
+#include <utility>
+
 #include "absl/random/random.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.pb.h"
 #include "client/sdk/options.h"
@@ -29,5 +34,14 @@ absl::Time FromProtoTime(const google::protobuf::Timestamp& t);
 // The InsertResult an InsertResponse or an (OK) InsertAck stands for.
 InsertResult ToInsertResult(const v1::InsertResponse& response);
 InsertResult ToInsertResult(const v1::InsertAck& ack);
+
+// The future of a callback-style send: calls `send` with a callback that resolves it.
+template <typename Send>
+std::future<absl::StatusOr<InsertResult>> FutureOf(Send send) {
+  auto promise = std::make_shared<std::promise<absl::StatusOr<InsertResult>>>();
+  std::future<absl::StatusOr<InsertResult>> future = promise->get_future();
+  send([promise](absl::StatusOr<InsertResult> result) { promise->set_value(std::move(result)); });
+  return future;
+}
 
 }  // namespace chgate::client::internal
