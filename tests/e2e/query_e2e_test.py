@@ -238,6 +238,27 @@ class UnixSocketTest(QueryTestCase):
         self.assertFalse(os.path.lexists(path), "a stopped chgate leaves its socket behind")
 
 
+class ProducerTest(QueryTestCase):
+    """The SDK's coalescing Producer against chgate and ClickHouse (chgate-cli bench --mode
+    producer, committed acks): every send it counts as acknowledged is in the table, once."""
+
+    def test_every_acknowledged_send_is_in_the_table_once(self):
+        import json
+
+        table = f"{DATABASE}.producer_rows"
+        self.ch.recreate_table("producer_rows", "id UInt64, msg String")
+        r = self.cli("bench", "--table", table, "--mode", "producer", "--streams", "2",
+                     "--duration", "1s", "--rows-per-request", "500", "--max-in-flight", "20000",
+                     "--ack-mode", "committed", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        result = json.loads(r.stdout.decode().strip().splitlines()[-1])
+        self.assertEqual(result["mode"], "producer")
+        self.assertEqual(result["requests_failed"], 0)
+        self.assertGreater(result["requests_ok"], 1000)
+        self.assertEqual(self.ch.query(f"SELECT count() FROM {table}"),
+                         f"{result['requests_ok']}\n")
+
+
 class SlowReaderTest(QueryTestCase):
     CHGATE_ARGS = ["--compression=none", "--query-buffer-bytes=1MiB"]
 
