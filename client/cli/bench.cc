@@ -453,11 +453,19 @@ class StreamSender {
   }
 
   // One row per send through the Producer (the request's first row, copied as an application
-  // would build it); returns once every send was answered.
+  // would build it). The Producer's own bound on pending rows is the window (streams x
+  // --max-in-flight); Drive's Close waits for the last answers.
   void RunProducer() {
     const v1::Row& row = request_->rows().rows(0);
-    SendAll([&](client::AckCallback done) { producer_->Send(row, std::move(done)); });
-    WaitDrained();
+    while (true) {
+      const std::optional<absl::Time> due = schedule_->Claim(absl::Now());
+      if (!due.has_value()) break;
+      WaitUntil(*due);
+      stats_->Sent(SendSchedule::Behind(*due, absl::Now()));
+      producer_->Send(row, [this, due = *due](const absl::StatusOr<client::InsertResult>& result) {
+        stats_->Answered(result, absl::Now() - due);
+      });
+    }
   }
 
   void WaitDrained() {
@@ -620,7 +628,7 @@ BenchResult Drive(const Command& command, client::Client* client, const v1::Inse
   std::unique_ptr<client::Producer> producer;
   client::ProducerTable* producer_table = nullptr;
   if (producing) {
-    // The senders' window bounds the sends in flight; the Producer's bound only backs it up.
+    // The Producer's bound on unsettled rows is the window of the senders together.
     absl::StatusOr<std::unique_ptr<client::Producer>> made = client::Producer::Create(
         client,
         {.batch_rows = args.rows_per_request,
@@ -645,7 +653,7 @@ BenchResult Drive(const Command& command, client::Client* client, const v1::Inse
   }
   for (std::thread& t : threads) t.join();
   if (producer != nullptr) {
-    // Every send was answered; a failure is already counted with its send.
+    // Waits for every send's answer; a failure is counted with its send.
     (void)producer->Close();
   }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
