@@ -1,46 +1,50 @@
 #include "server/clickhouse/wire/transport.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <climits>
 #include <cstring>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "asio/connect.hpp"
-#include "asio/io_context.hpp"
-#include "asio/ip/address.hpp"
-#include "asio/ip/tcp.hpp"
-#include "asio/post.hpp"
 #include "asio/ssl/context.hpp"
-#include "asio/ssl/error.hpp"
-#include "asio/ssl/stream.hpp"
-#include "asio/write.hpp"
 #include "server/clickhouse/wire/tls.h"
 
 namespace chgate::clickhouse {
 namespace {
 
-using Tcp = asio::ip::tcp;
-
 // Spans at least this long are encrypted straight from the caller's memory; shorter ones are
 // packed together so that they fill records instead of each becoming a tiny record (and a
 // socket write) of its own. One TLS record carries at most 16 KiB of plaintext.
 constexpr size_t kTlsRecordPayload = 16 * 1024;
+// OpenSSL reads ahead into a buffer of this size: one recv() takes in many records at once
+// instead of one record (or one record header) per call.
+constexpr size_t kTlsReadAhead = 256 * 1024;
 
-// What one asynchronous step ended with.
-struct Outcome {
-  asio::error_code ec;
-  size_t bytes = 0;
-  bool timed_out = false;
-};
+absl::Time DeadlineAfter(absl::Duration timeout) {
+  if (timeout == absl::InfiniteDuration()) return absl::InfiniteFuture();
+  return absl::Now() + std::max(timeout, absl::ZeroDuration());
+}
 
 std::string Asn1TimeText(const ASN1_TIME* t) {
   if (t == nullptr) return "?";
@@ -91,138 +95,236 @@ std::string CertificateSummary(X509* cert) {
 }
 
 bool IsIpAddress(const std::string& host) {
-  asio::error_code ec;
-  asio::ip::make_address(host, ec);
-  return !ec;
+  in6_addr v6{};
+  in_addr v4{};
+  return ::inet_pton(AF_INET, host.c_str(), &v4) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), &v6) == 1;
 }
+
+bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+// A socket BIO of our own: send() with MSG_NOSIGNAL (a peer that went away is an error, never a
+// SIGPIPE), and each byte handed to the kernel counted. Its data is the connection's state.
+struct SocketBioState {
+  int fd = -1;
+  uint64_t* bytes_written = nullptr;
+};
+
+int SocketBioWrite(BIO* bio, const char* data, int len) {
+  auto* state = static_cast<SocketBioState*>(::BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  const ssize_t n = ::send(state->fd, data, static_cast<size_t>(len), MSG_NOSIGNAL);
+  if (n > 0) {
+    *state->bytes_written += static_cast<uint64_t>(n);
+  } else if (n < 0 && (WouldBlock(errno) || errno == EINTR)) {
+    BIO_set_retry_write(bio);
+  }
+  return static_cast<int>(n);
+}
+
+int SocketBioRead(BIO* bio, char* data, int len) {
+  auto* state = static_cast<SocketBioState*>(::BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  const ssize_t n = ::recv(state->fd, data, static_cast<size_t>(len), 0);
+  if (n < 0 && (WouldBlock(errno) || errno == EINTR)) BIO_set_retry_read(bio);
+  return static_cast<int>(n);
+}
+
+long SocketBioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int SocketBioCreate(BIO* bio) {
+  ::BIO_set_init(bio, 1);
+  return 1;
+}
+
+BIO_METHOD* SocketBioMethod() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = ::BIO_meth_new(BIO_TYPE_SOURCE_SINK | ::BIO_get_new_index(), "chgate socket");
+    ::BIO_meth_set_write(m, &SocketBioWrite);
+    ::BIO_meth_set_read(m, &SocketBioRead);
+    ::BIO_meth_set_ctrl(m, &SocketBioCtrl);
+    ::BIO_meth_set_create(m, &SocketBioCreate);
+    return m;
+  }();
+  return method;
+}
+
+// How a TLS handshake failed, for HandshakeError.
+struct Failure {
+  bool timed_out = false;
+  bool closed = false;          // the peer closed or reset the connection
+  unsigned long ssl_error = 0;  // OpenSSL's error code, when the failure is OpenSSL's
+  std::string text;
+};
 
 }  // namespace
 
+// The connection's descriptor (non-blocking), its SSL object with TLS, and the waits: every
+// read and write is tried first and waits in poll() only when the socket has nothing to give
+// or no room to take, so a stream of reads from a busy socket costs one system call each.
 class Transport::Impl {
  public:
-  Impl() : socket(io) {}
+  enum class Ready { kYes, kTimedOut, kShutDown };
+
   ~Impl() {
-    ssl.reset();
-    asio::error_code ignored;
-    socket.close(ignored);
+    if (ssl != nullptr) ::SSL_free(ssl);
+    if (const int f = fd.load(); f >= 0) ::close(f);
   }
 
-  // Starts an asynchronous step through `initiate(handler)` and runs it for at most `timeout`;
-  // a step still pending then is cancelled (and its handler run) before returning.
-  template <typename Initiate>
-  Outcome Run(Initiate&& initiate, absl::Duration timeout) {
-    Outcome out;
-    bool done = false;
-    initiate([&](const asio::error_code& ec, size_t bytes) {
-      out.ec = ec;
-      out.bytes = bytes;
-      done = true;
-    });
-    io.restart();
-    if (timeout == absl::InfiniteDuration()) {
-      io.run();
-    } else {
-      io.run_for(absl::ToChronoNanoseconds(std::max(timeout, absl::ZeroDuration())));
+  // Waits until the socket is ready for `events` (POLLIN or POLLOUT), shut down, or `deadline`.
+  // An error or hang-up on the socket counts as ready: the next call reports it.
+  Ready Wait(short events, absl::Time deadline) const {
+    while (true) {
+      if (shut_down.load()) return Ready::kShutDown;
+      int ms = -1;
+      if (deadline != absl::InfiniteFuture()) {
+        const absl::Duration left = deadline - absl::Now();
+        if (left <= absl::ZeroDuration()) return Ready::kTimedOut;
+        ms = static_cast<int>(std::min<int64_t>(
+            absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))), INT_MAX));
+      }
+      pollfd p{fd.load(), events, 0};
+      const int r = ::poll(&p, 1, ms);
+      if (r > 0 || (r < 0 && errno != EINTR))
+        return shut_down.load() ? Ready::kShutDown : Ready::kYes;
     }
-    if (!done) {
-      asio::error_code ignored;
-      socket.cancel(ignored);
-      io.restart();
-      io.run();
-      // The step may have completed in the meantime; only an aborted one timed out.
-      out.timed_out = out.ec == asio::error::operation_aborted && !shut_down.load();
-    }
-    return out;
   }
 
-  // Maps the end of a read or write to a status.
-  absl::Status IoError(const Outcome& out, const char* what, absl::Duration timeout) const {
+  absl::Status WaitError(Ready ready, const char* what, absl::Duration timeout) const {
+    if (ready == Ready::kShutDown)
+      return absl::CancelledError(absl::StrCat(what, ": socket shut down"));
+    return absl::DeadlineExceededError(
+        absl::StrCat(what, ": timed out after ", absl::FormatDuration(timeout)));
+  }
+
+  // The status of a failed system call on the socket (`err` is its errno; 0: end of stream).
+  absl::Status SocketError(int err, const char* what) const {
     if (shut_down.load()) return absl::CancelledError(absl::StrCat(what, ": socket shut down"));
-    if (out.timed_out) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(what, ": timed out after ", absl::FormatDuration(timeout)));
+    if (err == 0) return absl::UnavailableError("connection closed by the server");
+    return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(err)));
+  }
+
+  // The status of a failed SSL_read/SSL_write (`code` from SSL_get_error).
+  absl::Status SslError(int code, const char* what) const {
+    const int err = errno;
+    if (shut_down.load()) return absl::CancelledError(absl::StrCat(what, ": socket shut down"));
+    const unsigned long e = ::ERR_peek_last_error();
+    switch (code) {
+      case SSL_ERROR_ZERO_RETURN:
+        return absl::UnavailableError("connection closed by the server");
+      case SSL_ERROR_SYSCALL:
+        if (e == 0) return SocketError(err, what);
+        break;
+      default:
+        break;
     }
-    if (out.ec == asio::error::eof || out.ec == asio::ssl::error::stream_truncated) {
+    if (ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
       return absl::UnavailableError("connection closed by the server");
     }
-    std::string reason = out.ec.message();
-    if (ssl && out.ec.category() == asio::error::get_ssl_category()) {
-      reason = absl::StrCat("TLS: ", reason);
-    }
-    return absl::UnavailableError(absl::StrCat(what, ": ", reason));
+    return absl::UnavailableError(absl::StrCat(what, ": TLS: ", ErrorText(e)));
+  }
+
+  static std::string ErrorText(unsigned long e) {
+    if (e == 0) return "unknown error";
+    if (const char* reason = ::ERR_reason_error_string(e); reason != nullptr) return reason;
+    char buf[256];
+    ::ERR_error_string_n(e, buf, sizeof(buf));
+    return buf;
   }
 
   absl::StatusOr<size_t> Read(char* buf, size_t n, absl::Duration timeout, bool timeout_ok) {
-    if (!socket.is_open()) return absl::FailedPreconditionError("read on a closed connection");
+    if (fd.load() < 0) return absl::FailedPreconditionError("read on a closed connection");
     if (shut_down.load()) return absl::CancelledError("read: socket shut down");
-    size_t got = 0;
+    return ssl != nullptr ? ReadTls(buf, n, timeout, timeout_ok)
+                          : ReadPlain(buf, n, timeout, timeout_ok);
+  }
+
+  absl::StatusOr<size_t> ReadPlain(char* buf, size_t n, absl::Duration timeout, bool timeout_ok) {
+    absl::Time deadline = absl::InfinitePast();  // set at the first wait
     while (true) {
-      Outcome out = Run(
-          [&](auto handler) {
-            auto target = asio::buffer(buf + got, n - got);
-            if (ssl) {
-              ssl->async_read_some(target, handler);
-            } else {
-              socket.async_read_some(target, handler);
-            }
-          },
-          timeout);
-      got += out.bytes;
-      if (out.bytes == 0 || out.ec) {
-        if (got > 0 && !shut_down.load()) return got;  // report the error on the next read
-        if (out.timed_out && timeout_ok) return 0;
-        return IoError(out, "read", timeout);
+      const ssize_t r = ::recv(fd.load(), buf, n, 0);
+      if (r > 0) return static_cast<size_t>(r);
+      if (r == 0) return SocketError(0, "read");
+      if (errno == EINTR) continue;
+      if (!WouldBlock(errno)) return SocketError(errno, "read");
+      if (deadline == absl::InfinitePast()) deadline = DeadlineAfter(timeout);
+      if (Ready ready = Wait(POLLIN, deadline); ready != Ready::kYes) {
+        if (ready == Ready::kTimedOut && timeout_ok) return 0;
+        return WaitError(ready, "read", timeout);
       }
-      // Plain TCP hands over everything the kernel holds at once. TLS yields one record (at
-      // most 16 KiB) per read: keep reading while more is already here, so the caller's large
-      // buffer fills and compression frames do not straddle reads needlessly.
-      if (!ssl || n - got < kTlsRecordPayload) return got;
-      asio::error_code ec;
-      if (::SSL_has_pending(ssl->native_handle()) == 0 && socket.available(ec) == 0) return got;
     }
   }
 
-  // Writes `buffers` (consumed in place), each wait bounded by `timeout`.
-  absl::Status WriteBuffers(std::vector<asio::const_buffer>& pieces, absl::Duration timeout) {
-    size_t first = 0;
-    while (first < pieces.size()) {
-      if (pieces[first].size() == 0) {
-        ++first;
+  // Takes in records while they are already here (OpenSSL's read-ahead buffer or the kernel's),
+  // so a large buffer fills as it does on plain TCP and compression frames do not straddle reads
+  // needlessly; waits only when there is nothing at all.
+  absl::StatusOr<size_t> ReadTls(char* buf, size_t n, absl::Duration timeout, bool timeout_ok) {
+    size_t got = 0;
+    absl::Time deadline = absl::InfinitePast();
+    while (got < n) {
+      size_t r = 0;
+      ::ERR_clear_error();
+      if (::SSL_read_ex(ssl, buf + got, n - got, &r) == 1) {
+        got += r;
         continue;
       }
-      Outcome out = Run(
-          [&](auto handler) {
-            if (ssl) {
-              // An SSL stream writes from its first buffer only: hand it one at a time.
-              ssl->async_write_some(pieces[first], handler);
-            } else {
-              socket.async_write_some(
-                  std::span<const asio::const_buffer>(pieces.data() + first, pieces.size() - first),
-                  handler);
-            }
-          },
-          timeout);
-      if (out.ec || out.bytes == 0) return IoError(out, "write", timeout);
-      bytes_written += out.bytes;
-      size_t done = out.bytes;
-      while (done > 0 && done >= pieces[first].size()) {
-        done -= pieces[first].size();
-        ++first;
+      const int code = ::SSL_get_error(ssl, 0);
+      if (code != SSL_ERROR_WANT_READ && code != SSL_ERROR_WANT_WRITE) {
+        if (got > 0 && !shut_down.load()) return got;  // the error again on the next read
+        return SslError(code, "read");
       }
-      if (done > 0) pieces[first] += done;
+      if (got > 0) return got;
+      if (deadline == absl::InfinitePast()) deadline = DeadlineAfter(timeout);
+      if (Ready ready = Wait(code == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+          ready != Ready::kYes) {
+        if (ready == Ready::kTimedOut && timeout_ok) return 0;
+        return WaitError(ready, "read", timeout);
+      }
     }
-    return absl::OkStatus();
+    return got;
   }
 
   absl::Status Write(std::span<const iovec> spans, absl::Duration timeout) {
-    if (!socket.is_open()) return absl::FailedPreconditionError("write on a closed connection");
+    if (fd.load() < 0) return absl::FailedPreconditionError("write on a closed connection");
     if (shut_down.load()) return absl::CancelledError("write: socket shut down");
-    buffers.clear();
-    if (!ssl) {
-      for (const iovec& v : spans) buffers.emplace_back(v.iov_base, v.iov_len);
-      return WriteBuffers(buffers, timeout);
+    return ssl != nullptr ? WriteTls(spans, timeout) : WritePlain(spans, timeout);
+  }
+
+  // sendmsg() over the caller's spans themselves, as many at a time as the kernel takes.
+  absl::Status WritePlain(std::span<const iovec> spans, absl::Duration timeout) {
+    iov.assign(spans.begin(), spans.end());
+    size_t first = 0;
+    while (true) {
+      while (first < iov.size() && iov[first].iov_len == 0) ++first;
+      if (first == iov.size()) return absl::OkStatus();
+      msghdr msg{};
+      msg.msg_iov = iov.data() + first;
+      msg.msg_iovlen = std::min<size_t>(iov.size() - first, IOV_MAX);
+      const ssize_t r = ::sendmsg(fd.load(), &msg, MSG_NOSIGNAL);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        if (!WouldBlock(errno)) return SocketError(errno, "write");
+        if (Ready ready = Wait(POLLOUT, DeadlineAfter(timeout)); ready != Ready::kYes) {
+          return WaitError(ready, "write", timeout);
+        }
+        continue;
+      }
+      bytes_written += static_cast<uint64_t>(r);
+      auto done = static_cast<size_t>(r);
+      while (done > 0 && done >= iov[first].iov_len) {
+        done -= iov[first].iov_len;
+        ++first;
+      }
+      if (done > 0) {
+        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + done;
+        iov[first].iov_len -= done;
+      }
     }
+  }
+
+  absl::Status WriteTls(std::span<const iovec> spans, absl::Duration timeout) {
     // Pack runs of small spans into `staging` (sized first, so pointers into it stay valid).
+    pieces.clear();
     size_t small = 0;
     for (const iovec& v : spans) {
       if (v.iov_len < kTlsRecordPayload) small += v.iov_len;
@@ -231,13 +333,13 @@ class Transport::Impl {
     size_t used = 0;
     size_t run_start = 0;
     auto close_run = [&] {
-      if (used > run_start) buffers.emplace_back(staging.data() + run_start, used - run_start);
+      if (used > run_start) pieces.push_back({staging.data() + run_start, used - run_start});
       run_start = used;
     };
     for (const iovec& v : spans) {
       if (v.iov_len >= kTlsRecordPayload) {
         close_run();
-        buffers.emplace_back(v.iov_base, v.iov_len);
+        pieces.push_back({v.iov_base, v.iov_len});
         continue;
       }
       std::memcpy(staging.data() + used, v.iov_base, v.iov_len);
@@ -245,11 +347,85 @@ class Transport::Impl {
       if (used - run_start >= kTlsRecordPayload) close_run();
     }
     close_run();
-    return WriteBuffers(buffers, timeout);
+    for (const iovec& piece : pieces) {
+      const char* p = static_cast<const char*>(piece.iov_base);
+      size_t left = piece.iov_len;
+      while (left > 0) {
+        size_t w = 0;
+        ::ERR_clear_error();
+        if (::SSL_write_ex(ssl, p, left, &w) == 1) {
+          p += w;
+          left -= w;
+          continue;
+        }
+        const int code = ::SSL_get_error(ssl, 0);
+        if (code != SSL_ERROR_WANT_READ && code != SSL_ERROR_WANT_WRITE) {
+          return SslError(code, "write");
+        }
+        if (Ready ready =
+                Wait(code == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, DeadlineAfter(timeout));
+            ready != Ready::kYes) {
+          return WaitError(ready, "write", timeout);
+        }
+      }
+    }
+    return absl::OkStatus();
   }
 
-  // Adds the names of certificate problems (found by OpenSSL while verifying) to `reason`.
-  absl::Status HandshakeError(const Outcome& out, const std::string& peer,
+  // Makes the SSL object for this connection's descriptor.
+  void StartTls(std::shared_ptr<asio::ssl::context> context) {
+    ssl_context = std::move(context);
+    ssl = ::SSL_new(ssl_context->native_handle());
+    // Buffers stay allocated for the connection's life instead of being freed when idle; a
+    // write returns what it wrote when the socket is full, and is resumed from there.
+    ::SSL_clear_mode(ssl, SSL_MODE_RELEASE_BUFFERS);
+    ::SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    ::SSL_set_default_read_buffer_len(ssl, kTlsReadAhead);
+    ::SSL_set_read_ahead(ssl, 1);
+    bio_state.fd = fd.load();
+    bio_state.bytes_written = &bytes_written;
+    BIO* bio = ::BIO_new(SocketBioMethod());
+    ::BIO_set_data(bio, &bio_state);
+    ::SSL_set_bio(ssl, bio, bio);
+    SSL_set_app_data(ssl, this);
+  }
+
+  // Runs the TLS handshake to its end within `timeout`.
+  std::optional<Failure> Handshake(absl::Duration timeout) {
+    const absl::Time deadline = DeadlineAfter(timeout);
+    while (true) {
+      ::ERR_clear_error();
+      const int r = ::SSL_do_handshake(ssl);
+      if (r == 1) return std::nullopt;
+      const int code = ::SSL_get_error(ssl, r);
+      const int err = errno;
+      if (code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE) {
+        const Ready ready = Wait(code == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+        if (ready == Ready::kYes) continue;
+        return Failure{.timed_out = ready == Ready::kTimedOut, .text = "cancelled"};
+      }
+      Failure failure;
+      const unsigned long e = ::ERR_peek_last_error();
+      if (code == SSL_ERROR_ZERO_RETURN ||
+          (code == SSL_ERROR_SYSCALL && e == 0 &&
+           (err == 0 || err == ECONNRESET || err == EPIPE)) ||
+          (ERR_GET_LIB(e) == ERR_LIB_SSL &&
+           ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
+        failure.closed = true;
+        failure.text = "connection closed";
+      } else if (e != 0) {
+        failure.ssl_error = ERR_GET_LIB(e) == ERR_LIB_SSL ? e : 0;
+        failure.text = ErrorText(e);
+      } else {
+        failure.text = std::strerror(err);
+      }
+      return failure;
+    }
+  }
+
+  // Why a handshake failed, in words that name the fix: certificate problems (found by OpenSSL
+  // while verifying) first, then the alerts and failures that have a known cause.
+  absl::Status HandshakeError(const Failure& out, const std::string& peer,
                               const std::string& server_name, const TlsClientOptions* client,
                               absl::Duration timeout) {
     const std::string prefix = absl::StrCat("TLS handshake with ", peer, " ");
@@ -299,8 +475,8 @@ class Transport::Impl {
       return absl::UnavailableError(absl::StrCat(
           prefix, what, cert.empty() ? "" : " [certificate: ", cert, cert.empty() ? "" : "]"));
     }
-    if (out.ec.category() == asio::error::get_ssl_category()) {
-      const int reason = ERR_GET_REASON(static_cast<unsigned long>(out.ec.value()));
+    if (out.ssl_error != 0) {
+      const int reason = ERR_GET_REASON(out.ssl_error);
       switch (reason) {
         case SSL_R_WRONG_VERSION_NUMBER:
         case SSL_R_PACKET_LENGTH_TOO_LONG:
@@ -311,7 +487,7 @@ class Transport::Impl {
               "failed: the server did not answer in TLS; this looks like a plain (non-TLS) "
               "port: use the secure native port (tcp_port_secure, usually 9440) or turn TLS "
               "off for this endpoint (",
-              out.ec.message(), ")"));
+              out.text, ")"));
         case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
         case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
           if (client != nullptr && client->cert_file.empty()) {
@@ -319,44 +495,102 @@ class Transport::Impl {
                 absl::StrCat(prefix,
                              "failed: the server requires a client certificate; set "
                              "--clickhouse-tls-cert-file and --clickhouse-tls-key-file (",
-                             out.ec.message(), ")"));
+                             out.text, ")"));
           }
           break;
         case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
         case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
         case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
-          return absl::UnavailableError(
-              absl::StrCat(prefix, "failed: the server refused chgate's client certificate (",
-                           out.ec.message(), ")"));
+          return absl::UnavailableError(absl::StrCat(
+              prefix, "failed: the server refused chgate's client certificate (", out.text, ")"));
         default:
           break;
       }
-      return absl::UnavailableError(absl::StrCat(prefix, "failed: ", out.ec.message()));
+      return absl::UnavailableError(absl::StrCat(prefix, "failed: ", out.text));
     }
-    if (out.ec == asio::error::eof || out.ec == asio::ssl::error::stream_truncated ||
-        out.ec == asio::error::connection_reset) {
+    if (out.closed) {
       return absl::UnavailableError(absl::StrCat(
           prefix,
           "failed: the server closed the connection during the handshake (a plain port, or "
           "the server refused the TLS parameters)"));
     }
-    return absl::UnavailableError(absl::StrCat(prefix, "failed: ", out.ec.message()));
+    return absl::UnavailableError(absl::StrCat(prefix, "failed: ", out.text));
   }
 
-  asio::io_context io{1};
-  Tcp::socket socket;
-  std::shared_ptr<asio::ssl::context> ssl_context;
-  std::optional<asio::ssl::stream<Tcp::socket&>> ssl;
-  std::atomic<bool> shut_down{false};
+  // Keeps the first certificate problem for HandshakeError, then lets OpenSSL decide as it
+  // would.
+  static int VerifyCallback(int preverified, X509_STORE_CTX* store) {
+    auto* ssl = static_cast<SSL*>(
+        ::X509_STORE_CTX_get_ex_data(store, ::SSL_get_ex_data_X509_STORE_CTX_idx()));
+    auto* impl = static_cast<Impl*>(SSL_get_app_data(ssl));
+    if (preverified == 0 && impl != nullptr && impl->verify_error == X509_V_OK) {
+      impl->verify_error = ::X509_STORE_CTX_get_error(store);
+      impl->verify_depth = ::X509_STORE_CTX_get_error_depth(store);
+      if (X509* cert = ::X509_STORE_CTX_get_current_cert(store); cert != nullptr) {
+        ::X509_up_ref(cert);
+        impl->verify_cert.reset(cert);
+      }
+    }
+    return preverified;
+  }
+
   std::atomic<int> fd{-1};
+  SSL* ssl = nullptr;
+  std::shared_ptr<asio::ssl::context> ssl_context;  // keeps the SSL_CTX alive
+  SocketBioState bio_state;
+  std::atomic<bool> shut_down{false};
   uint64_t bytes_written = 0;
-  std::vector<asio::const_buffer> buffers;
+  std::vector<iovec> iov;
+  std::vector<iovec> pieces;
   std::vector<char> staging;
   // The first certificate problem OpenSSL reported during the handshake.
   long verify_error = X509_V_OK;
   int verify_depth = 0;
   std::unique_ptr<X509, decltype(&::X509_free)> verify_cert{nullptr, &::X509_free};
 };
+
+namespace {
+
+// Connects a non-blocking socket to the first of `addresses` that accepts before `deadline`.
+// Returns the descriptor, or -1 with `error` set (and `timed_out` when the deadline passed).
+int ConnectAny(const addrinfo* addresses, absl::Time deadline, std::string* error,
+               bool* timed_out) {
+  for (const addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+      *error = std::strerror(errno);
+      continue;
+    }
+    int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+      while (true) {
+        const absl::Duration left = deadline - absl::Now();
+        if (left <= absl::ZeroDuration()) {
+          ::close(fd);
+          *timed_out = true;
+          return -1;
+        }
+        pollfd p{fd, POLLOUT, 0};
+        const int r =
+            ::poll(&p, 1,
+                   deadline == absl::InfiniteFuture()
+                       ? -1
+                       : static_cast<int>(std::min<int64_t>(
+                             absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
+                             INT_MAX)));
+        if (r > 0 || (r < 0 && errno != EINTR)) break;
+      }
+      socklen_t len = sizeof(err);
+      if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    }
+    if (err == 0) return fd;
+    *error = std::strerror(err);
+    ::close(fd);
+  }
+  return -1;
+}
+
+}  // namespace
 
 Transport::Transport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -365,44 +599,33 @@ Transport::~Transport() = default;
 absl::StatusOr<std::unique_ptr<Transport>> Transport::Connect(const std::string& host,
                                                               uint16_t port,
                                                               const TransportOptions& options) {
-  auto impl = std::make_unique<Impl>();
   const std::string peer = absl::StrCat(host, ":", port);
-  asio::error_code ec;
-  Tcp::resolver::results_type addresses;
-  if (asio::ip::address address = asio::ip::make_address(host, ec); !ec) {
-    addresses = Tcp::resolver::results_type::create(Tcp::endpoint(address, port), host,
-                                                    std::to_string(port));
-  } else {
-    Tcp::resolver resolver(impl->io);
-    addresses = resolver.resolve(host, std::to_string(port), ec);
-    if (ec) {
-      return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ", ec.message()));
-    }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ", ::gai_strerror(rc)));
   }
-  Outcome connected = impl->Run(
-      [&](auto handler) {
-        asio::async_connect(
-            impl->socket, addresses,
-            [handler](const asio::error_code& e, const Tcp::endpoint&) mutable { handler(e, 0); });
-      },
-      options.connect_timeout);
-  if (connected.timed_out) {
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, &::freeaddrinfo);
+  std::string error = "no address";
+  bool timed_out = false;
+  const int fd =
+      ConnectAny(addresses.get(), DeadlineAfter(options.connect_timeout), &error, &timed_out);
+  if (timed_out) {
     return absl::DeadlineExceededError(absl::StrCat("connect to ", peer, ": timed out after ",
                                                     absl::FormatDuration(options.connect_timeout)));
   }
-  if (connected.ec) {
-    return absl::UnavailableError(absl::StrCat("connect to ", peer, ": ", connected.ec.message()));
-  }
-  impl->socket.set_option(Tcp::no_delay(true), ec);
-  impl->fd.store(impl->socket.native_handle());
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("connect to ", peer, ": ", error));
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  auto impl = std::make_unique<Impl>();
+  impl->fd.store(fd);
   if (options.tls == nullptr) return std::unique_ptr<Transport>(new Transport(std::move(impl)));
 
   const TlsClientOptions& tls = options.tls->options();
-  impl->ssl_context = options.tls->Current();
-  impl->ssl.emplace(impl->socket, *impl->ssl_context);
-  SSL* ssl = impl->ssl->native_handle();
-  // Buffers stay allocated for the connection's life instead of being freed when idle.
-  ::SSL_clear_mode(ssl, SSL_MODE_RELEASE_BUFFERS);
+  impl->StartTls(options.tls->Current());
+  SSL* ssl = impl->ssl;
   const std::string server_name = tls.server_name.empty() ? host : tls.server_name;
   const bool name_is_ip = IsIpAddress(server_name);
   if (!name_is_ip) ::SSL_set_tlsext_host_name(ssl, server_name.c_str());
@@ -414,41 +637,18 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Connect(const std::string&
       return absl::InvalidArgumentError(
           absl::StrCat("TLS server name '", server_name, "' cannot be checked"));
     }
-    Impl* raw = impl.get();
-    impl->ssl->set_verify_callback(
-        [raw](bool preverified, asio::ssl::verify_context& ctx) {
-          X509_STORE_CTX* store = ctx.native_handle();
-          if (!preverified && raw->verify_error == X509_V_OK) {
-            raw->verify_error = ::X509_STORE_CTX_get_error(store);
-            raw->verify_depth = ::X509_STORE_CTX_get_error_depth(store);
-            if (X509* cert = ::X509_STORE_CTX_get_current_cert(store); cert != nullptr) {
-              ::X509_up_ref(cert);
-              raw->verify_cert.reset(cert);
-            }
-          }
-          return preverified;
-        },
-        ec);
+    ::SSL_set_verify(ssl, ::SSL_get_verify_mode(ssl), &Impl::VerifyCallback);
   }
-  Outcome handshake = impl->Run(
-      [&](auto handler) {
-        impl->ssl->async_handshake(asio::ssl::stream_base::client,
-                                   [handler](const asio::error_code& e) mutable { handler(e, 0); });
-      },
-      options.handshake_timeout);
-  if (handshake.ec || handshake.timed_out) {
-    return impl->HandshakeError(handshake, peer, server_name, &tls, options.handshake_timeout);
+  ::SSL_set_connect_state(ssl);
+  if (std::optional<Failure> failed = impl->Handshake(options.handshake_timeout)) {
+    return impl->HandshakeError(*failed, peer, server_name, &tls, options.handshake_timeout);
   }
   return std::unique_ptr<Transport>(new Transport(std::move(impl)));
 }
 
 std::unique_ptr<Transport> Transport::AdoptPlain(int fd) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   auto impl = std::make_unique<Impl>();
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  asio::error_code ec;
-  impl->socket.assign(addr.ss_family == AF_INET6 ? Tcp::v6() : Tcp::v4(), fd, ec);
   impl->fd.store(fd);
   return std::unique_ptr<Transport>(new Transport(std::move(impl)));
 }
@@ -457,17 +657,10 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::AdoptTlsServer(
     int fd, std::shared_ptr<asio::ssl::context> context, absl::Duration handshake_timeout) {
   std::unique_ptr<Transport> transport = AdoptPlain(fd);
   Impl* impl = transport->impl_.get();
-  impl->ssl_context = std::move(context);
-  impl->ssl.emplace(impl->socket, *impl->ssl_context);
-  ::SSL_clear_mode(impl->ssl->native_handle(), SSL_MODE_RELEASE_BUFFERS);
-  Outcome handshake = impl->Run(
-      [&](auto handler) {
-        impl->ssl->async_handshake(asio::ssl::stream_base::server,
-                                   [handler](const asio::error_code& e) mutable { handler(e, 0); });
-      },
-      handshake_timeout);
-  if (handshake.ec || handshake.timed_out) {
-    return impl->HandshakeError(handshake, "client", "", nullptr, handshake_timeout);
+  impl->StartTls(std::move(context));
+  ::SSL_set_accept_state(impl->ssl);
+  if (std::optional<Failure> failed = impl->Handshake(handshake_timeout)) {
+    return impl->HandshakeError(*failed, "client", "", nullptr, handshake_timeout);
   }
   return transport;
 }
@@ -490,28 +683,24 @@ absl::Status Transport::WriteAll(const void* data, size_t n, absl::Duration time
 }
 
 bool Transport::InputPending() const {
-  if (!impl_->socket.is_open()) return false;
-  if (impl_->ssl && ::SSL_has_pending(impl_->ssl->native_handle()) != 0) return true;
-  asio::error_code ec;
-  return impl_->socket.available(ec) > 0 && !ec;
+  const int fd = impl_->fd.load();
+  if (fd < 0) return false;
+  if (impl_->ssl != nullptr && ::SSL_has_pending(impl_->ssl) != 0) return true;
+  int available = 0;
+  return ::ioctl(fd, FIONREAD, &available) == 0 && available > 0;
 }
 
 void Transport::Shutdown() {
   impl_->shut_down.store(true);
+  // Wakes a wait in poll() (the socket reads as hung up) and fails later calls.
   if (int fd = impl_->fd.load(); fd >= 0) ::shutdown(fd, SHUT_RDWR);
-  // Also wakes a step that has no descriptor to wake yet (resolution, connect).
-  Impl* impl = impl_.get();
-  asio::post(impl->io, [impl] {
-    asio::error_code ignored;
-    impl->socket.cancel(ignored);
-  });
 }
 
-bool Transport::tls() const { return impl_->ssl.has_value(); }
+bool Transport::tls() const { return impl_->ssl != nullptr; }
 
 std::string Transport::Description() const {
-  if (!impl_->ssl) return "plain";
-  const SSL* ssl = impl_->ssl->native_handle();
+  if (impl_->ssl == nullptr) return "plain";
+  const SSL* ssl = impl_->ssl;
   return absl::StrCat(::SSL_get_version(ssl), " ", ::SSL_get_cipher_name(ssl));
 }
 

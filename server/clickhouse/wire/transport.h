@@ -1,7 +1,10 @@
-// Transport: the byte stream of one ClickHouse connection, plain TCP or TLS, on asio. Every wait
-// is bounded (connect, TLS handshake, each read, each write). Writes gather the caller's spans:
-// on plain TCP they become sendmsg() calls over the spans themselves; over TLS small spans are
-// packed into full records and large ones are encrypted straight from the caller's memory.
+// Transport: the byte stream of one ClickHouse connection, plain TCP or TLS (OpenSSL driven on
+// the descriptor itself), on a non-blocking socket. Every read and write is tried first and waits
+// in poll() only when the socket is empty or full, and every wait is bounded (connect, TLS
+// handshake, each read, each write). Writes gather the caller's spans: on plain TCP they become
+// sendmsg() calls over the spans themselves; over TLS small spans are packed into full records and
+// large ones are encrypted straight from the caller's memory, each record handed to the kernel
+// at once; reads over TLS take in up to 256 KiB of records per system call.
 //
 // Used by one thread at a time, except Shutdown(), which any thread may call to wake a blocked
 // operation (it then fails with Cancelled) and make later ones fail.
