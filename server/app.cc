@@ -1,11 +1,17 @@
 #include "server/app.h"
 
+#include <fcntl.h>
 #include <malloc.h>
-#include <pthread.h>
+#include <poll.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -109,6 +115,51 @@ void LogConfiguration(const config::Config& config) {
 
 }  // namespace
 
+namespace {
+
+// SIGTERM and SIGINT end up here, on whichever thread the kernel picks (threads the process did
+// not start itself, such as a sanitizer's, may take them), and are passed to Run through a pipe.
+// Blocking the signals and waiting for them with sigwait would leave every such thread to take
+// them with the default action: the process ending undrained.
+std::atomic<int> stop_pipe_write{-1};
+int stop_pipe_read = -1;
+
+void OnStopSignal(int signal_number) {
+  const int saved = errno;
+  const char byte = static_cast<char>(signal_number);
+  // A full pipe (signals nobody reads any more) drops the byte: the first one was enough.
+  [[maybe_unused]] const ssize_t n = ::write(stop_pipe_write.load(), &byte, 1);
+  errno = saved;
+}
+
+}  // namespace
+
+int App::CatchStopSignals() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+    kLog.Error("chgate: cannot make the signal pipe", {{"error", std::strerror(errno)}});
+    return 1;
+  }
+  stop_pipe_read = fds[0];
+  stop_pipe_write.store(fds[1]);
+  struct sigaction action {};
+  action.sa_handler = &OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  return 0;
+}
+
+int App::WaitForStopSignal() {
+  pollfd p{stop_pipe_read, POLLIN, 0};
+  char byte = 0;
+  while (true) {
+    if (::read(stop_pipe_read, &byte, 1) == 1) return byte;
+    ::poll(&p, 1, -1);
+  }
+}
+
 int RunChgate(int argc, char** argv, char** envp) {
   if (argc >= 2 && std::string_view(argv[1]) == "spool") {
     return RunSpoolCommand(argc, argv, envp, std::cout, std::cerr);
@@ -167,17 +218,12 @@ int RunChgate(int argc, char** argv, char** envp) {
 }
 
 App::App(const config::Config& config, Scheduler& housekeeping)
-    : config_(config), housekeeping_(housekeeping) {
-  sigemptyset(&signals_);
-  sigaddset(&signals_, SIGTERM);
-  sigaddset(&signals_, SIGINT);
-}
+    : config_(config), housekeeping_(housekeeping) {}
 
 App::~App() { StopHealthLoops(); }
 
 int App::Start() {
-  // Signals are taken synchronously by Run; every thread started from here inherits the mask.
-  pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+  if (int rc = CatchStopSignals(); rc != 0) return rc;
   if (int rc = StartMetrics(); rc != 0) return rc;
   if (int rc = ConnectClickHouse(); rc != 0) return rc;
   if (int rc = ServeHealthWhileStarting(); rc != 0) return rc;
@@ -439,8 +485,7 @@ void App::StopHealthLoops() {
 }
 
 int App::Run() {
-  int signal_number = 0;
-  sigwait(&signals_, &signal_number);
+  const int signal_number = WaitForStopSignal();
   const absl::Time deadline = absl::Now() + config_.drain_timeout;
   kLog.Info(signal_number == SIGTERM ? "chgate: SIGTERM: draining" : "chgate: SIGINT: draining",
             {{"drain_timeout", config_.drain_timeout}});

@@ -10,8 +10,6 @@
 // API server before the Ingestor, the Ingestor before the spool and the pool.
 #pragma once
 
-#include <signal.h>
-
 #include <memory>
 #include <thread>
 #include <vector>
@@ -42,9 +40,9 @@ class App {
   App(const App&) = delete;
   App& operator=(const App&) = delete;
 
-  // Blocks SIGTERM and SIGINT in this thread and every thread it starts (Run takes them
-  // synchronously), then starts everything. Returns 0 when serving, else the exit code (1: a
-  // resource could not be had; 2: the configuration cannot work), the reason logged.
+  // Catches SIGTERM and SIGINT (Run waits for them), then starts everything. Returns 0 when
+  // serving, else the exit code (1: a resource could not be had; 2: the configuration cannot work),
+  // the reason logged.
   int Start();
   // Waits for SIGTERM or SIGINT, then drains (see docs/configuration.md): 0 when everything was
   // flushed, 1 when rows were dropped or a flush was still waiting at the deadline. The process
@@ -52,6 +50,9 @@ class App {
   int Run();
 
  private:
+  // SIGTERM and SIGINT, on any thread, pass their number to WaitForStopSignal through a pipe.
+  int CatchStopSignals();
+  static int WaitForStopSignal();
   int StartMetrics();
   int ConnectClickHouse();
   int ServeHealthWhileStarting();
@@ -68,7 +69,6 @@ class App {
 
   const config::Config& config_;
   Scheduler& housekeeping_;
-  sigset_t signals_;
   metrics::Metrics metrics_;
   std::unique_ptr<metrics::HttpServer> exposer_;
   std::shared_ptr<metrics::ByteCountersCollectable> byte_counters_;

@@ -311,6 +311,18 @@ class ShutdownTest(QueryTestCase):
         self.assertEqual(codes, ["UNAVAILABLE"])
         self.assertEqual(self.chgate.wait(30), 0)
 
+    def test_sigterm_the_moment_chgate_serves_drains_and_exits_zero(self):
+        # A pod deleted right as it starts: the signal must reach the drain, never a thread that
+        # takes it with the default action (the process then dies by the signal, undrained).
+        # Threads start at different points of the start, so try it several times.
+        for attempt in range(12):
+            proc = e2e.ChgateProcess(CHGATE, self.ch, ["--drain-timeout=5s"],
+                                     name=f"sigterm-at-start-{attempt}").start()
+            proc.signal(signal.SIGTERM)
+            rc = proc.wait(30)
+            self.assertEqual(rc, 0, f"attempt {attempt}: exit {rc}:\n{proc.log_tail()}")
+            self.assertIn("chgate: SIGTERM: draining", proc.log_text())
+
 
 def main():
     global CHGATE, CLI
