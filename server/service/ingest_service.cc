@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/arena.h"
 #include "server/ingest/value_error.h"
 #include "server/log/log.h"
 #include "server/proto_convert/values.h"
@@ -42,6 +43,17 @@ uint64_t ConvertingBytes(const v1::InsertRequest& message, size_t wire) {
     }
   }
   return parsed + wire;
+}
+
+// An arena for one InsertRequest: its rows and values are carved out of a few blocks instead
+// of one allocation each, and go back all at once with the arena. Parsing a 100-row request of
+// generic values made about 300 allocations and as many frees (a fifth of chgate's CPU on
+// small generic-row requests, measured with perf).
+std::unique_ptr<google::protobuf::Arena> RequestArena() {
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 4096;
+  options.max_block_size = 64 * 1024;
+  return std::make_unique<google::protobuf::Arena>(options);
 }
 
 // A request made ready for the Ingestor. The views `request` holds point into this struct and
@@ -290,9 +302,11 @@ class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
       raw_.Clear();
       return FinishEarly(reservation.status());
     }
-    state_->message = std::make_unique<v1::InsertRequest>();
+    state_->arena = RequestArena();
+    state_->message =
+        google::protobuf::Arena::CreateMessage<v1::InsertRequest>(state_->arena.get());
     const v1::InsertRequest& message = *state_->message;
-    absl::Status parsed = ParseRawMessage(raw_, state_->message.get());
+    absl::Status parsed = ParseRawMessage(raw_, state_->message);
     raw_.Clear();  // not read again
     if (!parsed.ok()) return FinishEarly(parsed);
     reservation->Resize(ConvertingBytes(message, wire));
@@ -343,13 +357,15 @@ class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
     bool cancelled ABSL_GUARDED_BY(mu) = false;
     // Written before Submit; afterwards only ReleaseInput (once, on an Ingestor thread) frees
     // the message and the views into it, and the outcome reads the plain fields of `prepared`.
-    std::unique_ptr<v1::InsertRequest> message;
+    std::unique_ptr<google::protobuf::Arena> arena;
+    v1::InsertRequest* message = nullptr;  // on `arena`
     PreparedInsert prepared;
 
     void ReleaseInput() {
       prepared.rows.reset();
       prepared.block = clickhouse::Block();
-      message.reset();
+      message = nullptr;
+      arena.reset();
     }
   };
 
@@ -450,7 +466,7 @@ class IngestService::StreamCall final
       }
       if (finished_) return;
       const size_t wire = slot->raw.Length();
-      absl::Status parsed = ParseRawMessage(slot->raw, slot->request.get());
+      absl::Status parsed = ParseRawMessage(slot->raw, slot->request);
       slot->raw.Clear();  // not read again
       if (!parsed.ok()) {
         // The message has no sequence to acknowledge: end the stream with the reason, after
@@ -501,12 +517,15 @@ class IngestService::StreamCall final
     void ReleaseInput() {
       prepared.rows.reset();
       prepared.block = clickhouse::Block();
-      request.reset();
+      request = nullptr;
+      arena.reset();
     }
 
     StreamCall* const call;
     grpc::ByteBuffer raw;
-    std::unique_ptr<v1::InsertRequest> request = std::make_unique<v1::InsertRequest>();
+    std::unique_ptr<google::protobuf::Arena> arena = RequestArena();
+    v1::InsertRequest* request =
+        google::protobuf::Arena::CreateMessage<v1::InsertRequest>(arena.get());
     uint64_t sequence = 0;
     size_t wire_bytes = 0;
     PreparedInsert prepared;
