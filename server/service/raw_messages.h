@@ -8,12 +8,25 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/arena.h"
 
 namespace chgate::service {
+
+// An arena for one request message: its repeated sub-messages are carved out of a few blocks
+// instead of one allocation each, and go back all at once with the arena. Parsing a 100-row
+// InsertRequest of generic values made about 300 allocations and as many frees, a fifth of
+// chgate's CPU on small generic-row requests (perf).
+inline std::unique_ptr<google::protobuf::Arena> NewRequestArena() {
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 4096;
+  options.max_block_size = 64 * 1024;
+  return std::make_unique<google::protobuf::Arena>(options);
+}
 
 // Parses `raw` into `out`. InvalidArgument naming the message type and size when the bytes are
 // not a valid serialized message (truncated, bad length prefix, wrong wire type).
