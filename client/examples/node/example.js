@@ -5,6 +5,7 @@
 //      otherwise the table must exist already, see TABLE_DDL below),
 //   2. sends rows over an InsertStream and waits for their acks,
 //   3. sends a columnar Block over the same stream and waits for its ack,
+//   3b. emits events one at a time and gathers them into one request per batch (Gatherer),
 //   4. reads this run's rows back with Query and checks that every inserted row is there.
 //
 // Usage: node example.js [ADDRESS] [TABLE]
@@ -159,6 +160,28 @@ function readRows(block) {
   return rows;
 }
 
+// One row at a time in, one request per batch out: rows are gathered until `maxRows`, or until
+// `lingerMs` has passed since the batch's first row (a timer sends it then), and `send(rows)`
+// gets each batch. A request per event costs chgate and the caller tens of microseconds each; a
+// gathered row well under one.
+class Gatherer {
+  constructor(send, { maxRows = 500, lingerMs = 5 } = {}) {
+    Object.assign(this, { send, maxRows, lingerMs, rows: [], timer: null });
+  }
+
+  add(row) {
+    this.rows.push(row);
+    if (this.rows.length >= this.maxRows) this.flush();
+    else if (this.timer === null) this.timer = setTimeout(() => this.flush(), this.lingerMs);
+  }
+
+  flush() {
+    clearTimeout(this.timer);
+    this.timer = null;
+    if (this.rows.length > 0) this.send(this.rows.splice(0));
+  }
+}
+
 // Steps 2 and 3: rows, then a Block, on one InsertStream. Returns the number of rows inserted
 // (ids 1..n of this run).
 async function insert(stream, run) {
@@ -208,6 +231,30 @@ async function insert(stream, run) {
   });
   checkAck(blockAck, blockIds.length);
   console.log(`ack ${blockAck.sequence}: ${blockAck.rows} rows committed (block)`);
+
+  // 3b. 1,200 events, emitted one at a time, go out as 3 requests (500, 500, 200 rows).
+  const gathered = [];
+  const gatherer = new Gatherer((rows) => {
+    const seq = 5 + gathered.length;
+    gathered.push(stream.send({
+      table,
+      columns,
+      rows: { rows },
+      sequence: String(seq),
+      idempotency_key: `${run}-${seq}`,
+      ack_mode: 'ACK_MODE_COMMITTED',
+    }).then((ack) => {
+      checkAck(ack, rows.length);
+      return rows.length;
+    }));
+  }, { maxRows: 500, lingerMs: 1000 });
+  for (let n = 0; n < 1200; n++) {
+    id++;
+    gatherer.add({ values: [{ string_value: run }, { uint64_value: String(id) }, { string_value: `event ${id}` }] });
+  }
+  gatherer.flush();
+  const sizes = await Promise.all(gathered);
+  console.log(`1200 events in ${sizes.length} requests of [${sizes.join(', ')}] rows, committed`);
   await stream.close();
   return id;
 }
