@@ -8,165 +8,17 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "server/ingest/value_error.h"
 #include "server/log/log.h"
-#include "server/proto_convert/values.h"
 #include "server/service/api_security.h"
 #include "server/service/call_trace.h"
+#include "server/service/insert_request.h"
 #include "server/service/raw_messages.h"
 #include "server/service/status.h"
 #include "text/status_macros.h"
 
 namespace chgate::service {
 namespace {
-
-constexpr size_t kMaxIdempotencyKeyBytes = 128;
-
-// What a request is counted for in the memory budget (ingest::MemoryBudget) before it is
-// converted. On arrival: the received bytes and their parsed copy, which exist together while
-// the message is parsed.
-uint64_t ArrivalBytes(size_t wire) { return 2 * static_cast<uint64_t>(wire) + 1024; }
-
-// Once parsed (the received bytes freed): the parsed message and the columns converted from it,
-// which exist together until the conversion ends. Estimates: a parsed message takes about its
-// wire size plus the objects of each row and value (exact for columnar blocks, whose values are
-// bytes fields); converted columns about the wire size.
-uint64_t ConvertingBytes(const v1::InsertRequest& message, size_t wire) {
-  uint64_t parsed = static_cast<uint64_t>(wire) + 1024;
-  if (message.has_rows()) {
-    parsed += 64 * static_cast<uint64_t>(message.rows().rows_size());
-    for (const v1::Row& row : message.rows().rows()) {
-      parsed += 48 * static_cast<uint64_t>(row.values_size());
-    }
-  }
-  return parsed + wire;
-}
-
-// A request made ready for the Ingestor. The views `request` holds point into this struct and
-// into the InsertRequest message; both must stay alive until the Ingestor admits or rejects it.
-struct PreparedInsert {
-  std::optional<proto_convert::ProtoRows> rows;
-  clickhouse::Block block;
-  ingest::Request request;
-  uint64_t row_count = 0;
-  v1::AckMode requested_ack = v1::ACK_MODE_UNSPECIFIED;
-};
-
-absl::Status CheckColumnNames(const std::vector<std::string>& names) {
-  absl::flat_hash_set<std::string_view> seen;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i].empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("column name ", i, " is empty"));
-    }
-    if (!seen.insert(names[i]).second) {
-      return ingest::WithValueError(
-          absl::InvalidArgumentError(
-              absl::StrCat("column '", ingest::PrintableName(names[i]), "' is listed twice")),
-          {.column = names[i]});
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
-  std::vector<std::string>& columns = out->request.columns;
-  std::vector<std::string> names;
-  if (columns.empty()) {
-    for (int i = 0; i < block.columns_size(); ++i) {
-      if (block.columns(i).name().empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "block column ", i, " has no name: name every block column or set `columns`"));
-      }
-      names.push_back(block.columns(i).name());
-    }
-    CHGATE_RETURN_IF_ERROR(CheckColumnNames(names));
-  } else {
-    if (static_cast<size_t>(block.columns_size()) != columns.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "block has ", block.columns_size(), " columns but `columns` names ", columns.size()));
-    }
-    for (int i = 0; i < block.columns_size(); ++i) {
-      const std::string& name = block.columns(i).name();
-      const std::string& target = columns[static_cast<size_t>(i)];
-      if (!name.empty() && name != target) {
-        return ingest::WithValueError(
-            absl::InvalidArgumentError(
-                absl::StrCat("block column ", i, " is named '", ingest::PrintableName(name),
-                             "' but `columns` has '", ingest::PrintableName(target), "' there")),
-            {.column = target});
-      }
-    }
-    names = columns;
-  }
-  if (block.columns_size() == 0) {
-    if (block.rows() > 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("block has ", block.rows(), " rows but no columns"));
-    }
-    return absl::OkStatus();  // no data: resolve the table only
-  }
-  CHGATE_RETURN_IF_ERROR(proto_convert::ConvertBlock(block, names, &out->block));
-  columns = std::move(names);
-  out->request.block = &out->block;
-  out->row_count = block.rows();
-  return absl::OkStatus();
-}
-
-// Validates `message` and fills `out`. Returns InvalidArgument for a request that cannot be
-// submitted (see ConvertBlock for the columnar checks).
-absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline,
-                     const std::optional<text::TraceContext>& trace, PreparedInsert* out) {
-  if (message.table().empty()) return absl::InvalidArgumentError("`table` is required");
-  if (message.idempotency_key().size() > kMaxIdempotencyKeyBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("`idempotency_key` has ", message.idempotency_key().size(), " bytes, at most ",
-                     kMaxIdempotencyKeyBytes, " are allowed"));
-  }
-  ingest::Request& request = out->request;
-  request.table = message.table();
-  request.idempotency_key = message.idempotency_key();
-  request.deadline = deadline;
-  request.trace = trace;
-  out->requested_ack = message.ack_mode();
-  switch (message.ack_mode()) {
-    case v1::ACK_MODE_UNSPECIFIED:
-      break;
-    case v1::ACK_MODE_COMMITTED:
-      request.ack = ingest::AckMode::kCommitted;
-      break;
-    case v1::ACK_MODE_ACCEPTED:
-      request.ack = ingest::AckMode::kAccepted;
-      break;
-    case v1::ACK_MODE_PERSISTED:
-      request.ack = ingest::AckMode::kPersisted;
-      break;
-    default:
-      // Rather than weaken a guarantee the caller may have asked for.
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown `ack_mode` ", static_cast<int>(message.ack_mode())));
-  }
-  request.columns.assign(message.columns().begin(), message.columns().end());
-  CHGATE_RETURN_IF_ERROR(CheckColumnNames(request.columns));
-  switch (message.data_case()) {
-    case v1::InsertRequest::kRows:
-      out->rows.emplace(&message.rows());
-      request.rows = &*out->rows;
-      out->row_count = static_cast<uint64_t>(message.rows().rows_size());
-      break;
-    case v1::InsertRequest::kBlock:
-      CHGATE_RETURN_IF_ERROR(PrepareBlock(message.block(), out));
-      break;
-    case v1::InsertRequest::DATA_NOT_SET:
-      break;
-  }
-  // Nothing to commit: the Ingestor only needs to resolve the table and columns. An `accepted`
-  // ack answers as soon as that is done, where a committed one would wait for the table's next
-  // flush (a batch without rows is never flushed).
-  if (out->row_count == 0) request.ack = ingest::AckMode::kAccepted;
-  return absl::OkStatus();
-}
 
 google::protobuf::Timestamp ToProtoTime(absl::Time t) {
   google::protobuf::Timestamp ts;
