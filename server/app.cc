@@ -113,10 +113,6 @@ void LogConfiguration(const config::Config& config) {
   kLog.Info("configuration", fields);
 }
 
-}  // namespace
-
-namespace {
-
 // SIGTERM and SIGINT end up here, on whichever thread the kernel picks (threads the process did
 // not start itself, such as a sanitizer's, may take them), and are passed to Run through a pipe.
 // Blocking the signals and waiting for them with sigwait would leave every such thread to take
