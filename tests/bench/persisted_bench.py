@@ -51,16 +51,14 @@ def fdatasync_latency(directory, count):
     return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.99))]
 
 
-def main():
-    parser = small_bench.bench_parser(__doc__, 6)
+def add_arguments(parser):
+    """This script's options beyond small_bench.bench_parser's."""
     parser.add_argument("--spool-dir", default=None)
     parser.add_argument("--group-commit-delay", default=None, help="default: chgate's own")
-    args = parser.parse_args()
-    if args.smoke:
-        args.duration = 0.5
-    ch, exit_code = small_bench.local_clickhouse()
-    if ch is None:
-        return exit_code
+
+
+def run_cases(args, ch):
+    """The four cases against `ch`: (results, spool root, fdatasync p50 ms, p99 ms)."""
     ch.query(f"CREATE TABLE IF NOT EXISTS {small_bench.TABLE} (id UInt64, msg String) ENGINE = Null")
     row = json.dumps({"id": 1, "msg": small_bench.MSG16})
     spool_root = Path(args.spool_dir) if args.spool_dir else e2e.work_dir() / "persisted-bench"
@@ -82,14 +80,26 @@ def main():
         finally:
             shutil.rmtree(spool, ignore_errors=True)
 
-    results = []
     committed = case("committed", "committed")
     persisted = case("persisted", "persisted")
-    results += [committed, persisted]
+    results = [committed, persisted]
     results.append(case("committed @half", "committed", max(1.0, committed["requests_per_s"] / 2)))
     results.append(case("persisted @half", "persisted", max(1.0, persisted["requests_per_s"] / 2)))
     p50, p99 = fdatasync_latency(spool_root, 20 if args.smoke else 500)
+    return results, spool_root, p50, p99
 
+
+def cpu_ratio(results, suffix=""):
+    """persisted / committed chgate CPU per request for the closed loop ("") or "@half"; None
+    when a case has no CPU figure."""
+    by_case = {r["case"]: r.get("chgate_cpu_us_per_request") for r in results}
+    name = f" {suffix}" if suffix else ""
+    committed, persisted = by_case.get(f"committed{name}"), by_case.get(f"persisted{name}")
+    return persisted / committed if committed and persisted else None
+
+
+def print_results(results, spool_root, p50, p99):
+    committed, persisted = results[0], results[1]
     print()
     header = (f"{'case':<16} {'requests/s':>11} {'rows/s':>12} {'chgate us/req':>13} "
               f"{'client us/req':>13} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'failed':>7}")
@@ -103,13 +113,26 @@ def main():
               f"{r['requests_failed']:>7}")
     print(f"\npersisted / committed throughput: "
           f"{persisted['requests_per_s'] / committed['requests_per_s']:.2f}")
-    cpu = [r.get("chgate_cpu_us_per_request") for r in (committed, persisted)]
-    if all(cpu):
-        print(f"persisted / committed chgate CPU per request: {cpu[1] / cpu[0]:.2f}")
+    for suffix, what in (("", "closed loop"), ("@half", "open loop at half rate")):
+        ratio = cpu_ratio(results, suffix)
+        if ratio is not None:
+            print(f"persisted / committed chgate CPU per request, {what}: {ratio:.2f}")
     print(f"disk fdatasync of a 4 KiB append in {spool_root}: p50 {p50:.3f} ms, p99 {p99:.3f} ms")
     print("@half: open loop at half the closed loop's rate; latency from each request's due time. "
           "committed acks wait for the batch (--batch-max-delay 200 ms); persisted ones for the "
           "spool's group-committed fdatasync.")
+
+
+def main():
+    parser = small_bench.bench_parser(__doc__, 6)
+    add_arguments(parser)
+    args = parser.parse_args()
+    if args.smoke:
+        args.duration = 0.5
+    ch, exit_code = small_bench.local_clickhouse()
+    if ch is None:
+        return exit_code
+    print_results(*run_cases(args, ch))
     return 0
 
 

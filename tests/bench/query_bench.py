@@ -79,34 +79,31 @@ def prepare_wide(ch, rows):
         FROM system.numbers LIMIT {rows}""", timeout=600)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--chgate", default=e2e.default_chgate_binary())
+def add_arguments(parser, client=True):
+    """This script's options beyond --chgate and --smoke: the reader, the sizes and (with
+    `client`, unless another script's parser has it) the clickhouse-client peer."""
     parser.add_argument("--reader", default=str(Path(e2e.default_chgate_binary()).parent.parent
                                                 / "tests" / "chgate_query_bench"))
-    parser.add_argument("--client", default="clickhouse-client")
+    if client:
+        parser.add_argument("--client", default="clickhouse-client")
     parser.add_argument("--numbers", type=int, default=200_000_000)
     parser.add_argument("--wide", type=int, default=5_000_000)
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes; proves the script works")
-    args = parser.parse_args()
-    if args.smoke:
-        args.numbers, args.wide = 200_000, 20_000
 
-    ch = e2e.ClickHouse()
-    problem = ch.check_reachable()
-    if problem is not None:
-        print(f"ClickHouse at {ch.address} is unreachable: {problem}", file=sys.stderr)
-        return 1 if ch.required else 77
-    prepare_wide(ch, args.wide)
+
+def run_cases(args, ch, cases=("numbers", "wide"), compressions=("none", "lz4")):
+    """The cases named in `cases` (numbers, wide) with each compression, each through the SDK's
+    row cursor, its columnar path and clickhouse-client: one dict per (case, path)."""
+    if "wide" in cases:
+        prepare_wide(ch, args.wide)
     host, port = ch.host, str(ch.port)
-
-    cases = [
-        ("numbers", f"SELECT number FROM system.numbers LIMIT {args.numbers}"),
-        ("wide", f"SELECT * FROM {WIDE_TABLE}"),
-    ]
+    statements = {
+        "numbers": f"SELECT number FROM system.numbers LIMIT {args.numbers}",
+        "wide": f"SELECT * FROM {WIDE_TABLE}",
+    }
     rows_out = []
-    for name, sql in cases:
-        for compression in ("none", "lz4"):
+    for name in cases:
+        sql = statements[name]
+        for compression in compressions:
             chgate = e2e.ChgateProcess(args.chgate, ch, [f"--compression={compression}"],
                                        name=f"bench-{name}-{compression}").start()
             results = []
@@ -138,7 +135,10 @@ def main():
                 "chgate_cpu": None, "client_cpu": cpu, "chgate_rss": None,
                 "client_rss": rss / 1024, "decoded": decoded,
             })
+    return rows_out
 
+
+def print_results(rows_out):
     print()
     header = (f"{'case':<12} {'path':<30} {'rows':>11} {'wall s':>8} {'decoded MiB/s':>13} "
               f"{'chgate CPU s':>12} {'reader CPU s':>12} {'chgate RSS MiB':>14} "
@@ -156,6 +156,23 @@ def main():
     print("\nwall vs ch-client: chgate path's wall time / clickhouse-client's (lower is faster).")
     print("row cursor: typed getters per value; columns: QueryCursor::NextBlock and the columnar "
           "views (ViewFixed, ViewStrings). chgate RSS is its peak over both reads.")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chgate", default=e2e.default_chgate_binary())
+    add_arguments(parser)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes; proves the script works")
+    args = parser.parse_args()
+    if args.smoke:
+        args.numbers, args.wide = 200_000, 20_000
+
+    ch = e2e.ClickHouse()
+    problem = ch.check_reachable()
+    if problem is not None:
+        print(f"ClickHouse at {ch.address} is unreachable: {problem}", file=sys.stderr)
+        return 1 if ch.required else 77
+    print_results(run_cases(args, ch))
     return 0
 
 

@@ -142,17 +142,8 @@ def local_clickhouse():
     return ch, None
 
 
-def main():
-    parser = bench_parser(__doc__, 6)
-    parser.add_argument("--native", default=str(BUILD / "tests" / "chgate_native_bench"))
-    parser.add_argument("--client", default="clickhouse-client")
-    args = parser.parse_args()
-    if args.smoke:
-        args.duration = 0.5
-
-    ch, exit_code = local_clickhouse()
-    if ch is None:
-        return exit_code
+def run_cases(args, ch):
+    """Every case of this script against `ch`; (results, the @half case's rate)."""
     ch.query(f"CREATE TABLE IF NOT EXISTS {TABLE} (id UInt64, msg String) ENGINE = Null")
     row = json.dumps({"id": 1, "msg": MSG16})
 
@@ -188,7 +179,10 @@ def main():
                               "1000", "--max-in-flight", "64", "--row", row]))
     results.append(run_native(args, ch))
     results.append(run_clickhouse_client(args, ch, 50 if args.smoke else 2000))
+    return results, half
 
+
+def print_results(results, half):
     print()
     header = (f"{'case':<15} {'requests/s':>11} {'rows/s':>12} {'chgate us/req':>13} "
               f"{'chgate ns/row':>13} {'ctx/req':>8} {'client us/req':>13} "
@@ -210,6 +204,25 @@ def main():
           "time, with chgate's --batch-max-delay of 200 ms.")
     print("native: one INSERT of that many rows through chgate's native library (the upper "
           "bound); ch-client: clickhouse-client on one connection, one single-row INSERT each.")
+
+
+def add_arguments(parser):
+    """This script's options beyond bench_parser's."""
+    parser.add_argument("--native", default=str(BUILD / "tests" / "chgate_native_bench"))
+    parser.add_argument("--client", default="clickhouse-client")
+
+
+def main():
+    parser = bench_parser(__doc__, 6)
+    add_arguments(parser)
+    args = parser.parse_args()
+    if args.smoke:
+        args.duration = 0.5
+
+    ch, exit_code = local_clickhouse()
+    if ch is None:
+        return exit_code
+    print_results(*run_cases(args, ch))
     return 0
 
 
