@@ -23,6 +23,7 @@ WORKDIR /src
 COPY CMakeLists.txt ./
 COPY cmake/ cmake/
 COPY text/ text/
+COPY columnar/ columnar/
 COPY proto/ proto/
 COPY server/ server/
 COPY client/ client/

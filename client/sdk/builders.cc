@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/sdk/internal/strings.h"
+#include "columnar/column_layout.h"
 #include "text/type_facts.h"
 #include "text/value_parse.h"
 
@@ -480,8 +481,7 @@ bool FixedBytesFromText(const ColumnType& type, std::string_view v, std::string*
 ColumnBuilder& ColumnBuilder::AppendString(std::string_view v) {
   if (!StartValue()) return *this;
   if (type_.kind == TypeKind::kString) {
-    column_->mutable_data()->append(v);
-    column_->add_offsets(column_->data().size());
+    columnar::AppendString(v, column_);
     ++rows_;
     return *this;
   }
@@ -536,7 +536,7 @@ ColumnBuilder& ColumnBuilder::AppendNull() {
   }
   column_->mutable_nulls()->push_back('\1');
   if (type_.kind == TypeKind::kString) {
-    column_->add_offsets(column_->data().size());
+    columnar::AppendString({}, column_);
   } else {
     column_->mutable_data()->append(type_.width_bytes, '\0');
   }
@@ -557,14 +557,14 @@ ColumnBuilder& ColumnBuilder::element(size_t index) {
 ColumnBuilder& ColumnBuilder::EndRow() {
   switch (type_.kind) {
     case TypeKind::kArray:
-      column_->add_offsets(children_[0]->rows());
+      columnar::AppendRowEnd(children_[0]->rows(), column_);
       break;
     case TypeKind::kMap:
       if (children_[0]->rows() != children_[1]->rows()) {
         Fail(absl::StrCat(children_[0]->rows(), " keys but ", children_[1]->rows(), " values"));
         return *this;
       }
-      column_->add_offsets(children_[0]->rows());
+      columnar::AppendRowEnd(children_[0]->rows(), column_);
       break;
     case TypeKind::kTuple:
       for (const auto& child : children_) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/civil_time.h"
 #include "client/sdk/internal/strings.h"
+#include "columnar/column_layout.h"
 #include "text/escape.h"
 #include "text/json.h"
 #include "text/status_macros.h"
@@ -30,15 +31,15 @@ using text::LoadSigned;
 using text::LoadUnsigned;
 
 const char* Slot(const v1::Column& column, const ColumnType& type, uint64_t row) {
-  return column.data().data() + row * type.width_bytes;
+  return columnar::FixedAt(column, type.width_bytes, row);
 }
 
 uint64_t Begin(const v1::Column& column, uint64_t row) {
-  return row == 0 ? 0 : column.offsets(static_cast<int>(row - 1));
+  return columnar::RowBegin(column.offsets(), row);
 }
 
 uint64_t End(const v1::Column& column, uint64_t row) {
-  return column.offsets(static_cast<int>(row));
+  return columnar::RowEnd(column.offsets(), row);
 }
 
 bool IsComposite(TypeKind kind) {
@@ -354,71 +355,52 @@ absl::Status Invalid(const ColumnType& type, std::string_view what) {
       absl::StrCat("malformed ", type.text, " column: ", internal::Sv(what)));
 }
 
-absl::Status CheckOffsets(const v1::Column& column, const ColumnType& type, uint64_t rows,
-                          uint64_t limit, uint64_t* last) {
-  if (static_cast<uint64_t>(column.offsets_size()) != rows) {
-    return Invalid(type, absl::StrCat(column.offsets_size(), " offsets for ", rows, " rows"));
-  }
-  uint64_t previous = 0;
-  for (uint64_t offset : column.offsets()) {
-    if (offset < previous) return Invalid(type, "offsets decrease");
-    previous = offset;
-  }
-  if (previous > limit) {
-    return Invalid(type, absl::StrCat("offset ", previous, " beyond ", limit));
-  }
-  *last = previous;
-  return absl::OkStatus();
+// A shared layout check's result for a column of `type`.
+absl::Status Checked(const ColumnType& type, const absl::Status& checked) {
+  if (checked.ok()) return checked;
+  return Invalid(type, std::string_view(checked.message().data(), checked.message().size()));
 }
 
 absl::Status Validate(const v1::Column& column, const ColumnType& type, uint64_t rows, int depth) {
   if (depth > 64) return Invalid(type, "nested too deeply");
   if (type.nullable) {
-    if (!column.nulls().empty() && column.nulls().size() != rows) {
-      return Invalid(type, absl::StrCat(column.nulls().size(), " null flags for ", rows, " rows"));
-    }
+    CHGATE_RETURN_IF_ERROR(
+        Checked(type, columnar::CheckNulls(column, rows, columnar::NullFlags::kAnyByte)));
   } else if (!column.nulls().empty()) {
-    return Invalid(type, "null flags on a type that is not Nullable");
+    return Invalid(type, "`nulls` is only for Nullable types");
   }
   if (type.is_fixed_width()) {
-    if (rows > column.data().size() / type.width_bytes ||
-        column.data().size() != rows * type.width_bytes) {
-      return Invalid(type, absl::StrCat(column.data().size(), " data bytes for ", rows, " rows of ",
-                                        type.width_bytes, " bytes"));
-    }
-    return absl::OkStatus();
+    return Checked(type, columnar::CheckFixedData(column, rows, type.width_bytes));
   }
-  uint64_t last = 0;
   switch (type.kind) {
     case TypeKind::kString:
-      return CheckOffsets(column, type, rows, column.data().size(), &last);
+      return Checked(type, columnar::CheckStringData(column, rows));
     case TypeKind::kNothing:
       return absl::OkStatus();
     case TypeKind::kArray:
     case TypeKind::kMap: {
-      const size_t children = type.kind == TypeKind::kArray ? 1 : 2;
-      if (static_cast<size_t>(column.children_size()) != children) {
-        return Invalid(type,
-                       absl::StrCat(column.children_size(), " children, expected ", children));
-      }
-      CHGATE_RETURN_IF_ERROR(
-          CheckOffsets(column, type, rows, std::numeric_limits<uint64_t>::max(), &last));
-      for (size_t i = 0; i < children; ++i) {
+      const bool map = type.kind == TypeKind::kMap;
+      const int children = map ? 2 : 1;
+      CHGATE_RETURN_IF_ERROR(Checked(
+          type, columnar::CheckChildren(column, children, map ? "keys, values" : "the elements")));
+      absl::StatusOr<uint64_t> last = columnar::CheckOffsets(column.offsets(), rows, "elements");
+      if (!last.ok()) return Checked(type, last.status());
+      for (int i = 0; i < children; ++i) {
         CHGATE_RETURN_IF_ERROR(
-            Validate(column.children(static_cast<int>(i)), type.elements[i], last, depth + 1));
+            Validate(column.children(i), type.elements[static_cast<size_t>(i)], *last, depth + 1));
       }
       return absl::OkStatus();
     }
-    case TypeKind::kTuple:
-      if (static_cast<size_t>(column.children_size()) != type.elements.size()) {
-        return Invalid(type, absl::StrCat(column.children_size(), " children, expected ",
-                                          type.elements.size()));
-      }
-      for (size_t i = 0; i < type.elements.size(); ++i) {
+    case TypeKind::kTuple: {
+      const int n = static_cast<int>(type.elements.size());
+      CHGATE_RETURN_IF_ERROR(
+          Checked(type, columnar::CheckChildren(column, n, "one per tuple element")));
+      for (int i = 0; i < n; ++i) {
         CHGATE_RETURN_IF_ERROR(
-            Validate(column.children(static_cast<int>(i)), type.elements[i], rows, depth + 1));
+            Validate(column.children(i), type.elements[static_cast<size_t>(i)], rows, depth + 1));
       }
       return absl::OkStatus();
+    }
     default:
       return Invalid(type, "unexpected type");
   }

@@ -8,32 +8,6 @@
 #include "server/ingest/value_error.h"
 
 namespace chgate::proto_convert::internal {
-namespace {
-
-const char* FieldName(unsigned field) {
-  switch (field) {
-    case kNulls:
-      return "nulls";
-    case kOffsets:
-      return "offsets";
-    case kData:
-      return "data";
-    case kChildren:
-      return "children";
-    case kInt64s:
-      return "int64s";
-    case kUInt64s:
-      return "uint64s";
-    case kFloat64s:
-      return "float64s";
-    case kStrings:
-      return "strings";
-  }
-  return "?";
-}
-
-}  // namespace
-
 absl::Status Node::BadValue(uint64_t index, std::string value, std::string_view kind,
                             std::string_view what) const {
   std::vector<std::string> segments;
@@ -104,43 +78,21 @@ void Place(const Position& pos, Node* node) {
   node->label = pos.label;
 }
 
-unsigned PresentFields(const v1::Column& c) {
-  unsigned f = 0;
-  if (!c.nulls().empty()) f |= kNulls;
-  if (c.offsets_size() > 0) f |= kOffsets;
-  if (!c.data().empty()) f |= kData;
-  if (c.children_size() > 0) f |= kChildren;
-  if (c.int64s_size() > 0) f |= kInt64s;
-  if (c.uint64s_size() > 0) f |= kUInt64s;
-  if (c.float64s_size() > 0) f |= kFloat64s;
-  if (c.strings_size() > 0) f |= kStrings;
-  return f;
+absl::Status AtPosition(const Position& pos, const absl::Status& checked) {
+  if (checked.ok()) return checked;
+  return LayoutError(pos, std::string_view(checked.message().data(), checked.message().size()));
 }
 
 absl::Status CheckFields(const v1::Column& src, const Position& pos, unsigned allowed) {
   if (pos.shares_nulls) allowed |= kNulls;
-  const unsigned extra = PresentFields(src) & ~allowed;
-  if (extra == 0) return absl::OkStatus();
-  const unsigned first = extra & (~extra + 1);
-  if (first == kNulls) return LayoutError(pos, "`nulls` is only for Nullable types");
-  return LayoutError(pos, absl::StrCat("unexpected field `", FieldName(first), "` for this type"));
+  return AtPosition(pos, columnar::CheckFields(src, allowed));
 }
 
 absl::StatusOr<uint64_t> CheckOffsets(const Offsets& offsets, uint64_t rows, const Position& pos,
                                       std::string_view unit) {
-  if (static_cast<uint64_t>(offsets.size()) != rows) {
-    return LayoutError(pos, absl::StrCat("`offsets` has ", offsets.size(), " entries, expected ",
-                                         rows, " (one per row)"));
-  }
-  uint64_t previous = 0;
-  for (int i = 0; i < offsets.size(); ++i) {
-    if (offsets.Get(i) < previous) {
-      return LayoutError(pos, absl::StrCat("`offsets` decreases at row ", i, " (", offsets.Get(i),
-                                           " after ", previous, " ", Sv(unit), ")"));
-    }
-    previous = offsets.Get(i);
-  }
-  return previous;
+  absl::StatusOr<uint64_t> last = columnar::CheckOffsets(offsets, rows, unit);
+  if (!last.ok()) return AtPosition(pos, last.status());
+  return last;
 }
 
 }  // namespace chgate::proto_convert::internal

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "chgate/v1/chgate.pb.h"
+#include "columnar/column_layout.h"
 #include "server/clickhouse/columns/column.h"
 #include "server/clickhouse/columns/fixed.h"
 
@@ -22,7 +23,7 @@ namespace chgate::proto_convert::internal {
 static_assert(std::endian::native == std::endian::little,
               "the columnar path copies little-endian wire values as host integers");
 
-using Offsets = google::protobuf::RepeatedField<uint64_t>;
+using columnar::Offsets;
 
 // The top-level column a conversion works on, for error messages.
 struct Scope {
@@ -80,19 +81,20 @@ std::string ChildWhere(const Position& pos, int index);
 // Places `node` in the tree at `pos` (its parent, link and label).
 void Place(const Position& pos, Node* node);
 
-// The value fields a Column sets.
-enum Field : unsigned {
-  kNulls = 1 << 0,
-  kOffsets = 1 << 1,
-  kData = 1 << 2,
-  kChildren = 1 << 3,
-  kInt64s = 1 << 4,
-  kUInt64s = 1 << 5,
-  kFloat64s = 1 << 6,
-  kStrings = 1 << 7,
-};
+// The value fields of a Column and their checks: the layout shared with the SDK.
+using columnar::kChildren;
+using columnar::kData;
+using columnar::kFloat64s;
+using columnar::kInt64s;
+using columnar::kNulls;
+using columnar::kOffsets;
+using columnar::kStrings;
+using columnar::kUInt64s;
+using columnar::PresentFields;
+using columnar::RowBegin;
 
-unsigned PresentFields(const v1::Column& c);
+// A shared layout check's result at `pos`: OK as it is, an error as LayoutError(pos, message).
+absl::Status AtPosition(const Position& pos, const absl::Status& checked);
 
 // Rejects fields of `src` outside `allowed` (an enclosing Nullable's `nulls` are always allowed).
 absl::Status CheckFields(const v1::Column& src, const Position& pos, unsigned allowed);
@@ -100,11 +102,6 @@ absl::Status CheckFields(const v1::Column& src, const Position& pos, unsigned al
 // Checks that `offsets` has one non-decreasing entry per row; returns the last one.
 absl::StatusOr<uint64_t> CheckOffsets(const Offsets& offsets, uint64_t rows, const Position& pos,
                                       std::string_view unit);
-
-// The first byte of `row` in data laid out by `offsets`.
-inline uint64_t RowStart(const Offsets& offsets, uint64_t row) {
-  return row == 0 ? 0 : offsets.Get(static_cast<int>(row - 1));
-}
 
 // The node that appends `src` (`rows` rows) to `dst`, for dst's type, after checking the layout.
 absl::StatusOr<std::unique_ptr<Node>> Build(const v1::Column& src, uint64_t rows,

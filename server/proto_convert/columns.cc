@@ -30,12 +30,7 @@ class StringNode final : public Node {
       for (uint64_t i = begin; i < end; ++i) dst_.Append(src_.strings(static_cast<int>(i)));
       return absl::OkStatus();
     }
-    const std::string& data = src_.data();
-    const Offsets& offsets = src_.offsets();
-    for (uint64_t i = begin; i < end; ++i) {
-      const uint64_t start = RowStart(offsets, i);
-      dst_.Append(std::string_view(data).substr(start, offsets.Get(static_cast<int>(i)) - start));
-    }
+    for (uint64_t i = begin; i < end; ++i) dst_.Append(columnar::StringAt(src_, i));
     return absl::OkStatus();
   }
 
@@ -61,11 +56,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildString(const v1::Column& src, uint64_
     return std::make_unique<StringNode>(src, dst, true);
   }
   if (rows == 0 && present == 0) return std::make_unique<StringNode>(src, dst, true);
-  CHGATE_ASSIGN_OR_RETURN(const uint64_t last, CheckOffsets(src.offsets(), rows, pos, "bytes"));
-  if (last != src.data().size()) {
-    return LayoutError(pos, absl::StrCat("`offsets` end at byte ", last, " but `data` has ",
-                                         src.data().size(), " bytes"));
-  }
+  CHGATE_RETURN_IF_ERROR(AtPosition(pos, columnar::CheckStringData(src, rows)));
   return std::make_unique<StringNode>(src, dst, false);
 }
 
@@ -109,22 +100,9 @@ class NullableNode final : public Node {
 absl::StatusOr<std::unique_ptr<Node>> BuildNullable(const v1::Column& src, uint64_t rows,
                                                     clickhouse::ColumnNullable* dst,
                                                     const Position& pos) {
+  CHGATE_RETURN_IF_ERROR(AtPosition(pos, columnar::CheckNulls(src, rows)));
   const std::string& nulls = src.nulls();
-  bool all_null = rows == 0 || !nulls.empty();
-  if (!nulls.empty()) {
-    if (nulls.size() != rows) {
-      return LayoutError(pos, absl::StrCat("`nulls` has ", nulls.size(), " bytes, expected ", rows,
-                                           " (one per row)"));
-    }
-    for (size_t i = 0; i < nulls.size(); ++i) {
-      if (nulls[i] != 0 && nulls[i] != 1) {
-        return LayoutError(pos, absl::StrCat("`nulls` byte ", i, " is ",
-                                             static_cast<int>(static_cast<unsigned char>(nulls[i])),
-                                             "; use 1 for NULL and 0 otherwise"));
-      }
-      if (nulls[i] == 0) all_null = false;
-    }
-  }
+  const bool all_null = rows == 0 || (!nulls.empty() && nulls.find('\0') == std::string::npos);
   auto node = std::make_unique<NullableNode>(src, dst);
   Place(pos, node.get());
   if (all_null && (PresentFields(src) & ~kNulls) == 0) return node;  // only NULLs, no values
@@ -143,7 +121,7 @@ class ArrayNode final : public Node {
   absl::Status Append(uint64_t begin, uint64_t end) override {
     const Offsets& offsets = src_.offsets();
     for (uint64_t row = begin; row < end; ++row) {
-      const uint64_t from = RowStart(offsets, row);
+      const uint64_t from = RowBegin(offsets, row);
       const uint64_t to = offsets.Get(static_cast<int>(row));
       for (const auto& child : children_) CHGATE_RETURN_IF_ERROR(child->Append(from, to));
       dst_.FinishRow();
@@ -176,9 +154,8 @@ absl::StatusOr<std::unique_ptr<Node>> BuildArray(const v1::Column& src, uint64_t
   const int expected = static_cast<int>(targets.size());
   if (src.children_size() != expected) {
     if (elements == 0 && src.children_size() == 0) return node;  // every array is empty
-    return LayoutError(pos,
-                       absl::StrCat("has ", src.children_size(), " children, expected ", expected,
-                                    dst->is_map() ? " (keys, values)" : " (the elements)"));
+    return AtPosition(pos, columnar::CheckChildren(
+                               src, expected, dst->is_map() ? "keys, values" : "the elements"));
   }
   for (int i = 0; i < expected; ++i) {
     Position child{.scope = pos.scope,
@@ -216,10 +193,8 @@ absl::StatusOr<std::unique_ptr<Node>> BuildTuple(const v1::Column& src, uint64_t
   auto node = std::make_unique<TupleNode>();
   Place(pos, node.get());
   if (rows == 0 && src.children_size() == 0) return node;
-  if (static_cast<size_t>(src.children_size()) != n) {
-    return LayoutError(pos, absl::StrCat("has ", src.children_size(), " children, expected ", n,
-                                         " (one per tuple element)"));
-  }
+  CHGATE_RETURN_IF_ERROR(
+      AtPosition(pos, columnar::CheckChildren(src, static_cast<int>(n), "one per tuple element")));
   const auto& args = dst->type().args;
   for (size_t i = 0; i < n; ++i) {
     const std::string& name = i < args.size() ? args[i].element_name : std::string();

@@ -279,11 +279,7 @@ absl::StatusOr<std::unique_ptr<Node>> BuildFixed(const v1::Column& src, uint64_t
   uint64_t count = 0;
   if (present == kData) {
     form = FixedForm::kData;
-    const size_t width = dst->width();
-    if (src.data().size() % width != 0 || src.data().size() / width != rows) {
-      return LayoutError(pos, absl::StrCat("`data` has ", src.data().size(), " bytes, expected ",
-                                           rows, " rows x ", width, " bytes"));
-    }
+    CHGATE_RETURN_IF_ERROR(AtPosition(pos, columnar::CheckFixedData(src, rows, dst->width())));
     count = rows;
   } else if (present != 0) {
     form = convenience;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "columnar/column_layout.h"
 #include "server/clickhouse/columns/aggregate_state.h"
 #include "server/clickhouse/columns/array.h"
 #include "server/clickhouse/columns/dynamic.h"
@@ -96,12 +97,6 @@ void AppendLowCardinality(const ColumnLowCardinality& src, size_t begin, size_t 
     AppendFixedData(fixed.fixed_kind(), fixed.width(), fixed.RawAt(src.Index(r)), 1,
                     dst->mutable_data());
   }
-}
-
-// Whether any of rows [begin, end) is NULL.
-bool AnyNull(const ColumnNullable& src, size_t begin, size_t end) {
-  const char* nulls = src.nulls().data();
-  return std::memchr(nulls + begin, 1, end - begin) != nullptr;
 }
 
 absl::Status CheckColumn(const Column& col, std::string_view path) {
@@ -292,12 +287,7 @@ void AppendResultRows(const Column& src, size_t begin, size_t end, size_t dst_ro
       return;
     case ColumnKind::kNullable: {
       const auto& nullable = static_cast<const ColumnNullable&>(src);
-      // Results leave `nulls` empty while no row is NULL; the first NULL back-fills zeros.
-      std::string* nulls = dst->mutable_nulls();
-      if (!nulls->empty() || AnyNull(nullable, begin, end)) {
-        if (nulls->size() < dst_rows) nulls->append(dst_rows - nulls->size(), '\0');
-        nulls->append(nullable.nulls().data() + begin, end - begin);
-      }
+      columnar::AppendNullFlags(nullable.nulls().data() + begin, end - begin, dst_rows, dst);
       AppendResultRows(*nullable.nested(), begin, end, dst_rows, dst);
       return;
     }

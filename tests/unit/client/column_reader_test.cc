@@ -274,24 +274,25 @@ TEST(FormatValueTest, JsonTypesForEveryFamily) {
 }
 
 TEST(ValidateColumnTest, RejectsLayoutsThatDoNotMatchTheType) {
-  EXPECT_THAT(Texts(Col("UInt32", "abc"), 1)[0], HasSubstr("3 data bytes for 1 rows"));
-  EXPECT_THAT(Texts(Col("UInt8", "a"), 2)[0], HasSubstr("data bytes"));
+  EXPECT_THAT(Texts(Col("UInt32", "abc"), 1)[0],
+              HasSubstr("`data` has 3 bytes, expected 1 rows x 4 bytes"));
+  EXPECT_THAT(Texts(Col("UInt8", "a"), 2)[0], HasSubstr("`data` has 1 bytes"));
   v1::Column nulls = Col("UInt8", "a");
   nulls.set_nulls(Bytes({0}));
-  EXPECT_THAT(Texts(nulls, 1)[0], HasSubstr("not Nullable"));
+  EXPECT_THAT(Texts(nulls, 1)[0], HasSubstr("`nulls` is only for Nullable types"));
   v1::Column short_nulls = Col("Nullable(UInt8)", "ab");
   short_nulls.set_nulls(Bytes({0}));
-  EXPECT_THAT(Texts(short_nulls, 2)[0], HasSubstr("null flags"));
+  EXPECT_THAT(Texts(short_nulls, 2)[0], HasSubstr("`nulls` has 1 bytes, expected 2"));
   v1::Column s = StringCol("String", {"ab"});
   s.set_offsets(0, 5);
-  EXPECT_THAT(Texts(s, 1)[0], HasSubstr("beyond"));
+  EXPECT_THAT(Texts(s, 1)[0], HasSubstr("`offsets` end at byte 5 but `data` has 2 bytes"));
   v1::Column down = StringCol("String", {"ab", "c"});
   down.set_offsets(1, 1);
   EXPECT_THAT(Texts(down, 2)[0], HasSubstr("decrease"));
   v1::Column array = Col("Array(UInt8)");
   array.add_offsets(3);
   *array.add_children() = Col("UInt8", "ab");
-  EXPECT_THAT(Texts(array, 1)[0], HasSubstr("data bytes"));
+  EXPECT_THAT(Texts(array, 1)[0], HasSubstr("`data` has 2 bytes, expected 3 rows x 1 bytes"));
   v1::Column no_child = Col("Array(UInt8)");
   no_child.add_offsets(0);
   EXPECT_THAT(Texts(no_child, 1)[0], HasSubstr("children"));
