@@ -29,20 +29,11 @@ bool Batch::DueByDeadline(absl::Duration margin) const {
 
 void Batch::Relayout(std::shared_ptr<const TableSchema> schema) {
   schema_ = std::move(schema);
-  block_ = EmptyBlock(*schema_);
+  parts_.clear();
 }
 
 void Batch::Append(const std::shared_ptr<PendingRequest>& p, absl::Time now) {
-  if (rows_ == 0) {
-    // The first rows of a batch: its block is the request's own, not a copy (no second buffer,
-    // no growth slack from appending).
-    block_ = std::move(p->staged);
-  } else {
-    for (size_t i = 0; i < block_->column_count(); ++i) {
-      block_->column(i).column->AppendRange(*p->staged->column(i).column, 0, p->rows);
-    }
-  }
-  p->staged.reset();
+  parts_.push_back(std::move(p->staged));
   rows_ += p->rows;
   bytes_ += p->bytes;
   table_bytes += p->bytes;
@@ -55,8 +46,8 @@ void Batch::Append(const std::shared_ptr<PendingRequest>& p, absl::Time now) {
 }
 
 Batch::Contents Batch::Take() {
-  Contents taken{std::move(block_), std::move(pendings_), std::move(traces_)};
-  block_ = EmptyBlock(*schema_);
+  Contents taken{std::move(parts_), std::move(pendings_), std::move(traces_)};
+  parts_.clear();
   pendings_.clear();
   traces_ = {};
   rows_ = 0;
@@ -64,6 +55,16 @@ Batch::Contents Batch::Take() {
   oldest_ = absl::InfiniteFuture();
   earliest_deadline_ = absl::InfiniteFuture();
   return taken;
+}
+
+std::unique_ptr<clickhouse::Block> Batch::Gather(
+    std::vector<std::unique_ptr<clickhouse::Block>> parts) {
+  if (parts.size() == 1) return std::move(parts.front());
+  std::vector<const clickhouse::Block*> views;
+  views.reserve(parts.size());
+  for (const auto& part : parts) views.push_back(part.get());
+  auto block = std::make_unique<clickhouse::Block>(clickhouse::Block::Concat(views));
+  return block;
 }
 
 void Batch::MakeSpooled(const std::vector<std::string>& columns) {

@@ -80,16 +80,21 @@ class Batch {
   const std::shared_ptr<const TableSchema>& schema() const { return schema_; }
   // Starts the block over, laid out as `schema` (the batch must be empty).
   void Relayout(std::shared_ptr<const TableSchema> schema);
-  // Takes the request's converted rows (p->staged) into the block. A committed-mode request
-  // waits in the batch for the commit; the others do not.
+  // Takes the request's converted rows (p->staged) into the batch, as they are: the requests'
+  // blocks are gathered into one only when the batch is flushed (Gather), so each value is
+  // copied once, with every buffer sized once, and not under the caller's lock. A committed-mode
+  // request waits in the batch for the commit; the others do not.
   void Append(const std::shared_ptr<PendingRequest>& p, absl::Time now);
   // Everything buffered, for one INSERT; the batch is left empty.
   struct Contents {
-    std::unique_ptr<clickhouse::Block> block;
-    std::vector<std::shared_ptr<PendingRequest>> pendings;  // committed-mode requests in block
+    std::vector<std::unique_ptr<clickhouse::Block>> parts;  // in arrival order, laid out alike
+    std::vector<std::shared_ptr<PendingRequest>> pendings;  // committed-mode requests in parts
     BatchTraces traces;
   };
   Contents Take();
+  // The parts as one block (the only part itself when there is one). Frees the parts.
+  static std::unique_ptr<clickhouse::Block> Gather(
+      std::vector<std::unique_ptr<clickhouse::Block>> parts);
 
   // --- Records in the spool (a spooled batch).
   bool spooled() const { return spooled_; }
@@ -116,7 +121,7 @@ class Batch {
   absl::Time oldest_ = absl::InfiniteFuture();
   absl::Time earliest_deadline_ = absl::InfiniteFuture();
   std::shared_ptr<const TableSchema> schema_;
-  std::unique_ptr<clickhouse::Block> block_;
+  std::vector<std::unique_ptr<clickhouse::Block>> parts_;
   std::vector<std::shared_ptr<PendingRequest>> pendings_;
   BatchTraces traces_;
   bool spooled_ = false;

@@ -404,10 +404,12 @@ void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
   ++flushes_in_flight_;
   Batch::Contents taken = batch.Take();
   Batch* b = &batch;
-  std::shared_ptr<clickhouse::Block> shared(std::move(taken.block));
-  runner_.Post(TaskRunner::Queue::kFlush, [this, b, shared, pendings = std::move(taken.pendings),
+  auto parts =
+      std::make_shared<std::vector<std::unique_ptr<clickhouse::Block>>>(std::move(taken.parts));
+  runner_.Post(TaskRunner::Queue::kFlush, [this, b, parts, pendings = std::move(taken.pendings),
                                            traces = std::move(taken.traces), reason]() mutable {
-    Flush(b, std::move(shared), std::move(pendings), std::move(traces), reason);
+    std::shared_ptr<clickhouse::Block> block = Batch::Gather(std::move(*parts));
+    Flush(b, std::move(block), std::move(pendings), std::move(traces), reason);
   });
 }
 
