@@ -26,10 +26,16 @@ class StringNode final : public Node {
       : src_(src), dst_(*dst), from_strings_(from_strings) {}
 
   absl::Status Append(uint64_t begin, uint64_t end) override {
+    if (begin >= end) return absl::OkStatus();
     if (from_strings_) {
+      size_t bytes = 0;
+      for (uint64_t i = begin; i < end; ++i) bytes += src_.strings(static_cast<int>(i)).size();
+      dst_.Reserve(end - begin, bytes);
       for (uint64_t i = begin; i < end; ++i) dst_.Append(src_.strings(static_cast<int>(i)));
       return absl::OkStatus();
     }
+    dst_.Reserve(end - begin, columnar::RowEnd(src_.offsets(), end - 1) -
+                                  columnar::RowBegin(src_.offsets(), begin));
     for (uint64_t i = begin; i < end; ++i) dst_.Append(columnar::StringAt(src_, i));
     return absl::OkStatus();
   }

@@ -3,6 +3,7 @@
 // `ends_` records where each row ends, for random access.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,15 @@ class ColumnString final : public Column {
   void Append(std::string_view value) {
     wire_.AppendString(value);
     ends_.push_back(wire_.size());
+  }
+  // Makes room for `rows` more values of `bytes` bytes in all without growing again (values
+  // under 128 bytes each: longer ones need a few more bytes of length prefix). Grows
+  // geometrically, so calls for a row at a time stay linear.
+  void Reserve(size_t rows, size_t bytes) {
+    wire_.reserve(wire_.size() + bytes + rows + 10);  // Append prepares 10 bytes of prefix room
+    if (ends_.capacity() < ends_.size() + rows) {
+      ends_.reserve(std::max(ends_.size() + rows, ends_.capacity() * 2));
+    }
   }
   std::string_view At(size_t row) const;
   // Wire bytes (length prefixes included) of rows [begin, end).
