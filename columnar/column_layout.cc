@@ -125,4 +125,77 @@ void AppendNullFlags(const char* flags, size_t count, uint64_t rows_before, v1::
   nulls->append(flags, count);
 }
 
+namespace {
+
+// Gives `dst` the children `src` has and it lacks, named and typed as src's.
+void AddMissingChildren(const v1::Column& src, v1::Column* dst) {
+  while (dst->children_size() < src.children_size()) {
+    const v1::Column& like = src.children(dst->children_size());
+    v1::Column* child = dst->add_children();
+    child->set_name(like.name());
+    child->set_type(like.type());
+  }
+}
+
+template <typename Field>
+void AppendRange(const google::protobuf::RepeatedField<Field>& src, uint64_t begin, uint64_t end,
+                 google::protobuf::RepeatedField<Field>* dst) {
+  if (begin >= end || end > static_cast<uint64_t>(src.size())) return;
+  dst->Add(src.begin() + begin, src.begin() + end);
+}
+
+}  // namespace
+
+void AppendRows(const v1::Column& src, uint64_t src_rows, uint64_t begin, uint64_t end,
+                uint64_t dst_rows, v1::Column* dst) {
+  if (begin >= end) return;
+  const uint64_t count = end - begin;
+  if (!src.nulls().empty()) {
+    AppendNullFlags(src.nulls().data() + begin, count, dst_rows, dst);
+  } else if (!dst->nulls().empty()) {
+    dst->mutable_nulls()->append(count, '\0');
+  }
+  AppendRange(src.int64s(), begin, end, dst->mutable_int64s());
+  AppendRange(src.uint64s(), begin, end, dst->mutable_uint64s());
+  AppendRange(src.float64s(), begin, end, dst->mutable_float64s());
+  if (src.strings_size() > 0) {
+    for (uint64_t i = begin; i < end && i < static_cast<uint64_t>(src.strings_size()); ++i) {
+      dst->add_strings(src.strings(static_cast<int>(i)));
+    }
+  }
+  if (src.offsets_size() > 0) {
+    // String bytes, or the elements of Array and Map rows.
+    const uint64_t first = RowBegin(src.offsets(), begin);
+    const uint64_t last = RowEnd(src.offsets(), end - 1);
+    const uint64_t base = dst->offsets_size() == 0 ? 0 : dst->offsets(dst->offsets_size() - 1);
+    dst->mutable_offsets()->Reserve(dst->offsets_size() + static_cast<int>(count));
+    for (uint64_t r = begin; r < end; ++r) {
+      dst->mutable_offsets()->AddAlreadyReserved(base + (RowEnd(src.offsets(), r) - first));
+    }
+    if (src.children_size() == 0) {
+      dst->mutable_data()->append(src.data(), first, last - first);
+      return;
+    }
+    AddMissingChildren(src, dst);
+    const uint64_t src_elements =
+        RowEnd(src.offsets(), static_cast<uint64_t>(src.offsets_size()) - 1);
+    for (int i = 0; i < src.children_size(); ++i) {
+      AppendRows(src.children(i), src_elements, first, last, base, dst->mutable_children(i));
+    }
+    return;
+  }
+  if (src.children_size() > 0) {
+    // Tuple elements: the same rows.
+    AddMissingChildren(src, dst);
+    for (int i = 0; i < src.children_size(); ++i) {
+      AppendRows(src.children(i), src_rows, begin, end, dst_rows, dst->mutable_children(i));
+    }
+    return;
+  }
+  if (!src.data().empty() && src_rows > 0) {
+    const size_t width = src.data().size() / src_rows;
+    dst->mutable_data()->append(src.data(), begin * width, count * width);
+  }
+}
+
 }  // namespace chgate::columnar

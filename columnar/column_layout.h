@@ -106,4 +106,13 @@ inline void AppendRowEnd(uint64_t elements, v1::Column* column) { column->add_of
 // write every flag; both forms read the same.
 void AppendNullFlags(const char* flags, size_t count, uint64_t rows_before, v1::Column* column);
 
+// Appends rows [begin, end) of `src` (which holds `src_rows` rows, in a layout the checks above
+// accept) to `dst` (which holds `dst_rows` rows of the same type): the null map with the compact
+// rule, offsets rebased after dst's last one, the rows' bytes of `data` (fixed width: data's size
+// over src_rows), the elements of Array and Map rows and the rows of Tuple elements (children
+// `dst` lacks are added with src's names and types), and the insert-only value fields. Needs no
+// type: the fields a column sets say how it is laid out. `dst`'s name and type stay as they are.
+void AppendRows(const v1::Column& src, uint64_t src_rows, uint64_t begin, uint64_t end,
+                uint64_t dst_rows, v1::Column* dst);
+
 }  // namespace chgate::columnar

@@ -15,8 +15,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "client/sdk/client.h"
+#include "client/sdk/column_reader.h"
 #include "client/sdk/internal/call_util.h"
 #include "client/sdk/status.h"
+#include "client/sdk/types.h"
+#include "columnar/column_layout.h"
 
 namespace chgate::client {
 namespace {
@@ -39,10 +42,11 @@ bool Retryable(const absl::Status& status) {
   }
 }
 
-// The server's refusal of one row, for the send that carried it: the detail's row_index is 0,
-// the send's only row (the message keeps the server's words about the whole request).
-absl::Status ForTheRow(const absl::Status& status, v1::Status detail) {
-  detail.mutable_value_error()->set_row_index(0);
+// The server's refusal of one row, for the send that carried it: the detail's row_index is the
+// row's index within the send (0 for a row send; the message keeps the server's words about the
+// whole request).
+absl::Status ForTheRow(const absl::Status& status, v1::Status detail, uint64_t row_in_send) {
+  detail.mutable_value_error()->set_row_index(row_in_send);
   absl::Status out(status.code(), status.message());
   out.SetPayload(kStatusDetailTypeUrl, absl::Cord(detail.SerializeAsString()));
   return out;
@@ -60,12 +64,82 @@ absl::Duration Jittered(absl::Duration d) {
 
 }  // namespace
 
-// One request and the sends it carries, from the first row gathered to the outcome.
+namespace {
+
+// One send of a batch: a row (Send), or the rows of a block (SendBlock).
+struct ProducerSend {
+  uint64_t rows = 1;
+  AckCallback done;
+};
+
+// The problem with `block` as a send to a table with `columns`, OK when there is none: no rows,
+// columns other than the table's, a column without its type, or a layout its type does not
+// have. Checked before gathering, so a malformed block never fails the sends beside it.
+absl::Status CheckBlock(const std::vector<std::string>& columns, const v1::Block& block) {
+  if (block.rows() == 0) return absl::InvalidArgumentError("the block has no rows");
+  if (!columns.empty() && static_cast<size_t>(block.columns_size()) != columns.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the block has ", block.columns_size(),
+                                                   " columns, the table's sends ", columns.size()));
+  }
+  for (int i = 0; i < block.columns_size(); ++i) {
+    const v1::Column& column = block.columns(i);
+    if (!columns.empty() && !column.name().empty() &&
+        column.name() != columns[static_cast<size_t>(i)]) {
+      return absl::InvalidArgumentError(absl::StrCat("block column ", i, " is '", column.name(),
+                                                     "', the table's sends have '",
+                                                     columns[static_cast<size_t>(i)], "'"));
+    }
+    absl::StatusOr<ColumnType> type = ParseColumnType(column.type());
+    absl::Status problem = type.ok() ? ValidateColumn(column, *type, block.rows()) : type.status();
+    if (!problem.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("block column ", i, " '", column.name(), "': ", problem.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Whether `block` can join a request gathered from `gathered`: the same columns and types.
+bool SameLayout(const v1::Block& gathered, const v1::Block& block) {
+  if (gathered.columns_size() != block.columns_size()) return false;
+  for (int i = 0; i < block.columns_size(); ++i) {
+    if (gathered.columns(i).name() != block.columns(i).name() ||
+        gathered.columns(i).type() != block.columns(i).type()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Gives `out` the columns (names and types) of `layout`, with no rows.
+void StartBlock(const v1::Block& layout, v1::Block* out) {
+  for (const v1::Column& c : layout.columns()) {
+    v1::Column* column = out->add_columns();
+    column->set_name(c.name());
+    column->set_type(c.type());
+  }
+}
+
+// Appends rows [begin, end) of `src` to `dst` (same columns).
+void AppendBlockRows(const v1::Block& src, uint64_t begin, uint64_t end, v1::Block* dst) {
+  for (int i = 0; i < src.columns_size(); ++i) {
+    columnar::AppendRows(src.columns(i), src.rows(), begin, end, dst->rows(),
+                         dst->mutable_columns(i));
+  }
+  dst->set_rows(dst->rows() + (end - begin));
+}
+
+}  // namespace
+
+// One request and the sends it carries, from the first row gathered to the outcome: rows
+// (RowSet) or, for SendBlock, one columnar Block of every send's rows.
 struct ProducerBatch {
   size_t table = 0;
+  bool columnar = false;
   uint64_t seq = 0;  // creation order, for Flush
   v1::InsertRequest request;
-  std::vector<AckCallback> dones;  // one per row, in row order
+  std::vector<ProducerSend> sends;  // in row order
+  uint64_t rows = 0;                // over all sends
   size_t bytes = 0;
   absl::Time first_row;
   absl::Time first_attempt = absl::InfiniteFuture();
@@ -97,7 +171,7 @@ class Producer::Impl {
     }
     tables_.push_back(std::unique_ptr<ProducerTable>(
         new ProducerTable(owner, std::string(table), std::move(columns), tables_.size())));
-    gathering_.emplace_back();
+    gathering_.resize(2 * tables_.size());  // rows and blocks
     return tables_.back().get();
   }
 
@@ -106,22 +180,37 @@ class Producer::Impl {
     absl::Status refused;
     {
       absl::MutexLock lock(&mu_);
-      if (!closing_ && pending_rows_ >= options_.max_pending_rows) {
-        if (options_.block_when_full) {
-          auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-            return closing_ || pending_rows_ < options_.max_pending_rows;
-          };
-          mu_.Await(absl::Condition(&room));
-        } else {
-          refused = absl::ResourceExhaustedError(absl::StrCat(
-              "the producer holds ", pending_rows_, " unsettled rows, its max_pending_rows"));
-        }
-      }
-      if (closing_) refused = absl::FailedPreconditionError("the producer is closed");
+      refused = AwaitRoomLocked(1);
       if (refused.ok()) {
         GatherLocked(table, std::move(row), std::move(done), bytes);
         return;
       }
+      ++stats_.failed_sends;
+      if (first_error_.ok()) first_error_ = refused;
+    }
+    done(std::move(refused));
+  }
+
+  void SendBlock(size_t table, const std::vector<std::string>& columns, v1::Block block,
+                 AckCallback done) {
+    const uint64_t rows = block.rows();
+    absl::Status refused = CheckBlock(columns, block);
+    if (refused.ok() && rows > options_.max_pending_rows) {
+      refused = absl::InvalidArgumentError(absl::StrCat("the block's ", rows,
+                                                        " rows are more than max_pending_rows (",
+                                                        options_.max_pending_rows, ")"));
+    }
+    if (refused.ok()) {
+      const size_t bytes = block.ByteSizeLong();
+      absl::MutexLock lock(&mu_);
+      refused = AwaitRoomLocked(rows);
+      if (refused.ok()) {
+        GatherBlockLocked(table, block, ProducerSend{rows, std::move(done)}, bytes);
+        return;
+      }
+    }
+    {
+      absl::MutexLock lock(&mu_);
       ++stats_.failed_sends;
       if (first_error_.ok()) first_error_ = refused;
     }
@@ -162,25 +251,72 @@ class Producer::Impl {
   }
 
  private:
-  // Adds a row to its table's batch; a full batch goes to the writer.
-  void GatherLocked(size_t table, v1::Row row, AckCallback done, size_t bytes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    BatchPtr& batch = gathering_[table];
+  // Room for `rows` more unsettled rows: waits for it (block_when_full) or refuses; refuses
+  // after Close.
+  absl::Status AwaitRoomLocked(uint64_t rows) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto room = [this, rows]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return closing_ || pending_rows_ + rows <= options_.max_pending_rows;
+    };
+    if (!room()) {
+      if (!options_.block_when_full) {
+        return absl::ResourceExhaustedError(absl::StrCat("the producer holds ", pending_rows_,
+                                                         " unsettled rows, its max_pending_rows"));
+      }
+      mu_.Await(absl::Condition(&room));
+    }
+    if (closing_) return absl::FailedPreconditionError("the producer is closed");
+    return absl::OkStatus();
+  }
+
+  // The batch being gathered for `table`'s row sends or block sends, made when there is none.
+  BatchPtr& GatheringLocked(size_t table, bool columnar) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    BatchPtr& batch = gathering_[2 * table + (columnar ? 1 : 0)];
     if (batch == nullptr) {
       batch = NewBatchLocked(table);
+      batch->columnar = columnar;
       batch->first_row = absl::Now();
       work_cv_.Signal();  // the writer learns the batch's linger deadline
     }
-    *batch->request.mutable_rows()->add_rows() = std::move(row);
-    batch->dones.push_back(std::move(done));
+    return batch;
+  }
+
+  // Counts a gathered send; a full batch goes to the writer.
+  void GatheredLocked(BatchPtr& batch, ProducerSend send, size_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    pending_rows_ += send.rows;
+    batch->rows += send.rows;
     batch->bytes += bytes;
-    ++pending_rows_;
+    batch->sends.push_back(std::move(send));
     ++stats_.sends;
-    if (batch->dones.size() >= options_.batch_rows || batch->bytes >= options_.batch_bytes) {
+    if (batch->rows >= options_.batch_rows || batch->bytes >= options_.batch_bytes) {
       ready_.push_back(std::move(batch));
       batch = nullptr;
       work_cv_.Signal();
     }
+  }
+
+  // Adds a row to its table's batch.
+  void GatherLocked(size_t table, v1::Row row, AckCallback done, size_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    BatchPtr& batch = GatheringLocked(table, false);
+    *batch->request.mutable_rows()->add_rows() = std::move(row);
+    GatheredLocked(batch, ProducerSend{1, std::move(done)}, bytes);
+  }
+
+  // Adds a block's rows to its table's columnar batch; a block with other columns or types than
+  // the batch's starts a new one (the gathered one goes to the writer).
+  void GatherBlockLocked(size_t table, const v1::Block& block, ProducerSend send, size_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    BatchPtr* batch = &GatheringLocked(table, true);
+    if ((*batch)->rows > 0 && !SameLayout((*batch)->request.block(), block)) {
+      ready_.push_back(std::move(*batch));
+      *batch = nullptr;
+      batch = &GatheringLocked(table, true);
+    }
+    v1::Block* gathered = (*batch)->request.mutable_block();
+    if (gathered->columns_size() == 0) StartBlock(block, gathered);
+    AppendBlockRows(block, 0, block.rows(), gathered);
+    GatheredLocked(*batch, std::move(send), bytes);
   }
 
   BatchPtr NewBatchLocked(size_t table) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -193,7 +329,6 @@ class Producer::Impl {
     for (const std::string& c : t.columns()) batch->request.add_columns(c);
     batch->request.set_idempotency_key(absl::StrCat(key_prefix_, next_key_++));
     batch->request.set_ack_mode(options_.ack_mode);
-    batch->dones.reserve(std::min<size_t>(options_.batch_rows, 4096));
     return batch;
   }
 
@@ -276,9 +411,9 @@ class Producer::Impl {
     if (status.code() == absl::StatusCode::kInvalidArgument) {
       std::optional<v1::Status> detail = GetStatusDetail(status);
       if (detail.has_value() && detail->value_error().has_row_index() &&
-          detail->value_error().row_index() < batch->dones.size()) {
-        const auto bad = static_cast<size_t>(detail->value_error().row_index());
-        Isolate(*batch, bad, ForTheRow(status, *std::move(detail)));
+          detail->value_error().row_index() < batch->rows) {
+        const uint64_t bad = detail->value_error().row_index();
+        Isolate(*batch, bad, status, *std::move(detail));
         return;
       }
     }
@@ -295,27 +430,44 @@ class Producer::Impl {
     Settle(*batch, result);
   }
 
-  // Fails row `bad` of a refused request alone and queues the other rows as a new request.
-  void Isolate(ProducerBatch& batch, size_t bad, absl::Status error) {
-    AckCallback failed = std::move(batch.dones[bad]);
+  // Fails the send that carried row `bad` of a refused request alone, with the server's error,
+  // and queues the other sends' rows as a new request.
+  void Isolate(ProducerBatch& batch, uint64_t bad, const absl::Status& status, v1::Status detail) {
+    size_t culprit = 0;
+    uint64_t first = 0;
+    while (first + batch.sends[culprit].rows <= bad) first += batch.sends[culprit++].rows;
+    const uint64_t culprit_rows = batch.sends[culprit].rows;
+    absl::Status error = ForTheRow(status, std::move(detail), bad - first);
+    AckCallback failed = std::move(batch.sends[culprit].done);
     failed(error);
     absl::MutexLock lock(&mu_);
-    --pending_rows_;
+    pending_rows_ -= culprit_rows;
     ++stats_.isolated_rows;
     ++stats_.failed_sends;
     if (first_error_.ok()) first_error_ = std::move(error);
-    if (batch.dones.size() > 1) {
+    if (batch.sends.size() > 1) {
       BatchPtr rest = NewBatchLocked(batch.table);
       unsettled_.erase(unsettled_.find(rest->seq));
       rest->seq = batch.seq;  // Flush waits for it as for the batch it came from
       unsettled_.insert(rest->seq);
-      auto* rows = rest->request.mutable_rows()->mutable_rows();
-      auto* old = batch.request.mutable_rows()->mutable_rows();
-      rows->Reserve(old->size() - 1);
-      for (int i = 0; i < old->size(); ++i) {
-        if (static_cast<size_t>(i) == bad) continue;
-        rows->Add(std::move(*old->Mutable(i)));
-        rest->dones.push_back(std::move(batch.dones[static_cast<size_t>(i)]));
+      rest->columnar = batch.columnar;
+      if (batch.columnar) StartBlock(batch.request.block(), rest->request.mutable_block());
+      // (mutable_rows() would clear a block: the request's rows and block are one oneof.)
+      auto* old_rows = batch.columnar ? nullptr : batch.request.mutable_rows()->mutable_rows();
+      uint64_t row = 0;
+      for (size_t i = 0; i < batch.sends.size(); ++i) {
+        const uint64_t n = batch.sends[i].rows;
+        if (i != culprit) {
+          if (batch.columnar) {
+            AppendBlockRows(batch.request.block(), row, row + n, rest->request.mutable_block());
+          } else {
+            rest->request.mutable_rows()->add_rows()->Swap(
+                old_rows->Mutable(static_cast<int>(row)));
+          }
+          rest->rows += n;
+          rest->sends.push_back(std::move(batch.sends[i]));
+        }
+        row += n;
       }
       rest->bytes = batch.bytes;
       rest->first_row = batch.first_row;
@@ -327,11 +479,11 @@ class Producer::Impl {
 
   // Gives every send of `batch` its outcome, then releases its rows.
   void Settle(ProducerBatch& batch, const absl::StatusOr<InsertResult>& outcome) {
-    for (AckCallback& done : batch.dones) done(outcome);
+    for (ProducerSend& send : batch.sends) send.done(outcome);
     absl::MutexLock lock(&mu_);
-    pending_rows_ -= batch.dones.size();
+    pending_rows_ -= batch.rows;
     if (!outcome.ok()) {
-      stats_.failed_sends += batch.dones.size();
+      stats_.failed_sends += batch.sends.size();
       if (first_error_.ok()) first_error_ = outcome.status();
     }
     unsettled_.erase(unsettled_.find(batch.seq));
@@ -347,7 +499,9 @@ class Producer::Impl {
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;  // the worker waits on it
   std::vector<std::unique_ptr<ProducerTable>> tables_ ABSL_GUARDED_BY(mu_);
-  std::vector<BatchPtr> gathering_ ABSL_GUARDED_BY(mu_);  // per table; null: none
+  // Per table, its row sends' batch (2 x index) and its block sends' (2 x index + 1); null:
+  // none.
+  std::vector<BatchPtr> gathering_ ABSL_GUARDED_BY(mu_);
   std::deque<BatchPtr> ready_ ABSL_GUARDED_BY(mu_);
   std::multiset<uint64_t> unsettled_ ABSL_GUARDED_BY(mu_);  // seq of every unsettled batch
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
@@ -402,6 +556,15 @@ ProducerStats Producer::stats() const { return impl_->stats(); }
 
 void ProducerTable::Send(v1::Row row, AckCallback done) {
   producer_->Send(index_, std::move(row), std::move(done));
+}
+
+void ProducerTable::SendBlock(v1::Block block, AckCallback done) {
+  producer_->impl_->SendBlock(index_, columns_, std::move(block), std::move(done));
+}
+
+std::future<absl::StatusOr<InsertResult>> ProducerTable::SendBlock(v1::Block block) {
+  return internal::FutureOf(
+      [&](AckCallback done) { SendBlock(std::move(block), std::move(done)); });
 }
 
 std::future<absl::StatusOr<InsertResult>> ProducerTable::Send(v1::Row row) {

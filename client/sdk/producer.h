@@ -1,9 +1,9 @@
-// Producer: one row per call from the application, one request per batch on the wire. Sends to
-// a table are gathered into one InsertRequest of up to `batch_rows` rows or `batch_bytes`
-// bytes, or whatever arrived within `linger` of the batch's first row, written on one
-// InsertStream; each send's callback (or future) gets the outcome of the request that carried
-// its row. For services that emit one event at a time: a gRPC message per event costs the
-// application and chgate tens of microseconds each, a coalesced row well under one.
+// Producer: one row per call from the application (or a columnar block of rows, SendBlock), one
+// request per batch on the wire. Sends to a table are gathered into one InsertRequest of up to
+// `batch_rows` rows or `batch_bytes` bytes, or whatever arrived within `linger` of the batch's
+// first row, written on one InsertStream; each send's callback (or future) gets the outcome of the
+// request that carried its row. For services that emit one event at a time: a gRPC message per
+// event costs the application and chgate tens of microseconds each, a coalesced row well under one.
 //
 //   std::unique_ptr<Producer> producer = *Producer::Create(client.get(), {.batch_rows = 1000});
 //   ProducerTable* events = producer->Table("app.events", {"id", "msg"});
@@ -16,9 +16,10 @@
 //   - OK: the request carrying the row was acknowledged in the ack mode asked for; the result
 //     is that request's (its `rows` count the whole request).
 //   - One bad row never fails another send: chgate refuses a whole request for one row it cannot
-//     convert (INVALID_ARGUMENT naming the row); the producer then fails only that row's send,
-//     with the server's error (the detail's row_index set to 0, the send's only row), and sends
-//     the other rows again as a new request. An error that names no row (unknown table or
+//     convert (INVALID_ARGUMENT naming the row); the producer then fails only the send that
+//     carried the row, with the server's error (the detail's row_index set to the row's index in
+//     that send: 0 for Send, its row in the block for SendBlock), and sends the other sends'
+//     rows again as a new request. An error that names no row (unknown table or
 //     column, PERMISSION_DENIED, ...) fails every send of the request.
 //   - Retries are exactly once: every request carries the idempotency key
 //     `<key_prefix><n>` (a random prefix per Producer unless set). A request whose outcome is
@@ -100,6 +101,19 @@ class ProducerTable {
   // Close, `done` gets FailedPrecondition at once, on this thread.
   void Send(v1::Row row, AckCallback done);
   std::future<absl::StatusOr<InsertResult>> Send(v1::Row row);
+
+  // The columnar variant: gathers every row of `block` (columns in the order of the table's
+  // column list, each with its type, as BlockBuilder makes them) into this table's columnar
+  // batch, one request Block of up to batch_rows rows from many such sends; `done` gets the
+  // outcome of the request that carried them, once for the whole block. The block is checked
+  // first (rows, columns, each column's layout for its type): a malformed one fails at once with
+  // INVALID_ARGUMENT and never reaches a request. Blocks with other column types than the batch
+  // being gathered start a new request. When chgate refuses a request for a row, the send that
+  // carried the row fails alone (the detail's row_index is the row's index in that block) and the
+  // other sends are sent again. A block of more rows than max_pending_rows fails with
+  // INVALID_ARGUMENT; otherwise waits or fails at the pending bound as Send does.
+  void SendBlock(v1::Block block, AckCallback done);
+  std::future<absl::StatusOr<InsertResult>> SendBlock(v1::Block block);
 
   const std::string& table() const { return table_; }
   const std::vector<std::string>& columns() const { return columns_; }

@@ -106,7 +106,7 @@ grpc::Status FakeIngest::Insert(grpc::ServerContext* context, const v1::InsertRe
     AddDetail(context, insert_status_->second);
     return insert_status_->first;
   }
-  response->set_rows(static_cast<uint64_t>(request->rows().rows_size()));
+  response->set_rows(static_cast<uint64_t>(request->rows().rows_size()) + request->block().rows());
   response->set_ack_mode(v1::ACK_MODE_COMMITTED);
   response->set_query_id("insert-q");
   response->mutable_commit_time()->set_seconds(1700000000);
@@ -143,7 +143,7 @@ grpc::Status FakeIngest::InsertStream(
       if (status.has_value()) {
         *ack.mutable_status() = *status;
       } else {
-        ack.set_rows(static_cast<uint64_t>(request.rows().rows_size()));
+        ack.set_rows(static_cast<uint64_t>(request.rows().rows_size()) + request.block().rows());
         ack.set_ack_mode(v1::ACK_MODE_COMMITTED);
         ack.set_query_id("stream-q");
       }

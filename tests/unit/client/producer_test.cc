@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <future>
 #include <map>
 #include <set>
@@ -323,6 +324,180 @@ TEST(ProducerTest, ManyThreadsManyTablesEveryRowOnce) {
   std::multiset<uint64_t> ids = ReceivedIds(server.service().stream_requests());
   EXPECT_EQ(ids.size(), 8000u);
   EXPECT_EQ(std::set<uint64_t>(ids.begin(), ids.end()).size(), 8000u);
+}
+
+// A block of rows [first, first + n): id UInt64, tags Array(String) (one tag per id), note
+// Nullable(String) (NULL for odd ids).
+v1::Block IdBlock(uint64_t first, uint64_t n) {
+  BlockBuilder b;
+  ColumnBuilder& id = b.AddColumn("id", "UInt64");
+  ColumnBuilder& tags = b.AddColumn("tags", "Array(String)");
+  ColumnBuilder& note = b.AddColumn("note", "Nullable(String)");
+  for (uint64_t i = first; i < first + n; ++i) {
+    id.AppendUInt64(i);
+    tags.element(0).AppendString(absl::StrCat("t", i));
+    tags.EndRow();
+    if (i % 2 == 1) {
+      note.AppendNull();
+    } else {
+      note.AppendString(absl::StrCat("n", i));
+    }
+  }
+  absl::StatusOr<v1::Block> block = b.Build();
+  EXPECT_TRUE(block.ok()) << block.status();
+  return *std::move(block);
+}
+
+// The ids of a request's block, in row order.
+std::vector<uint64_t> BlockIds(const v1::InsertRequest& r) {
+  std::vector<uint64_t> ids(r.block().rows());
+  if (!ids.empty()) std::memcpy(ids.data(), r.block().columns(0).data().data(), ids.size() * 8);
+  return ids;
+}
+
+TEST(ProducerBlockTest, BlocksAreGatheredIntoOneColumnarRequestLaidOutAsIfBuiltTogether) {
+  FakeServer server;
+  std::unique_ptr<Client> client = Connect(server);
+  std::unique_ptr<Producer> producer =
+      MakeProducer(client.get(), {.batch_rows = 100, .linger = absl::Seconds(60)});
+  ProducerTable* events = producer->Table("app.events", {"id", "tags", "note"});
+  std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
+  for (uint64_t first = 0; first < 120; first += 30)
+    acks.push_back(events->SendBlock(IdBlock(first, 30)));
+  producer->Flush();
+  for (auto& ack : acks) {
+    absl::StatusOr<InsertResult> r = ack.get();
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  const std::vector<v1::InsertRequest> requests = server.service().stream_requests();
+  ASSERT_EQ(requests.size(), 1u);  // the fourth block takes the batch past 100 rows: it goes
+  EXPECT_EQ(requests[0].block().rows(), 120u);
+  EXPECT_EQ(requests[0].rows().rows_size(), 0);
+  EXPECT_THAT(requests[0].columns(), ::testing::ElementsAre("id", "tags", "note"));
+  // The gathered block is what one builder would have made of all 120 rows.
+  const v1::Block whole = IdBlock(0, 120);
+  ASSERT_EQ(requests[0].block().columns_size(), 3);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(requests[0].block().columns(c).SerializeAsString(),
+              whole.columns(c).SerializeAsString())
+        << "column " << c;
+  }
+  EXPECT_EQ(producer->stats().sends, 4u);
+  EXPECT_EQ(producer->stats().pending_rows, 0u);
+  EXPECT_TRUE(producer->Close().ok());
+}
+
+TEST(ProducerBlockTest, AMalformedBlockFailsAtOnceAndNeverReachesARequest) {
+  FakeServer server;
+  std::unique_ptr<Client> client = Connect(server);
+  std::unique_ptr<Producer> producer =
+      MakeProducer(client.get(), {.batch_rows = 1000, .linger = absl::Seconds(60)});
+  ProducerTable* events = producer->Table("app.events", {"id", "tags", "note"});
+  auto good = events->SendBlock(IdBlock(0, 5));
+  v1::Block short_ids = IdBlock(5, 5);
+  short_ids.mutable_columns(0)->mutable_data()->resize(32);  // 4 ids for 5 rows
+  absl::StatusOr<InsertResult> bad = events->SendBlock(std::move(short_ids)).get();
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("`data` has 32 bytes, expected 5 rows x 8 bytes"));
+  v1::Block renamed = IdBlock(10, 1);
+  renamed.mutable_columns(1)->set_name("labels");
+  EXPECT_THAT(events->SendBlock(std::move(renamed)).get().status().message(),
+              HasSubstr("'labels'"));
+  EXPECT_EQ(events->SendBlock(v1::Block()).get().status().code(),
+            absl::StatusCode::kInvalidArgument);
+  producer->Flush();
+  ASSERT_TRUE(good.get().ok());
+  const std::vector<v1::InsertRequest> requests = server.service().stream_requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_THAT(BlockIds(requests[0]), ::testing::ElementsAre(0, 1, 2, 3, 4));
+  EXPECT_EQ(producer->stats().failed_sends, 3u);
+  (void)producer->Close();
+}
+
+// chgate names a row of a gathered block: only the send whose block held it fails, with the
+// row's index in that block; the other blocks go again without it and succeed.
+TEST(ProducerBlockTest, TheBlockHoldingARefusedRowFailsAloneWithItsOwnRowIndex) {
+  FakeServer server;
+  server.service().set_stream_ack_status(
+      [](const v1::InsertRequest& r) -> std::optional<v1::Status> {
+        const std::vector<uint64_t> ids = BlockIds(r);
+        for (size_t i = 0; i < ids.size(); ++i) {
+          if (ids[i] == 47) {
+            v1::Status s;
+            s.set_code(3);
+            s.set_message(absl::StrCat("block row ", i, ": value out of range"));
+            s.mutable_value_error()->set_row_index(i);
+            return s;
+          }
+        }
+        return std::nullopt;
+      });
+  std::unique_ptr<Client> client = Connect(server);
+  std::unique_ptr<Producer> producer =
+      MakeProducer(client.get(), {.batch_rows = 1000, .linger = absl::Seconds(60)});
+  ProducerTable* events = producer->Table("app.events", {"id", "tags", "note"});
+  std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
+  for (uint64_t first = 0; first < 100; first += 20)
+    acks.push_back(events->SendBlock(IdBlock(first, 20)));
+  (void)producer->Close();
+  for (size_t i = 0; i < acks.size(); ++i) {
+    absl::StatusOr<InsertResult> r = acks[i].get();
+    if (i == 2) {  // rows 40..59
+      ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+      std::optional<v1::Status> detail = GetStatusDetail(r.status());
+      ASSERT_TRUE(detail.has_value());
+      EXPECT_EQ(detail->value_error().row_index(), 7u);  // id 47 is row 7 of its block
+    } else {
+      ASSERT_TRUE(r.ok()) << i << ": " << r.status();
+      EXPECT_EQ(r->rows, 80u);
+    }
+  }
+  const std::vector<v1::InsertRequest> requests = server.service().stream_requests();
+  ASSERT_EQ(requests.size(), 2u);
+  std::vector<uint64_t> expected;
+  for (uint64_t id = 0; id < 100; ++id) {
+    if (id < 40 || id >= 60) expected.push_back(id);
+  }
+  EXPECT_EQ(BlockIds(requests[1]), expected);
+  EXPECT_EQ(requests[1].idempotency_key(), requests[1].idempotency_key());
+  EXPECT_NE(requests[1].idempotency_key(), requests[0].idempotency_key());
+  // The resent block is still well formed: the nulls and array offsets were cut at the sends.
+  const v1::Block& resent = requests[1].block();
+  const v1::Block whole = IdBlock(0, 100);
+  EXPECT_EQ(resent.columns(2).nulls().size(), 80u);
+  EXPECT_EQ(resent.columns(1).offsets(79), 80u);
+  EXPECT_EQ(resent.columns(1).children(0).data().size(),
+            whole.columns(1).children(0).data().size() - 20 * 3);
+  EXPECT_EQ(producer->stats().isolated_rows, 1u);
+}
+
+TEST(ProducerBlockTest, OtherColumnTypesStartANewRequestAndRowsAndBlocksStayApart) {
+  FakeServer server;
+  std::unique_ptr<Client> client = Connect(server);
+  std::unique_ptr<Producer> producer = MakeProducer(
+      client.get(), {.batch_rows = 10, .linger = absl::Seconds(60), .max_pending_rows = 50});
+  ProducerTable* t = producer->Table("t");
+  auto a = t->SendBlock(IdBlock(0, 3));
+  v1::Block wider = IdBlock(3, 2);
+  wider.mutable_columns(2)->set_type("Nullable(String)");  // same
+  auto b = t->SendBlock(std::move(wider));
+  BlockBuilder other;
+  other.AddColumn("id", "UInt32").AppendUInt64(9);
+  auto c = t->SendBlock(*other.Build());
+  auto row = t->Send(IdRow(77));
+  EXPECT_EQ(t->SendBlock(IdBlock(100, 51)).get().status().code(),
+            absl::StatusCode::kInvalidArgument);
+  producer->Flush();
+  ASSERT_TRUE(a.get().ok());
+  ASSERT_TRUE(b.get().ok());
+  ASSERT_TRUE(c.get().ok());
+  ASSERT_TRUE(row.get().ok());
+  const std::vector<v1::InsertRequest> requests = server.service().stream_requests();
+  ASSERT_EQ(requests.size(), 3u);
+  std::multiset<uint64_t> sizes;
+  for (const v1::InsertRequest& r : requests) sizes.insert(r.block().rows() + r.rows().rows_size());
+  EXPECT_THAT(sizes, ::testing::ElementsAre(1, 1, 5));
+  (void)producer->Close();
 }
 
 TEST(ProducerTest, RejectsBadOptions) {

@@ -131,3 +131,90 @@ TEST(ColumnLayoutTest, NullFlagsStayCompactUntilTheFirstNullThenBackFill) {
 
 }  // namespace
 }  // namespace chgate::columnar
+
+namespace chgate::columnar {
+namespace {
+
+v1::Column Fixed32(std::initializer_list<uint32_t> values) {
+  v1::Column c;
+  for (uint32_t v : values) c.mutable_data()->append(reinterpret_cast<const char*>(&v), 4);
+  return c;
+}
+
+// Array(String) rows as lists of strings.
+v1::Column StringArrays(std::initializer_list<std::initializer_list<std::string_view>> rows) {
+  v1::Column c;
+  v1::Column* elements = c.add_children();
+  uint64_t n = 0;
+  for (auto row : rows) {
+    for (std::string_view s : row) AppendString(s, elements);
+    n += row.size();
+    AppendRowEnd(n, &c);
+  }
+  return c;
+}
+
+TEST(AppendRowsTest, FixedAndStringRowsAppendAsIfBuiltTogether) {
+  v1::Column fixed = Fixed32({1, 2});
+  AppendRows(Fixed32({7, 8, 9}), 3, 1, 3, 2, &fixed);
+  EXPECT_EQ(fixed.data(), Fixed32({1, 2, 8, 9}).data());
+
+  v1::Column strings = Strings({"a"});
+  AppendRows(Strings({"bc", "", "def"}), 3, 0, 3, 1, &strings);
+  const v1::Column expected = Strings({"a", "bc", "", "def"});
+  EXPECT_EQ(strings.data(), expected.data());
+  EXPECT_THAT(strings.offsets(), ::testing::ElementsAreArray(expected.offsets()));
+  EXPECT_TRUE(CheckStringData(strings, 4).ok());
+}
+
+TEST(AppendRowsTest, NullMapsKeepTheCompactRuleAcrossAppends) {
+  v1::Column dst = Strings({"a", "b"});  // Nullable(String), no NULL yet
+  v1::Column with_null = Strings({"", "c"});
+  with_null.set_nulls(std::string("\1\0", 2));
+  AppendRows(with_null, 2, 0, 2, 2, &dst);
+  EXPECT_EQ(dst.nulls(), std::string("\0\0\1\0", 4));
+  AppendRows(Strings({"d"}), 1, 0, 1, 4, &dst);  // a part without NULLs after one with
+  EXPECT_EQ(dst.nulls(), std::string("\0\0\1\0\0", 5));
+  EXPECT_TRUE(CheckNulls(dst, 5).ok());
+  EXPECT_TRUE(CheckStringData(dst, 5).ok());
+}
+
+TEST(AppendRowsTest, ArrayElementsAreRebasedAndRangesCutAtRowBoundaries) {
+  v1::Column dst = StringArrays({{"a"}, {}});
+  AppendRows(StringArrays({{"x", "y"}, {"z"}, {}, {"w"}}), 4, 1, 4, 2, &dst);
+  const v1::Column expected = StringArrays({{"a"}, {}, {"z"}, {}, {"w"}});
+  EXPECT_THAT(dst.offsets(), ::testing::ElementsAreArray(expected.offsets()));
+  EXPECT_EQ(dst.children(0).data(), expected.children(0).data());
+  EXPECT_THAT(dst.children(0).offsets(),
+              ::testing::ElementsAreArray(expected.children(0).offsets()));
+  EXPECT_TRUE(CheckOffsets(dst.offsets(), 5, "elements").ok());
+
+  v1::Column fresh;  // children made as needed
+  AppendRows(StringArrays({{"p"}, {"q", "r"}}), 2, 0, 2, 0, &fresh);
+  ASSERT_EQ(fresh.children_size(), 1);
+  EXPECT_EQ(fresh.children(0).data(), "pqr");
+}
+
+TEST(AppendRowsTest, TupleElementsTakeTheSameRowsAndInsertFormsTheirRange) {
+  v1::Column src;
+  *src.add_children() = Fixed32({1, 2, 3});
+  *src.add_children() = Strings({"a", "b", "c"});
+  v1::Column dst;
+  AppendRows(src, 3, 1, 3, 0, &dst);
+  ASSERT_EQ(dst.children_size(), 2);
+  EXPECT_EQ(dst.children(0).data(), Fixed32({2, 3}).data());
+  EXPECT_EQ(dst.children(1).data(), "bc");
+
+  v1::Column typed;
+  typed.add_int64s(-1);
+  typed.add_int64s(5);
+  typed.add_strings("s0");
+  typed.add_strings("s1");
+  v1::Column out;
+  AppendRows(typed, 2, 1, 2, 0, &out);
+  EXPECT_THAT(out.int64s(), ::testing::ElementsAre(5));
+  EXPECT_THAT(out.strings(), ::testing::ElementsAre("s1"));
+}
+
+}  // namespace
+}  // namespace chgate::columnar
