@@ -101,6 +101,8 @@ const char* BenchModeName(BenchMode mode) {
       return "block";
     case BenchMode::kProducer:
       return "producer";
+    case BenchMode::kProducerBlock:
+      return "producer-block";
   }
   return "?";
 }
@@ -188,11 +190,13 @@ std::string FormatBenchTable(const BenchResult& r) {
   if (r.mode == BenchMode::kUnary) {
     absl::StrAppendFormat(&out, "%d senders, %d rows/request, %d calls in flight/sender, %.1fs\n",
                           r.streams, r.rows_per_request, r.max_in_flight, r.duration_s);
-  } else if (r.mode == BenchMode::kProducer) {
+  } else if (r.mode == BenchMode::kProducer || r.mode == BenchMode::kProducerBlock) {
     absl::StrAppendFormat(&out,
-                          "%d sender threads, one row per send, batches of up to %d rows, %d "
+                          "%d sender threads, one row per send%s, batches of up to %d rows, %d "
                           "sends in flight/sender, %.1fs (a request below is one send)\n",
-                          r.streams, r.batch_rows, r.max_in_flight, r.duration_s);
+                          r.streams,
+                          r.mode == BenchMode::kProducerBlock ? " (a one-row Block)" : "",
+                          r.batch_rows, r.max_in_flight, r.duration_s);
   } else {
     absl::StrAppendFormat(&out, "%d streams, %d rows/request, %d in flight/stream, %.1fs\n",
                           r.streams, r.rows_per_request, r.max_in_flight, r.duration_s);
@@ -334,19 +338,25 @@ class StreamSender {
     WaitDrained();
   }
 
-  // One row per send through the Producer (the request's first row, copied as an application
-  // would build it). The Producer's own bound on pending rows is the window (streams x
-  // --max-in-flight); Drive's Close waits for the last answers.
+  // One row per send through the Producer (the request's first row, or its one-row Block for
+  // producer-block, copied as an application would build it). The Producer's own bound on
+  // pending rows is the window (streams x --max-in-flight); Drive's Close waits for the last
+  // answers.
   void RunProducer() {
-    const v1::Row& row = request_->rows().rows(0);
+    const bool blocks = request_->has_block();
     while (true) {
       const std::optional<absl::Time> due = schedule_->Claim(absl::Now());
       if (!due.has_value()) break;
       WaitUntil(*due);
       stats_->Sent(SendSchedule::Behind(*due, absl::Now()));
-      producer_->Send(row, [this, due = *due](const absl::StatusOr<client::InsertResult>& result) {
+      auto answered = [this, due = *due](const absl::StatusOr<client::InsertResult>& result) {
         stats_->Answered(result, absl::Now() - due);
-      });
+      };
+      if (blocks) {
+        producer_->SendBlock(request_->block(), std::move(answered));
+      } else {
+        producer_->Send(request_->rows().rows(0), std::move(answered));
+      }
     }
   }
 
@@ -452,15 +462,16 @@ absl::StatusOr<std::vector<std::string>> ReadColumnTypes(client::Client& client,
   return types;
 }
 
-// The request every send repeats; for kBlock, asks the server for the column types unless
-// --types gave them.
+// The request every send repeats; for kBlock and kProducerBlock, asks the server for the column
+// types unless --types gave them.
 absl::StatusOr<v1::InsertRequest> BuildRequest(const Command& command, client::Client& client,
                                                BenchRow row, int* error_code) {
   const BenchArgs& args = command.bench;
   v1::InsertRequest request;
   request.set_table(args.table);
   request.set_ack_mode(args.ack_mode);
-  if (args.mode != BenchMode::kBlock) {
+  const bool columnar = args.mode == BenchMode::kBlock || args.mode == BenchMode::kProducerBlock;
+  if (!columnar) {
     for (const std::string& c : row.columns) request.add_columns(c);
     // kProducer: the one row every send repeats; the Producer makes the requests.
     const uint64_t rows = args.mode == BenchMode::kProducer ? 1 : args.rows_per_request;
@@ -479,13 +490,16 @@ absl::StatusOr<v1::InsertRequest> BuildRequest(const Command& command, client::C
                         ? kExitUsage
                         : ExitCodeFor(read.status());
       return absl::Status(read.status().code(),
-                          absl::StrCat("--mode block needs the column types; reading them from ",
-                                       args.table, " failed: ", client::FormatError(read.status()),
+                          absl::StrCat("--mode ", BenchModeName(args.mode),
+                                       " needs the column types; reading them from ", args.table,
+                                       " failed: ", client::FormatError(read.status()),
                                        ". Give them with --types"));
     }
     types = *std::move(read);
   }
-  absl::StatusOr<v1::Block> block = BuildBenchBlock(row, types, args.rows_per_request);
+  // kProducerBlock: the one-row Block every send repeats; the Producer gathers them.
+  absl::StatusOr<v1::Block> block = BuildBenchBlock(
+      row, types, args.mode == BenchMode::kProducerBlock ? 1 : args.rows_per_request);
   if (!block.ok()) {
     *error_code = kExitUsage;
     return block.status();
@@ -506,7 +520,8 @@ BenchResult Drive(const Command& command, client::Client* client, const v1::Inse
   SendSchedule schedule(start, args.duration, args.rate);
   // The stream outlives the sending phase by --timeout, the longest an ack may take.
   const absl::Duration stream_timeout = args.duration + command.timeout;
-  const bool producing = args.mode == BenchMode::kProducer;
+  const bool producing =
+      args.mode == BenchMode::kProducer || args.mode == BenchMode::kProducerBlock;
   std::unique_ptr<client::Producer> producer;
   client::ProducerTable* producer_table = nullptr;
   if (producing) {
@@ -603,7 +618,8 @@ std::vector<FlagSpec> BenchFlags() {
        "stream: row requests over InsertStreams; unary: the same as unary Insert calls "
        "(the SDK's InsertAsync); block: columnar Blocks over InsertStreams; producer: one row "
        "per send through the SDK's Producer, which gathers --rows-per-request rows (or 5 ms of "
-       "sends) into each request",
+       "sends) into each request; producer-block: the same with a one-row columnar Block per "
+       "send (Producer::SendBlock), gathered into request Blocks",
        "stream"},
       {"streams", "N",
        "concurrent InsertStreams; for --mode unary, sender threads, each with up to "
@@ -649,9 +665,11 @@ absl::Status ParseBenchOptions(const ParsedFlags& flags, BenchArgs* a) {
     a->mode = BenchMode::kBlock;
   } else if (mode == "producer") {
     a->mode = BenchMode::kProducer;
+  } else if (mode == "producer-block") {
+    a->mode = BenchMode::kProducerBlock;
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--mode: '", mode, "' is not stream, unary, block or producer"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mode: '", mode, "' is not stream, unary, block, producer or producer-block"));
   }
   if (flags.Has("rate")) {
     const std::string text = flags.Get("rate");
@@ -666,8 +684,8 @@ absl::Status ParseBenchOptions(const ParsedFlags& flags, BenchArgs* a) {
   absl::StatusOr<BenchRow> row = ParseBenchRow(a->row, a->columns);
   if (!row.ok()) return row.status();
   if (flags.Has("types")) {
-    if (a->mode != BenchMode::kBlock) {
-      return absl::InvalidArgumentError("--types applies to --mode block only");
+    if (a->mode != BenchMode::kBlock && a->mode != BenchMode::kProducerBlock) {
+      return absl::InvalidArgumentError("--types applies to --mode block and producer-block only");
     }
     absl::StatusOr<std::vector<std::string>> types = ParseTypeList(flags.Get("types"));
     if (!types.ok()) return types.status();

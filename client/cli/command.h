@@ -71,7 +71,7 @@ struct QueryArgs {
 
 // How `bench` sends: row requests over InsertStreams, the same through the unary Insert call,
 // columnar Blocks over InsertStreams, or one row per send through the SDK's coalescing Producer.
-enum class BenchMode { kStream, kUnary, kBlock, kProducer };
+enum class BenchMode { kStream, kUnary, kBlock, kProducer, kProducerBlock };
 
 struct BenchArgs {
   std::string table;
@@ -82,7 +82,8 @@ struct BenchArgs {
   uint64_t max_in_flight = 8;  // per stream
   std::string row = R"({"id":1,"msg":"chgate-cli bench"})";
   std::vector<std::string> columns;
-  // kBlock: the ClickHouse type of each --row value; empty: read from the table through Query.
+  // kBlock, kProducerBlock: the ClickHouse type of each --row value; empty: read from the table
+  // through Query.
   std::vector<std::string> types;
   v1::AckMode ack_mode = v1::ACK_MODE_UNSPECIFIED;
   // Requests per second over all streams, sent open-loop at fixed intervals; 0: closed loop.

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
@@ -72,6 +73,17 @@ struct ProducerSend {
   AckCallback done;
 };
 
+// The parsed form of a type text, from this thread's cache of the texts it has seen (an
+// application sends the same few types again and again; a parse costs microseconds).
+absl::StatusOr<const ColumnType*> ParsedType(const std::string& text) {
+  thread_local absl::flat_hash_map<std::string, ColumnType> cache;
+  if (auto it = cache.find(text); it != cache.end()) return &it->second;
+  absl::StatusOr<ColumnType> parsed = ParseColumnType(text);
+  if (!parsed.ok()) return parsed.status();
+  if (cache.size() >= 256) cache.clear();  // a bound, for applications with endless types
+  return &cache.emplace(text, *std::move(parsed)).first->second;
+}
+
 // The problem with `block` as a send to a table with `columns`, OK when there is none: no rows,
 // columns other than the table's, a column without its type, or a layout its type does not
 // have. Checked before gathering, so a malformed block never fails the sends beside it.
@@ -89,8 +101,8 @@ absl::Status CheckBlock(const std::vector<std::string>& columns, const v1::Block
                                                      "', the table's sends have '",
                                                      columns[static_cast<size_t>(i)], "'"));
     }
-    absl::StatusOr<ColumnType> type = ParseColumnType(column.type());
-    absl::Status problem = type.ok() ? ValidateColumn(column, *type, block.rows()) : type.status();
+    absl::StatusOr<const ColumnType*> type = ParsedType(column.type());
+    absl::Status problem = type.ok() ? ValidateColumn(column, **type, block.rows()) : type.status();
     if (!problem.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("block column ", i, " '", column.name(), "': ", problem.message()));

@@ -18,6 +18,8 @@ Cases, each against a fresh chgate and a Null table `(id UInt64, msg String)`:
   unary 1 unix    the same over a Unix socket
   producer 1      one row per send through the SDK's coalescing Producer (4 sender threads),
                   gathered into requests of up to 1,000 rows; a "request" is one send
+  producer block  the same with a one-row columnar Block per send (Producer::SendBlock),
+                  gathered into request Blocks of up to 1,000 rows
   stream 100      100-row requests
   block 1000      columnar Blocks of 1,000 rows (UInt64, 16-byte String)
   native          the rows of `block 1000` in one INSERT through the native library
@@ -172,6 +174,12 @@ def run_cases(args, ch):
     results.append(run_bench(args, ch, "producer 1",
                              ["--mode", "producer", "--rows-per-request", "1000",
                               "--max-in-flight", "65536", "--row", row]))
+    # The same through Producer::SendBlock: a one-row columnar Block per send, gathered into
+    # request Blocks.
+    results.append(run_bench(args, ch, "producer block",
+                             ["--mode", "producer-block", "--types", "UInt64,String",
+                              "--rows-per-request", "1000", "--max-in-flight", "65536",
+                              "--row", row]))
     results.append(run_bench(args, ch, "stream 100", ["--rows-per-request", "100",
                                                        "--max-in-flight", "1024", "--row", row]))
     results.append(run_bench(args, ch, "block 1000",
@@ -184,7 +192,7 @@ def run_cases(args, ch):
 
 def print_results(results, half):
     print()
-    header = (f"{'case':<15} {'requests/s':>11} {'rows/s':>12} {'chgate us/req':>13} "
+    header = (f"{'case':<16} {'requests/s':>11} {'rows/s':>12} {'chgate us/req':>13} "
               f"{'chgate ns/row':>13} {'ctx/req':>8} {'client us/req':>13} "
               f"{'p50 ms':>8} {'p99 ms':>8}")
     print(header)
@@ -194,7 +202,7 @@ def print_results(results, half):
         return "" if value is None else format(value, fmt)
 
     for r in results:
-        print(f"{r['case']:<15} {r['requests_per_s']:>11.0f} {r['rows_per_s']:>12.0f} "
+        print(f"{r['case']:<16} {r['requests_per_s']:>11.0f} {r['rows_per_s']:>12.0f} "
               f"{num(r.get('chgate_cpu_us_per_request'), '.1f'):>13} "
               f"{num(r.get('chgate_cpu_ns_per_row'), '.0f'):>13} "
               f"{num(r.get('ctx_per_request'), '.3f'):>8} "

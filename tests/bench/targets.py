@@ -122,6 +122,14 @@ def summarize(small, persisted, query, select):
     ns = producer.get("chgate_cpu_ns_per_row")
     s.add("producer: chgate CPU <= 300 ns/row", f"{ns:.0f} ns",
           f"stream 1: {stream['chgate_cpu_ns_per_row']:.0f} ns", "", ns <= 300)
+    columnar = by["producer block"]
+    s.add("producer, columnar sends (SendBlock): sends/s, application and chgate CPU",
+          f"{columnar['requests_per_s']:,.0f}/s, {columnar['client_cpu_us_per_request']:.2f} us, "
+          f"{columnar['chgate_cpu_ns_per_row']:.0f} ns/row",
+          f"row sends: {producer['requests_per_s']:,.0f}/s",
+          f"{columnar['requests_per_s'] / stream['requests_per_s']:.1f}x stream 1",
+          columnar["requests_per_s"] >= 1e6 and columnar["client_cpu_us_per_request"] <= 1.0
+          and columnar["chgate_cpu_ns_per_row"] <= 300)
     unix = by["stream 1 unix"]
     s.add("unix socket: requests/s and chgate CPU vs TCP (no target)",
           f"{unix['requests_per_s']:,.0f}/s, {unix['chgate_cpu_us_per_request']:.1f} us",

@@ -399,6 +399,31 @@ TEST(BenchRunTest, ProducerModeCoalescesSendsIntoRequests) {
   EXPECT_EQ(Number(json["rows_per_s"]), Number(json["requests_per_s"]));
 }
 
+// --mode producer-block: a one-row columnar Block per send (Producer::SendBlock), gathered into
+// request Blocks of up to --rows-per-request rows.
+TEST(BenchRunTest, ProducerBlockModeGathersOneRowBlocksIntoRequestBlocks) {
+  FakeServer server;
+  CliRun run = Cli({"--addr", server.address(), "bench", "--table", "t", "--mode", "producer-block",
+                    "--types", "UInt64,String", "--streams", "2", "--duration", "200ms",
+                    "--rows-per-request", "50", "--max-in-flight", "200", "--json"});
+  EXPECT_EQ(run.code, kExitOk) << run.err;
+  std::map<std::string, Json> json = Members(run.out);
+  EXPECT_EQ(json["mode"].text, "producer-block");
+  EXPECT_EQ(Number(json["rows_per_request"]), 1);
+  const std::vector<v1::InsertRequest> requests = server.service().stream_requests();
+  uint64_t rows = 0;
+  for (const v1::InsertRequest& r : requests) {
+    EXPECT_EQ(r.rows().rows_size(), 0);
+    EXPECT_LE(r.block().rows(), 50u);
+    ASSERT_EQ(r.block().columns_size(), 2);
+    EXPECT_EQ(r.block().columns(0).data().size(), r.block().rows() * 8);  // one UInt64 per row
+    EXPECT_EQ(r.block().columns(1).offsets_size(), static_cast<int>(r.block().rows()));
+    rows += r.block().rows();
+  }
+  EXPECT_EQ(Number(json["requests_ok"]), static_cast<double>(rows));
+  EXPECT_GT(rows, requests.size());  // gathered
+}
+
 TEST(BenchRunTest, ReportsNoChgateCpuOfItsOwn) {
   // chgate's CPU is measured by the bench scripts beside the run (tests/bench/small_bench.py);
   // the CLI has no HTTP client and no exposition parser.
@@ -417,9 +442,11 @@ TEST(BenchUsageTest, RejectsBadCombinations) {
     std::vector<std::string> args;
     const char* error;
   } cases[] = {
-      {{"--mode", "batch"}, "--mode: 'batch' is not stream, unary, block or producer"},
-      {{"--types", "UInt64,String"}, "--types applies to --mode block only"},
-      {{"--mode", "unary", "--types", "UInt64,String"}, "--types applies to --mode block only"},
+      {{"--mode", "batch"},
+       "--mode: 'batch' is not stream, unary, block, producer or producer-block"},
+      {{"--types", "UInt64,String"}, "--types applies to --mode block and producer-block only"},
+      {{"--mode", "unary", "--types", "UInt64,String"},
+       "--types applies to --mode block and producer-block only"},
       {{"--mode", "block", "--types", "UInt64"}, "--types names 1 types for 2 --row values"},
       {{"--mode", "block", "--types", "UInt64,(String"}, "unbalanced"},
       {{"--mode", "block", "--types", "UInt64", "--row", "[1]"}, "needs the column names"},
