@@ -240,7 +240,8 @@ class UnixSocketTest(QueryTestCase):
 
 class ProducerTest(QueryTestCase):
     """The SDK's coalescing Producer against chgate and ClickHouse (chgate-cli bench --mode
-    producer, committed acks): every send it counts as acknowledged is in the table, once."""
+    producer and producer-block, committed acks): every send it counts as acknowledged is in the
+    table, once."""
 
     def test_every_acknowledged_send_is_in_the_table_once(self):
         import json
@@ -257,6 +258,26 @@ class ProducerTest(QueryTestCase):
         self.assertGreater(result["requests_ok"], 1000)
         self.assertEqual(self.ch.query(f"SELECT count() FROM {table}"),
                          f"{result['requests_ok']}\n")
+
+
+    def test_every_acknowledged_block_send_is_in_the_table_once(self):
+        import json
+
+        table = f"{DATABASE}.producer_blocks"
+        self.ch.recreate_table("producer_blocks", "id UInt64, msg String")
+        r = self.cli("bench", "--table", table, "--mode", "producer-block", "--types",
+                     "UInt64,String", "--row", '{"id": 7, "msg": "block"}', "--streams", "2",
+                     "--duration", "1s", "--rows-per-request", "500", "--max-in-flight",
+                     "20000", "--ack-mode", "committed", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        result = json.loads(r.stdout.decode().strip().splitlines()[-1])
+        self.assertEqual(result["mode"], "producer-block")
+        self.assertEqual(result["requests_failed"], 0)
+        self.assertGreater(result["requests_ok"], 1000)
+        # Every acknowledged one-row block is a row, with its values intact.
+        self.assertEqual(self.ch.query(f"SELECT count(), countIf(id = 7 AND msg = 'block') "
+                                       f"FROM {table}"),
+                         f"{result['requests_ok']}\t{result['requests_ok']}\n")
 
 
 class SlowReaderTest(QueryTestCase):
