@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "build_info.h"
 #include "server/clickhouse/connection.h"
+#include "server/clickhouse/text_form.h"
 #include "server/log/log.h"
 #include "server/service/api_security.h"
 #include "server/service/grpc_log.h"
@@ -82,7 +83,7 @@ int RunQuery(const config::Config& config) {
             line.clear();
             for (size_t c = 0; c < block.column_count(); ++c) {
               if (c != 0) line.push_back('\t');
-              block.column(c).column->FormatValue(row, false, &line);
+              AppendTsvValue(*block.column(c).column, row, false, &line);
             }
             line.push_back('\n');
             std::fwrite(line.data(), 1, line.size(), stdout);

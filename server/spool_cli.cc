@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "server/clickhouse/pool.h"
+#include "server/clickhouse/text_form.h"
 #include "server/config/config.h"
 #include "server/ingest/dead_letter.h"
 #include "server/ingest/ingestor.h"
@@ -192,7 +193,7 @@ void Show(const clickhouse::Block& block, const std::string& format, std::ostrea
     if (format == "jsonl") line.push_back('{');
     for (size_t c = 0; c < block.column_count(); ++c) {
       value.clear();
-      block.column(c).column->FormatValue(row, false, &value);
+      AppendTsvValue(*block.column(c).column, row, false, &value);
       if (format == "tsv") {
         if (c != 0) line.push_back('\t');
         line += value;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/clickhouse/protocol/settings.h"
+#include "server/clickhouse/text_form.h"
 #include "server/common/string_view.h"
 #include "text/status_macros.h"
 
@@ -25,7 +26,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> Rows(Connection& conn, std
     for (size_t r = 0; r < block.rows(); ++r) {
       std::vector<std::string>& row = rows.emplace_back(block.column_count());
       for (size_t c = 0; c < block.column_count(); ++c) {
-        block.column(c).column->FormatValue(r, false, &row[c]);
+        AppendTsvValue(*block.column(c).column, r, false, &row[c]);
       }
     }
     return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/clickhouse/text_form.h"
 #include "text/identifier.h"
 #include "text/status_macros.h"
 
@@ -108,7 +109,7 @@ absl::StatusOr<std::vector<std::string>> FirstRow(clickhouse::Connection& conn,
     if (!row.empty() || block.rows() == 0) return absl::OkStatus();
     for (size_t c = 0; c < block.column_count(); ++c) {
       row.emplace_back();
-      block.column(c).column->FormatValue(0, false, &row.back());
+      AppendTsvValue(*block.column(c).column, 0, false, &row.back());
     }
     return absl::OkStatus();
   }));

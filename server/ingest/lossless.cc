@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/clickhouse/text_form.h"
 #include "server/ingest/convert.h"
 #include "server/ingest/schema_cache.h"
 #include "server/ingest/task_runner.h"
@@ -28,14 +29,14 @@ std::optional<clickhouse::Block> ConvertLosslessly(const clickhouse::Block& bloc
     clickhouse::ColumnPtr to = to_type->CloneEmpty();
     for (size_t row = 0; row < from.column->Size(); ++row) {
       text.clear();
-      from.column->FormatValue(row, false, &text);
+      AppendTsvValue(*from.column, row, false, &text);
       const bool null = text == "\\N" && from.column->kind() == clickhouse::ColumnKind::kNullable;
       const std::string_view view = text;
       if (!AppendValue(null ? NullValue() : TextValue(&view), *to, ConvertOptions{}).ok()) {
         return std::nullopt;
       }
       back.clear();
-      to->FormatValue(row, false, &back);
+      AppendTsvValue(*to, row, false, &back);
       if (back != text) return std::nullopt;
     }
     out.AddColumn(from.name, std::move(to));

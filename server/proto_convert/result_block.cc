@@ -15,6 +15,7 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/columns/tuple.h"
 #include "server/clickhouse/columns/variant.h"
+#include "server/clickhouse/text_form.h"
 #include "text/status_macros.h"
 #include "text/value_text.h"
 
@@ -175,7 +176,7 @@ void AppendPlainValue(const Column& col, size_t row, std::string* out) {
           static_cast<const ColumnString&>(*variant.alternative(dynamic.shared_index()));
       absl::StatusOr<clickhouse::ColumnPtr> value =
           clickhouse::DecodeBinaryValue(shared.At(static_cast<size_t>(variant.offset(row))));
-      if (!value.ok()) break;  // checked when loaded; FormatValue prints what it can
+      if (!value.ok()) break;  // checked when loaded; AppendTsvValue prints what it can
       AppendPlainValue(**value, 0, out);
       return;
     }
@@ -199,7 +200,7 @@ void AppendPlainValue(const Column& col, size_t row, std::string* out) {
     case ColumnKind::kTuple:
       break;
   }
-  col.FormatValue(row, false, out);
+  AppendTsvValue(col, row, false, out);
 }
 
 // Variant, Dynamic, JSON and AggregateFunction results in String layout: each row's text (an

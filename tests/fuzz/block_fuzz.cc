@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "server/clickhouse/block.h"
+#include "server/clickhouse/text_form.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
 
@@ -90,9 +91,9 @@ std::string Tsv(const Block& block) {
   const size_t rows = block.rows() < kMaxFormattedRows ? block.rows() : kMaxFormattedRows;
   for (size_t row = 0; row < rows; ++row) {
     for (const auto& c : block.columns()) {
-      c.column->FormatValue(row, false, &out);
+      AppendTsvValue(*c.column, row, false, &out);
       out.push_back('\t');
-      c.column->FormatValue(row, true, &out);
+      AppendTsvValue(*c.column, row, true, &out);
       out.push_back('\t');
     }
     out.push_back('\n');

@@ -16,6 +16,7 @@
 
 #include "server/clickhouse/compression/frame.h"
 #include "server/clickhouse/protocol/packet_reader.h"
+#include "server/clickhouse/text_form.h"
 #include "server/clickhouse/wire/buffer.h"
 
 namespace {
@@ -37,8 +38,8 @@ void Format(const Block& block) {
   for (const auto& c : block.columns()) {
     if (c.column->Size() != block.rows()) __builtin_trap();  // every column holds every row
     for (size_t row = 0; row < rows; ++row) {
-      c.column->FormatValue(row, false, &out);
-      c.column->FormatValue(row, true, &out);
+      AppendTsvValue(*c.column, row, false, &out);
+      AppendTsvValue(*c.column, row, true, &out);
       out.clear();
     }
   }

@@ -9,6 +9,7 @@
 
 #include "server/clickhouse/block.h"
 #include "server/clickhouse/columns/factory.h"
+#include "server/clickhouse/text_form.h"
 #include "server/clickhouse/types/type_ast.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
@@ -34,8 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   chgate::clickhouse::Block block;
   block.AddColumn("c", rows);
   std::string printed;
-  rows->FormatValue(1, false, &printed);
-  rows->FormatValue(1, true, &printed);
+  AppendTsvValue(*rows, 1, false, &printed);
+  AppendTsvValue(*rows, 1, true, &printed);
 
   chgate::clickhouse::GatherWriter out;
   chgate::clickhouse::WriteBlock(block, 54460, out);
@@ -47,8 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     __builtin_trap();
   }
   std::string printed_again;
-  decoded.column(0).column->FormatValue(1, false, &printed_again);
-  decoded.column(0).column->FormatValue(1, true, &printed_again);
+  AppendTsvValue(*decoded.column(0).column, 1, false, &printed_again);
+  AppendTsvValue(*decoded.column(0).column, 1, true, &printed_again);
   if (printed_again != printed) __builtin_trap();
   return 0;
 }

@@ -527,12 +527,4 @@ absl::Status ColumnAggregateState::LoadBody(ReadBuffer& in, size_t rows) {
   return absl::OkStatus();
 }
 
-void ColumnAggregateState::FormatValue(size_t row, bool nested, std::string* out) const {
-  if (nested) {
-    AppendQuoted(State(row), out);
-  } else {
-    AppendTsvEscaped(State(row), out);
-  }
-}
-
 }  // namespace chgate::clickhouse

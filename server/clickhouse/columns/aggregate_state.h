@@ -123,7 +123,6 @@ class ColumnAggregateState final : public Column {
   size_t ByteSize() const override { return data_.size() + ends_.size() * sizeof(uint64_t); }
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
   void SaveBody(GatherWriter& out) const override { out.Reference(data_.data(), data_.size()); }
-  void FormatValue(size_t row, bool nested, std::string* out) const override;
 
  private:
   AggregateStateFormat format_;

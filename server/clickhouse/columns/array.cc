@@ -48,27 +48,4 @@ void ColumnArray::SaveBody(GatherWriter& out) const {
   nested_->SaveBody(out);
 }
 
-void ColumnArray::FormatValue(size_t row, bool nested, std::string* out) const {
-  (void)nested;
-  uint64_t begin = RowBegin(row), end = Offset(row);
-  if (is_map_) {
-    const auto& tuple = static_cast<const ColumnTuple&>(*nested_);
-    out->push_back('{');
-    for (uint64_t i = begin; i < end; ++i) {
-      if (i != begin) out->push_back(',');
-      tuple.element(0)->FormatValue(static_cast<size_t>(i), true, out);
-      out->push_back(':');
-      tuple.element(1)->FormatValue(static_cast<size_t>(i), true, out);
-    }
-    out->push_back('}');
-    return;
-  }
-  out->push_back('[');
-  for (uint64_t i = begin; i < end; ++i) {
-    if (i != begin) out->push_back(',');
-    nested_->FormatValue(static_cast<size_t>(i), true, out);
-  }
-  out->push_back(']');
-}
-
 }  // namespace chgate::clickhouse

@@ -61,7 +61,6 @@ class ColumnArray final : public Column {
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
   void SavePrefix(GatherWriter& out) const override { nested_->SavePrefix(out); }
   void SaveBody(GatherWriter& out) const override;
-  void FormatValue(size_t row, bool nested, std::string* out) const override;
 
  private:
   ByteBuffer offsets_;

@@ -87,10 +87,6 @@ class Column {
   virtual void SavePrefix(GatherWriter& out) const { (void)out; }
   virtual void SaveBody(GatherWriter& out) const = 0;
 
-  // Appends row `row` as ClickHouse prints it in TabSeparated output. `nested` is true inside
-  // arrays, tuples and maps, where strings, dates and enums are quoted.
-  virtual void FormatValue(size_t row, bool nested, std::string* out) const = 0;
-
  protected:
   Column(std::string type_name, TypeAst type)
       : type_name_(std::move(type_name)), type_(std::move(type)) {}

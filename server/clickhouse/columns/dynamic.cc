@@ -332,19 +332,4 @@ void ColumnDynamic::SavePrefix(GatherWriter& out) const {
 
 void ColumnDynamic::SaveBody(GatherWriter& out) const { variant_->SaveBody(out); }
 
-void ColumnDynamic::FormatValue(size_t row, bool nested, std::string* out) const {
-  if (IsShared(row)) {
-    const auto& values = static_cast<const ColumnString&>(*variant_->alternative(shared_index_));
-    absl::StatusOr<ColumnPtr> value = DecodeBinaryValue(values.At(variant_->offset(row)));
-    // Checked when loaded; only values appended through the API can fail here.
-    if (value.ok()) {
-      (*value)->FormatValue(0, nested, out);
-    } else {
-      out->append(nested ? "NULL" : "\\N");
-    }
-    return;
-  }
-  variant_->FormatValue(row, nested, out);
-}
-
 }  // namespace chgate::clickhouse

@@ -57,7 +57,6 @@ class ColumnDynamic final : public Column {
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
   void SavePrefix(GatherWriter& out) const override;
   void SaveBody(GatherWriter& out) const override;
-  void FormatValue(size_t row, bool nested, std::string* out) const override;
 
  private:
   // A variant over `names` (which include SharedVariant), sorted; `names` is sorted in place.

@@ -80,8 +80,4 @@ absl::Status ColumnFixed::LoadBody(ReadBuffer& in, size_t rows) {
   return ReadBulk(in, bytes, &values_);
 }
 
-void ColumnFixed::FormatValue(size_t row, bool nested, std::string* out) const {
-  text::AppendTsvText(params_, RawAt(row), nested, out);
-}
-
 }  // namespace chgate::clickhouse

@@ -76,7 +76,6 @@ class ColumnFixed final : public Column {
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
   absl::Status SkipBody(ReadBuffer& in, size_t rows) override;
   void SaveBody(GatherWriter& out) const override { out.Reference(values_.data(), values_.size()); }
-  void FormatValue(size_t row, bool nested, std::string* out) const override;
 
  private:
   size_t width_;

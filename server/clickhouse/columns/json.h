@@ -62,7 +62,6 @@ class ColumnJson final : public Column {
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
   void SavePrefix(GatherWriter& out) const override;
   void SaveBody(GatherWriter& out) const override { texts_.SaveBody(out); }
-  void FormatValue(size_t row, bool nested, std::string* out) const override;
 
  private:
   // Builds the text of every row of the V1/V2 block just read (paths_ and shared_).
@@ -75,17 +74,5 @@ class ColumnJson final : public Column {
   std::vector<std::pair<std::string, ColumnPtr>> dynamic_paths_;
   ColumnPtr shared_;  // Array(Tuple(String, String)): (path, binary value) per row
 };
-
-// Checks that `text` is exactly one strict JSON value whose top level is an object. Returns
-// InvalidArgument with the offset of the first error.
-absl::Status ValidateJsonObject(std::string_view text);
-
-// Appends `s` as a JSON string literal (quotes included), escaped as ClickHouse's JSON output
-// does by default: `"` `\` `/` and control characters.
-void AppendJsonString(std::string_view s, std::string* out);
-
-// Appends the value of `row` of `column` as JSON (numbers and Bool bare, NULL as null, strings,
-// dates and other text forms quoted, arrays as arrays, named tuples and maps as objects).
-void AppendJsonValue(const Column& column, size_t row, std::string* out);
 
 }  // namespace chgate::clickhouse

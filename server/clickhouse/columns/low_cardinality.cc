@@ -234,12 +234,4 @@ void ColumnLowCardinality::SaveBody(GatherWriter& out) const {
   out.Reference(encoded_indexes_.data(), encoded_indexes_.size());
 }
 
-void ColumnLowCardinality::FormatValue(size_t row, bool nested, std::string* out) const {
-  if (IsNull(row)) {
-    out->append(nested ? "NULL" : "\\N");
-    return;
-  }
-  dictionary_->FormatValue(indexes_[row], nested, out);
-}
-
 }  // namespace chgate::clickhouse

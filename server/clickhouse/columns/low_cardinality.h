@@ -50,7 +50,6 @@ class ColumnLowCardinality final : public Column {
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
   void SavePrefix(GatherWriter& out) const override;
   void SaveBody(GatherWriter& out) const override;
-  void FormatValue(size_t row, bool nested, std::string* out) const override;
 
  private:
   void ResetDictionary();

@@ -32,12 +32,4 @@ void ColumnNullable::SaveBody(GatherWriter& out) const {
   nested_->SaveBody(out);
 }
 
-void ColumnNullable::FormatValue(size_t row, bool nested, std::string* out) const {
-  if (IsNull(row)) {
-    out->append(nested ? "NULL" : "\\N");
-    return;
-  }
-  nested_->FormatValue(row, nested, out);
-}
-
 }  // namespace chgate::clickhouse

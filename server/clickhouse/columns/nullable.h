@@ -51,7 +51,6 @@ class ColumnNullable final : public Column {
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
   void SavePrefix(GatherWriter& out) const override { nested_->SavePrefix(out); }
   void SaveBody(GatherWriter& out) const override;
-  void FormatValue(size_t row, bool nested, std::string* out) const override;
 
  private:
   ByteBuffer nulls_;

@@ -92,14 +92,6 @@ absl::Status ColumnString::LoadBody(ReadBuffer& in, size_t rows) {
   return absl::OkStatus();
 }
 
-void ColumnString::FormatValue(size_t row, bool nested, std::string* out) const {
-  if (nested) {
-    AppendQuoted(At(row), out);
-  } else {
-    AppendTsvEscaped(At(row), out);
-  }
-}
-
 void AppendTsvEscaped(std::string_view s, std::string* out) { AppendEscaped(s, out); }
 
 }  // namespace chgate::clickhouse

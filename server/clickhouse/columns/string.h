@@ -76,7 +76,6 @@ class ColumnString final : public Column {
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
   absl::Status SkipBody(ReadBuffer& in, size_t rows) override;
   void SaveBody(GatherWriter& out) const override { out.Reference(wire_.data(), wire_.size()); }
-  void FormatValue(size_t row, bool nested, std::string* out) const override;
 
  private:
   ByteBuffer wire_;

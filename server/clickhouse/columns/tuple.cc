@@ -62,14 +62,4 @@ void ColumnTuple::SaveBody(GatherWriter& out) const {
   for (const auto& e : elements_) e->SaveBody(out);
 }
 
-void ColumnTuple::FormatValue(size_t row, bool nested, std::string* out) const {
-  (void)nested;
-  out->push_back('(');
-  for (size_t i = 0; i < elements_.size(); ++i) {
-    if (i != 0) out->push_back(',');
-    elements_[i]->FormatValue(row, true, out);
-  }
-  out->push_back(')');
-}
-
 }  // namespace chgate::clickhouse

@@ -45,7 +45,6 @@ class ColumnTuple final : public Column {
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
   void SavePrefix(GatherWriter& out) const override;
   void SaveBody(GatherWriter& out) const override;
-  void FormatValue(size_t row, bool nested, std::string* out) const override;
 
  private:
   std::vector<ColumnPtr> elements_;

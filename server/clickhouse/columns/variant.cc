@@ -178,13 +178,4 @@ void ColumnVariant::SaveBody(GatherWriter& out) const {
   }
 }
 
-void ColumnVariant::FormatValue(size_t row, bool nested, std::string* out) const {
-  const uint8_t d = discriminator(row);
-  if (d == kNullDiscriminator) {
-    out->append(nested ? "NULL" : "\\N");
-    return;
-  }
-  alternatives_[d]->FormatValue(static_cast<size_t>(offsets_[row]), nested, out);
-}
-
 }  // namespace chgate::clickhouse

@@ -56,7 +56,6 @@ class ColumnVariant final : public Column {
   absl::Status LoadBody(ReadBuffer& in, size_t rows) override;
   void SavePrefix(GatherWriter& out) const override;
   void SaveBody(GatherWriter& out) const override;
-  void FormatValue(size_t row, bool nested, std::string* out) const override;
 
   // Appends the rows of `src` (a variant over other alternatives), sending src alternative i to
   // this column's alternative `mapping[i]`. Used by Dynamic to merge blocks with other types.

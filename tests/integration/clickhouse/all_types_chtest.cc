@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/clickhouse/text_form.h"
 #include "tests/integration/clickhouse/live.h"
 #include "tests/integration/clickhouse/type_cases.h"
 
@@ -42,9 +43,9 @@ TEST_P(AllTypesTest, RoundTripsBothWays) {
       {.query = absl::StrCat("SELECT * FROM ", src, " ORDER BY id")}, [&](const Block& block) {
         EXPECT_EQ(block.column(1).column->type_name(), tc.type);
         for (size_t row = 0; row < block.rows(); ++row) {
-          block.column(0).column->FormatValue(row, false, &ours);
+          AppendTsvValue(*block.column(0).column, row, false, &ours);
           ours.push_back('\t');
-          block.column(1).column->FormatValue(row, false, &ours);
+          AppendTsvValue(*block.column(1).column, row, false, &ours);
           ours.push_back('\n');
         }
         rows += block.rows();

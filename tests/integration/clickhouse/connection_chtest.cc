@@ -11,6 +11,7 @@
 #include "server/clickhouse/columns/nullable.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/protocol/revision.h"
+#include "server/clickhouse/text_form.h"
 #include "tests/integration/clickhouse/live.h"
 
 namespace chgate::clickhouse::testing {
@@ -77,7 +78,7 @@ TEST_F(ConnectionLiveTest, BinarySettingsReachTheServer) {
                     [&](const Block& b) {
                       for (size_t c = 0; c < b.column_count(); ++c) {
                         if (c) out += "\t";
-                        b.column(c).column->FormatValue(0, false, &out);
+                        AppendTsvValue(*b.column(c).column, 0, false, &out);
                       }
                       return absl::OkStatus();
                     });
@@ -95,9 +96,9 @@ TEST_F(ConnectionLiveTest, BinarySettingsReachTheServer) {
                       {.name = "load_balancing", .value = "in_order"}}},
         [&](const Block& b) {
           for (size_t r = 0; r < b.rows(); ++r) {
-            b.column(0).column->FormatValue(r, false, &out);
+            AppendTsvValue(*b.column(0).column, r, false, &out);
             out += "=";
-            b.column(1).column->FormatValue(r, false, &out);
+            AppendTsvValue(*b.column(1).column, r, false, &out);
             out += "\n";
           }
           return absl::OkStatus();

@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/clickhouse/text_form.h"
 
 namespace chgate::clickhouse::testing {
 
@@ -115,7 +116,7 @@ absl::StatusOr<std::string> SelectTsv(Connection& conn, const std::string& sql) 
     for (size_t row = 0; row < block.rows(); ++row) {
       for (size_t c = 0; c < block.column_count(); ++c) {
         if (c != 0) out.push_back('\t');
-        block.column(c).column->FormatValue(row, false, &out);
+        AppendTsvValue(*block.column(c).column, row, false, &out);
       }
       out.push_back('\n');
     }

@@ -22,6 +22,7 @@
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/settings.h"
+#include "server/clickhouse/text_form.h"
 #include "server/ingest/ingestor.h"
 #include "server/ingest/inserter.h"
 #include "server/metrics/metrics.h"
@@ -81,7 +82,7 @@ std::string BlockTsv(const v1::QueryHeader& header, const v1::Block& block) {
   for (size_t row = 0; row < native.rows(); ++row) {
     for (size_t c = 0; c < native.column_count(); ++c) {
       if (c > 0) out.push_back('\t');
-      native.column(c).column->FormatValue(row, false, &out);
+      AppendTsvValue(*native.column(c).column, row, false, &out);
     }
     out.push_back('\n');
   }
@@ -943,7 +944,7 @@ TEST(IdentifierDifferentialTest, QuotedCalleesReadAsTheLiveServerReadsThem) {
     const std::string sql = absl::StrCat("SELECT count() FROM ", spelling, "(3)");
     std::string result;
     const absl::Status run = conn->Select({.query = sql}, [&](const clickhouse::Block& block) {
-      if (block.rows() > 0) block.column(0).column->FormatValue(0, false, &result);
+      if (block.rows() > 0) AppendTsvValue(*block.column(0).column, 0, false, &result);
       return absl::OkStatus();
     });
     const bool ran = run.ok() && result == "3";

@@ -20,6 +20,7 @@
 #include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/protocol/client_reader.h"
+#include "server/clickhouse/text_form.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
 #include "tests/unit/clickhouse/test_util.h"
@@ -264,7 +265,7 @@ std::string BlockToTsv(const Block& block) {
   for (size_t row = 0; row < block.rows(); ++row) {
     for (size_t i = 0; i < block.column_count(); ++i) {
       if (i != 0) out.push_back('\t');
-      block.column(i).column->FormatValue(row, false, &out);
+      AppendTsvValue(*block.column(i).column, row, false, &out);
     }
     out.push_back('\n');
   }

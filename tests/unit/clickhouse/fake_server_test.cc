@@ -21,6 +21,7 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/connection.h"
 #include "server/clickhouse/protocol/packets.h"
+#include "server/clickhouse/text_form.h"
 #include "server/common/secret_file.h"
 #include "tests/unit/clickhouse/test_util.h"
 #include "tests/unit/tls/test_pki.h"
@@ -414,11 +415,11 @@ TEST_P(FakeServerNewerFormsTest, ReceivesEveryPacketInOrder) {
         ASSERT_EQ(block.column_count(), 6u);
         EXPECT_EQ(block.column(3).column->type_name(), "Enum8('increment' = 1, 'gauge' = 2)");
         for (size_t row = 0; row < block.rows(); ++row) {
-          block.column(4).column->FormatValue(row, false, &event_names);
+          AppendTsvValue(*block.column(4).column, row, false, &event_names);
           event_names += ",";
-          block.column(3).column->FormatValue(row, false, &event_names);
+          AppendTsvValue(*block.column(3).column, row, false, &event_names);
           event_names += ",";
-          block.column(5).column->FormatValue(row, false, &event_names);
+          AppendTsvValue(*block.column(5).column, row, false, &event_names);
           event_names += ";";
         }
         break;

@@ -28,6 +28,7 @@
 #include "server/clickhouse/protocol/packet_reader.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/protocol/revision.h"
+#include "server/clickhouse/text_form.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
 #include "tests/unit/clickhouse/test_util.h"
@@ -393,7 +394,7 @@ std::string FormatRow(const Block& block, size_t row) {
   std::string line;
   for (size_t c = 0; c < block.column_count(); ++c) {
     if (c != 0) line.push_back('\t');
-    block.column(c).column->FormatValue(row, false, &line);
+    AppendTsvValue(*block.column(c).column, row, false, &line);
   }
   return line;
 }
@@ -1128,8 +1129,8 @@ TEST(GoldenContentTest, MultiFrameBlockIsReadAcrossBothFrames) {
   const Block& block = data[1]->packet.block;
   ASSERT_EQ(block.rows(), 100000u);
   std::string first, last;
-  block.column(1).column->FormatValue(0, false, &first);
-  block.column(1).column->FormatValue(99999, false, &last);
+  AppendTsvValue(*block.column(1).column, 0, false, &first);
+  AppendTsvValue(*block.column(1).column, 99999, false, &last);
   EXPECT_EQ(first, "0");
   EXPECT_EQ(last, "99999");
   EXPECT_EQ(EncodeBlock(block, kCapturedRevision).size(), 1048576u + 340349u);
@@ -1181,7 +1182,7 @@ TEST(GoldenTsvTest, SelectedRowsPrintExactlyAsClickHouseClientPrintedThem) {
       std::string field;
       for (size_t c = 0; std::getline(fields, field, '\t'); ++c) {
         std::string value;
-        block.column(c).column->FormatValue(row, false, &value);
+        AppendTsvValue(*block.column(c).column, row, false, &value);
         EXPECT_EQ(value, field) << "row " << row << " column " << block.column(c).name << " ("
                                 << block.column(c).column->type_name() << ")";
       }

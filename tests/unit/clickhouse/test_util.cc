@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/clickhouse/text_form.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/clickhouse/wire/gather.h"
 
@@ -107,7 +108,7 @@ absl::Status DecodeBlock(std::string_view bytes, uint64_t revision, Block* block
 
 std::string FormatCell(const Column& column, size_t row, bool nested) {
   std::string out;
-  column.FormatValue(row, nested, &out);
+  AppendTsvValue(column, row, nested, &out);
   return out;
 }
 

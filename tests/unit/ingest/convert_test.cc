@@ -26,6 +26,7 @@
 #include "server/clickhouse/columns/json.h"
 #include "server/clickhouse/columns/low_cardinality.h"
 #include "server/clickhouse/columns/variant.h"
+#include "server/clickhouse/text_form.h"
 #include "server/ingest/value_error.h"
 #include "tests/unit/ingest/test_values.h"
 #include "text/status_macros.h"
@@ -52,7 +53,7 @@ ColumnPtr Make(std::string_view type) {
 
 std::string Format(const Column& column, size_t row) {
   std::string out;
-  column.FormatValue(row, false, &out);
+  AppendTsvValue(column, row, false, &out);
   return out;
 }
 
@@ -1084,7 +1085,7 @@ class AllOrNothingTest : public ::testing::Test {
     for (const ColumnPtr& c : columns_) {
       std::string text = absl::StrCat(c->type_name(), " rows=", c->Size(), ":");
       for (size_t r = 0; r < c->Size(); ++r) {
-        c->FormatValue(r, false, &text);
+        AppendTsvValue(*c, r, false, &text);
         text.push_back('|');
       }
       out.push_back(std::move(text));

@@ -9,6 +9,7 @@
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/columns/string.h"
+#include "server/clickhouse/text_form.h"
 #include "server/ingest/spool_record.h"
 
 namespace chgate::ingest {
@@ -65,7 +66,7 @@ TEST(DeadLetterTest, RoundTripsEveryFieldWithTheTableAsAStructuredPair) {
   ASSERT_TRUE(block.ok()) << block.status();
   ASSERT_EQ(block->rows(), 5u);
   std::string text;
-  block->column(1).column->FormatValue(4, false, &text);
+  AppendTsvValue(*block->column(1).column, 4, false, &text);
   EXPECT_EQ(text, "v4");
 }
 

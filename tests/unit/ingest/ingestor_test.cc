@@ -20,6 +20,7 @@
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
+#include "server/clickhouse/text_form.h"
 #include "tests/unit/ingest/fake_clock.h"
 
 namespace chgate::ingest {
@@ -63,7 +64,7 @@ class FakeInserter final : public Inserter {
     std::string text;
     for (size_t r = 0; r < block.rows(); ++r) {
       for (size_t c = 0; c < block.column_count(); ++c) {
-        block.column(c).column->FormatValue(r, false, &text);
+        AppendTsvValue(*block.column(c).column, r, false, &text);
         text.push_back(c + 1 == block.column_count() ? '\n' : '\t');
       }
     }

@@ -21,6 +21,7 @@
 #include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/columns/json.h"
 #include "server/clickhouse/columns/variant.h"
+#include "server/clickhouse/text_form.h"
 #include "server/clickhouse/wire/buffer.h"
 #include "server/ingest/convert.h"
 #include "server/ingest/value_error.h"
@@ -46,7 +47,7 @@ std::vector<std::string> Rows(const clickhouse::Block& block) {
     std::string text;
     for (size_t c = 0; c < block.column_count(); ++c) {
       if (c > 0) text.push_back('\t');
-      block.column(c).column->FormatValue(r, false, &text);
+      AppendTsvValue(*block.column(c).column, r, false, &text);
     }
     rows.push_back(std::move(text));
   }
@@ -367,7 +368,7 @@ std::vector<std::string> Alternatives(const clickhouse::Column& column) {
       continue;
     }
     std::string text;
-    column.FormatValue(r, false, &text);
+    AppendTsvValue(column, r, false, &text);
     const size_t d = variant->discriminator(r);
     absl::StrAppend(
         &text, " as ",

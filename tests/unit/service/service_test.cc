@@ -35,6 +35,7 @@
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
+#include "server/clickhouse/text_form.h"
 #include "server/ingest/ingestor.h"
 #include "server/service/read_gate.h"
 #include "server/service/server.h"
@@ -99,7 +100,7 @@ class FakeInserter final : public ingest::Inserter {
       std::string text;
       for (size_t c = 0; c < block.column_count(); ++c) {
         if (c > 0) text.push_back('\t');
-        block.column(c).column->FormatValue(r, false, &text);
+        AppendTsvValue(*block.column(c).column, r, false, &text);
       }
       rows_.push_back(std::move(text));
     }

@@ -63,5 +63,30 @@ TEST(EscapeTest, ClickHouseBackslashEscapesRoundTrip) {
   EXPECT_EQ(UnescapeChar('v'), '\v');
 }
 
+TEST(JsonObjectTest, OnlyOneStrictObjectDocumentPasses) {
+  EXPECT_TRUE(
+      ValidateJsonObject(R"({"a": [1, 2.5e3, -0, true, null], "b": {"c": "\u00e9"}})").ok());
+  EXPECT_TRUE(ValidateJsonObject("  {}  ").ok());
+  for (const char* bad : {"[1]", "{\"a\": 1,}", "{'a': 1}", "{\"a\": 01}", "{} {}", "{\"a\"}",
+                          "{\"a\": 1} // c", "{\"a\": \"\x01\"}"}) {
+    const absl::Status status = ValidateJsonObject(bad);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(status.message().find("at offset"), absl::string_view::npos) << bad;
+  }
+  std::string deep(1001, '[');
+  deep = "{\"a\":" + deep;
+  EXPECT_NE(ValidateJsonObject(deep).message().find("nested too deeply"), absl::string_view::npos);
+}
+
+TEST(JsonObjectTest, DottedPathsBecomeNestedObjects) {
+  std::string out;
+  AppendNestedJsonObject({{"a.b", "1"}, {"a.c.d", "\"x\""}, {"e", "[2]"}, {"f/g", "null"}}, &out);
+  EXPECT_EQ(out, R"({"a":{"b":1,"c":{"d":"x"}},"e":[2],"f\/g":null})");
+  out.clear();
+  AppendNestedJsonObject({}, &out);
+  EXPECT_EQ(out, "{}");
+  EXPECT_TRUE(ValidateJsonObject(R"({"a":{"b":1,"c":{"d":"x"}},"e":[2],"f\/g":null})").ok());
+}
+
 }  // namespace
 }  // namespace chgate::text
