@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "text/escape.h"
+#include "text/json.h"
 
 namespace chgate::text {
 namespace {
@@ -398,6 +399,46 @@ void AppendTsvText(const FixedType& type, const char* wire, bool nested, std::st
   Quote(quoted, out);
   AppendPlainText(type, wire, out);
   Quote(quoted, out);
+}
+
+void AppendJsonText(const FixedType& type, const char* wire, std::string* out) {
+  switch (type.kind) {
+    case FixedKind::kUInt:
+    case FixedKind::kInt:
+    case FixedKind::kDecimal:
+    case FixedKind::kBool:
+      AppendPlainText(type, wire, out);
+      return;
+    case FixedKind::kFloat:
+    case FixedKind::kBFloat16: {
+      std::string text;
+      AppendPlainText(type, wire, &text);
+      const bool finite = !text.empty() && text.find_first_of("ni") == std::string::npos;
+      out->append(finite ? text : "null");
+      return;
+    }
+    case FixedKind::kNothing:
+      out->append("null");
+      return;
+    case FixedKind::kFixedString:
+      AppendClickHouseJsonString(std::string_view(wire, type.width), out);
+      return;
+    case FixedKind::kDate:
+    case FixedKind::kDate32:
+    case FixedKind::kDateTime:
+    case FixedKind::kDateTime64:
+    case FixedKind::kTime:
+    case FixedKind::kTime64:
+    case FixedKind::kUuid:
+    case FixedKind::kIpv4:
+    case FixedKind::kIpv6:
+    case FixedKind::kEnum: {
+      std::string text;
+      AppendPlainText(type, wire, &text);
+      AppendClickHouseJsonString(text, out);
+      return;
+    }
+  }
 }
 
 }  // namespace chgate::text

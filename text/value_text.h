@@ -62,6 +62,10 @@ bool QuotedWhenNested(FixedKind kind);
 // The TabSeparated text ClickHouse prints for the value: plain text, escaped when NeedsEscaping,
 // single-quoted when `nested` and QuotedWhenNested (NULL for Nothing inside containers).
 void AppendTsvText(const FixedType& type, const char* wire, bool nested, std::string* out);
+// Appends the value as ClickHouse's JSON output writes it: integers, Decimal and Bool bare; finite
+// floats bare and nan/inf as null (without quote_denormals); Nothing as null; FixedString as a
+// string of its bytes; dates, times, UUID, IP and Enum as strings of their text.
+void AppendJsonText(const FixedType& type, const char* wire, std::string* out);
 
 // Loads a little-endian integer of `width` bytes: LoadSigned takes 1, 2, 4 or 8, LoadUnsigned
 // any width up to 8.

@@ -73,47 +73,6 @@ void AppendDynamicTsv(const ColumnDynamic& c, size_t row, bool nested, std::stri
   }
 }
 
-void AppendFixedJson(const ColumnFixed& c, size_t row, std::string* out) {
-  switch (c.fixed_kind()) {
-    case FixedKind::kUInt:
-    case FixedKind::kInt:
-    case FixedKind::kDecimal:
-    case FixedKind::kBool:
-      AppendTsvValue(c, row, false, out);
-      return;
-    case FixedKind::kFloat:
-    case FixedKind::kBFloat16: {
-      std::string text;
-      AppendTsvValue(c, row, false, &text);
-      // Non-finite values are null in ClickHouse's JSON output (without quote_denormals).
-      const bool finite = !text.empty() && text.find_first_of("ni") == std::string::npos;
-      out->append(finite ? text : "null");
-      return;
-    }
-    case FixedKind::kNothing:
-      out->append("null");
-      return;
-    case FixedKind::kFixedString:
-      text::AppendClickHouseJsonString(std::string_view(c.RawAt(row), c.width()), out);
-      return;
-    case FixedKind::kDate:
-    case FixedKind::kDate32:
-    case FixedKind::kDateTime:
-    case FixedKind::kDateTime64:
-    case FixedKind::kTime:
-    case FixedKind::kTime64:
-    case FixedKind::kUuid:
-    case FixedKind::kIpv4:
-    case FixedKind::kIpv6:
-    case FixedKind::kEnum: {
-      std::string text;
-      text::AppendPlainText(c.params(), c.RawAt(row), &text);
-      text::AppendClickHouseJsonString(text, out);
-      return;
-    }
-  }
-}
-
 // An Array as a JSON array, a Map as a JSON object (keys as their text).
 void AppendJsonArrayOrMap(const Column& column, size_t row, std::string* out) {
   const auto& c = static_cast<const ColumnArray&>(column);
@@ -237,9 +196,11 @@ void AppendTsvValue(const Column& column, size_t row, bool nested, std::string* 
 
 void AppendJsonValue(const Column& column, size_t row, std::string* out) {
   switch (column.kind()) {
-    case ColumnKind::kFixed:
-      AppendFixedJson(static_cast<const ColumnFixed&>(column), row, out);
+    case ColumnKind::kFixed: {
+      const auto& c = static_cast<const ColumnFixed&>(column);
+      text::AppendJsonText(c.params(), c.RawAt(row), out);
       return;
+    }
     case ColumnKind::kString:
       text::AppendClickHouseJsonString(static_cast<const ColumnString&>(column).At(row), out);
       return;

@@ -219,7 +219,8 @@ TEST(InsertRetrierTest, ABatchRetriedOnScheduleThroughAnOutageIsProgressNotAStal
   done.WaitForNotification();
   EXPECT_TRUE(result.ok()) << result;
   ASSERT_EQ(inserter.attempts.size(), 41u);
-  EXPECT_GT(clock.Now() - start, 10 * kStall) << "the outage lasted many stall limits";
+  // The jittered sleeps sum to about 365 s (sd ~35 s): many stall limits, whatever the draws.
+  EXPECT_GT(clock.Now() - start, 5 * kStall) << "the outage lasted many stall limits";
   for (size_t i = 0; i < checks.size(); ++i) {
     EXPECT_TRUE(checks[i].ok()) << "attempt " << i + 1 << ": " << checks[i];
   }
