@@ -40,6 +40,13 @@ absl::Status Unanswered(const absl::Status& stream_status, uint64_t sequence) {
 class InsertStream::Reactor final
     : public grpc::ClientBidiReactor<v1::InsertRequest, v1::InsertAck> {
  public:
+  // A request waiting to be written.
+  struct Unsent {
+    v1::InsertRequest request;                  // owned, or
+    std::shared_ptr<v1::InsertRequest> shared;  // written as it is, its sequence set
+    size_t bytes = 0;
+  };
+
   Reactor(grpc::ClientContext* context, v1::Ingest::Stub* stub) : context_(context) {
     stub->async()->InsertStream(context, this);
     AddHold();
@@ -48,6 +55,11 @@ class InsertStream::Reactor final
   }
 
   void Send(v1::InsertRequest request, AckCallback done) {
+    Send(Unsent{.request = std::move(request)}, std::move(done));
+  }
+
+  void Send(Unsent item, AckCallback done) {
+    v1::InsertRequest& request = item.shared != nullptr ? *item.shared : item.request;
     absl::Status refused;
     bool start = false;
     {
@@ -72,9 +84,9 @@ class InsertStream::Reactor final
         // stream's status.
         pending_.emplace(sequence, std::move(done));
         if (!write_failed_ && !stop_writes_) {
-          const size_t bytes = request.ByteSizeLong();
-          unsent_bytes_ += bytes;
-          unsent_.push_back({std::move(request), bytes});
+          item.bytes = request.ByteSizeLong();
+          unsent_bytes_ += item.bytes;
+          unsent_.push_back(std::move(item));
           start = TakeNextWriteLocked();
         }
       }
@@ -210,8 +222,16 @@ class InsertStream::Reactor final
       next_is_writes_done_ = true;
       return true;
     }
-    in_flight_ = std::move(unsent_.front().request);
-    writing_bytes_ = unsent_.front().bytes;
+    Unsent& next = unsent_.front();
+    if (next.shared != nullptr) {
+      in_flight_shared_ = std::move(next.shared);
+      writing_message_ = in_flight_shared_.get();
+    } else {
+      in_flight_ = std::move(next.request);
+      in_flight_shared_.reset();
+      writing_message_ = &in_flight_;
+    }
+    writing_bytes_ = next.bytes;
     unsent_.pop_front();
     writing_ = true;
     // More requests are waiting: let gRPC buffer this one instead of flushing it alone.
@@ -230,7 +250,7 @@ class InsertStream::Reactor final
     }
     grpc::WriteOptions options;
     if (buffer_hint_) options.set_buffer_hint();
-    StartWrite(&in_flight_, options);
+    StartWrite(writing_message_, options);
   }
 
   // No write starts from now on; the hold goes once none is in flight.
@@ -252,18 +272,18 @@ class InsertStream::Reactor final
   }
 
   grpc::ClientContext* const context_;
-  v1::InsertAck ack_;            // the read in flight
-  v1::InsertRequest in_flight_;  // the write in flight
-  bool buffer_hint_ = false;     // set with in_flight_
+  v1::InsertAck ack_;  // the read in flight
+  // The write in flight: an owned request, or one shared with the caller (Send of a
+  // shared_ptr), which holds it until the request's outcome.
+  v1::InsertRequest in_flight_;
+  std::shared_ptr<v1::InsertRequest> in_flight_shared_;
+  const v1::InsertRequest* writing_message_ = nullptr;
+  bool buffer_hint_ = false;  // set with the write in flight
   bool next_is_writes_done_ = false;
 
   mutable absl::Mutex mu_;
   uint64_t next_sequence_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint64_t, AckCallback> pending_ ABSL_GUARDED_BY(mu_);
-  struct Unsent {
-    v1::InsertRequest request;
-    size_t bytes;
-  };
   std::deque<Unsent> unsent_ ABSL_GUARDED_BY(mu_);
   size_t unsent_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // including the write in flight
   size_t writing_bytes_ ABSL_GUARDED_BY(mu_) = 0;
@@ -296,6 +316,10 @@ std::future<absl::StatusOr<InsertResult>> InsertStream::Send(v1::InsertRequest r
 
 void InsertStream::Send(v1::InsertRequest request, AckCallback done) {
   reactor_->Send(std::move(request), std::move(done));
+}
+
+void InsertStream::Send(std::shared_ptr<v1::InsertRequest> request, AckCallback done) {
+  reactor_->Send(Reactor::Unsent{.shared = std::move(request)}, std::move(done));
 }
 
 absl::Status InsertStream::Close() {

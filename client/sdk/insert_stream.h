@@ -56,6 +56,10 @@ class InsertStream {
   // The same, delivering the result to `done` (on a gRPC callback thread, or on this thread when
   // the request could not be sent).
   void Send(v1::InsertRequest request, AckCallback done);
+  // The same without a copy for a request the caller keeps (to send it again on another stream,
+  // as the Producer does): the stream sets its `sequence` and writes it where it is. The caller
+  // must not change it until `done` has run.
+  void Send(std::shared_ptr<v1::InsertRequest> request, AckCallback done);
 
   // Half-closes the stream, waits until every pending request got its ack and the server ended
   // the stream, and returns the stream's status (OK, or e.g. UNAVAILABLE when chgate shut down).

@@ -149,7 +149,9 @@ struct ProducerBatch {
   size_t table = 0;
   bool columnar = false;
   uint64_t seq = 0;  // creation order, for Flush
-  v1::InsertRequest request;
+  // Shared with the stream that writes it (InsertStream::Send of a shared_ptr: no copy per
+  // attempt); kept for a resend.
+  std::shared_ptr<v1::InsertRequest> request = std::make_shared<v1::InsertRequest>();
   std::vector<ProducerSend> sends;  // in row order
   uint64_t rows = 0;                // over all sends
   size_t bytes = 0;
@@ -311,7 +313,7 @@ class Producer::Impl {
   void GatherLocked(size_t table, v1::Row row, AckCallback done, size_t bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     BatchPtr& batch = GatheringLocked(table, false);
-    *batch->request.mutable_rows()->add_rows() = std::move(row);
+    *batch->request->mutable_rows()->add_rows() = std::move(row);
     GatheredLocked(batch, ProducerSend{1, std::move(done)}, bytes);
   }
 
@@ -320,12 +322,12 @@ class Producer::Impl {
   void GatherBlockLocked(size_t table, const v1::Block& block, ProducerSend send, size_t bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     BatchPtr* batch = &GatheringLocked(table, true);
-    if ((*batch)->rows > 0 && !SameLayout((*batch)->request.block(), block)) {
+    if ((*batch)->rows > 0 && !SameLayout((*batch)->request->block(), block)) {
       ready_.push_back(std::move(*batch));
       *batch = nullptr;
       batch = &GatheringLocked(table, true);
     }
-    v1::Block* gathered = (*batch)->request.mutable_block();
+    v1::Block* gathered = (*batch)->request->mutable_block();
     if (gathered->columns_size() == 0) StartBlock(block, gathered);
     AppendBlockRows(block, 0, block.rows(), gathered);
     GatheredLocked(*batch, std::move(send), bytes);
@@ -337,10 +339,10 @@ class Producer::Impl {
     batch->seq = next_seq_++;
     unsettled_.insert(batch->seq);
     const ProducerTable& t = *tables_[table];
-    batch->request.set_table(t.table());
-    for (const std::string& c : t.columns()) batch->request.add_columns(c);
-    batch->request.set_idempotency_key(absl::StrCat(key_prefix_, next_key_++));
-    batch->request.set_ack_mode(options_.ack_mode);
+    batch->request->set_table(t.table());
+    for (const std::string& c : t.columns()) batch->request->add_columns(c);
+    batch->request->set_idempotency_key(absl::StrCat(key_prefix_, next_key_++));
+    batch->request->set_ack_mode(options_.ack_mode);
     return batch;
   }
 
@@ -407,8 +409,7 @@ class Producer::Impl {
         ++stats_.resent_requests;
       }
     }
-    v1::InsertRequest copy = batch->request;  // the batch keeps its request for a resend
-    stream_->Send(std::move(copy), [this, batch](absl::StatusOr<InsertResult> result) {
+    stream_->Send(batch->request, [this, batch](absl::StatusOr<InsertResult> result) {
       OnOutcome(batch, std::move(result));
     });
   }
@@ -463,17 +464,17 @@ class Producer::Impl {
       rest->seq = batch.seq;  // Flush waits for it as for the batch it came from
       unsettled_.insert(rest->seq);
       rest->columnar = batch.columnar;
-      if (batch.columnar) StartBlock(batch.request.block(), rest->request.mutable_block());
+      if (batch.columnar) StartBlock(batch.request->block(), rest->request->mutable_block());
       // (mutable_rows() would clear a block: the request's rows and block are one oneof.)
-      auto* old_rows = batch.columnar ? nullptr : batch.request.mutable_rows()->mutable_rows();
+      auto* old_rows = batch.columnar ? nullptr : batch.request->mutable_rows()->mutable_rows();
       uint64_t row = 0;
       for (size_t i = 0; i < batch.sends.size(); ++i) {
         const uint64_t n = batch.sends[i].rows;
         if (i != culprit) {
           if (batch.columnar) {
-            AppendBlockRows(batch.request.block(), row, row + n, rest->request.mutable_block());
+            AppendBlockRows(batch.request->block(), row, row + n, rest->request->mutable_block());
           } else {
-            rest->request.mutable_rows()->add_rows()->Swap(
+            rest->request->mutable_rows()->add_rows()->Swap(
                 old_rows->Mutable(static_cast<int>(row)));
           }
           rest->rows += n;

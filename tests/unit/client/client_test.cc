@@ -594,6 +594,31 @@ TEST(InsertStreamTest, FuturesResolveByMatchingSequenceEvenOutOfOrder) {
   EXPECT_THAT(sequences, ElementsAre(1, 2, 3, 4));
 }
 
+// A request the caller keeps (the Producer's, for a resend) is written where it is: its sequence
+// set by the stream, its rows as they were, and it can go again after its ack.
+TEST(InsertStreamTest, ASharedRequestIsWrittenWithoutACopyAndCanGoAgain) {
+  FakeServer server;
+  std::unique_ptr<InsertStream> stream = Connect(server)->OpenInsertStream();
+  auto request = std::make_shared<v1::InsertRequest>(TwoRows());
+  request->set_idempotency_key("k-1");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::promise<absl::StatusOr<InsertResult>> ack;
+    stream->Send(request, [&](absl::StatusOr<InsertResult> r) { ack.set_value(std::move(r)); });
+    absl::StatusOr<InsertResult> r = ack.get_future().get();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->rows, 2u);
+    EXPECT_EQ(request->sequence(), static_cast<uint64_t>(attempt + 1));
+  }
+  EXPECT_TRUE(stream->Close().ok());
+  const std::vector<v1::InsertRequest> received = server.service().stream_requests();
+  ASSERT_EQ(received.size(), 2u);
+  for (size_t i = 0; i < received.size(); ++i) {
+    EXPECT_EQ(received[i].sequence(), i + 1);
+    EXPECT_EQ(received[i].idempotency_key(), "k-1");
+    EXPECT_EQ(received[i].rows().SerializeAsString(), request->rows().SerializeAsString());
+  }
+}
+
 TEST(InsertStreamTest, PerRequestFailuresKeepTheStreamGoing) {
   FakeServer server;
   server.service().set_stream_ack_status(
