@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace chgate::text {
@@ -35,6 +37,25 @@ inline size_t Utf8SequenceLength(std::string_view s, size_t i) {
     if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
   }
   return n;
+}
+
+// Whether all of `s` is valid UTF-8 (Utf8SequenceLength's rules); ASCII eight bytes at a time.
+inline bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    if (s.size() - i >= 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, s.data() + i, 8);
+      if ((word & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    const size_t n = Utf8SequenceLength(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
 }
 
 }  // namespace chgate::text

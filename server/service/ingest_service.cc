@@ -146,10 +146,10 @@ class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
     state_->message =
         google::protobuf::Arena::CreateMessage<v1::InsertRequest>(state_->arena.get());
     const v1::InsertRequest& message = *state_->message;
-    absl::Status parsed = ParseRawMessage(raw_, state_->message);
+    absl::Status parsed = ParseInsert(raw_, state_->message, &state_->prepared);
     raw_.Clear();  // not read again
     if (!parsed.ok()) return FinishEarly(parsed);
-    reservation->Resize(ConvertingBytes(message, wire));
+    reservation->Resize(ConvertingBytes(message, wire, state_->prepared));
     std::string identity;
     if (service_->auth_enabled()) {
       absl::Status allowed = service_->AuthorizeInsert(credentials_, message, &identity);
@@ -202,8 +202,7 @@ class IngestService::InsertCall final : public grpc::ServerGenericBidiReactor {
     PreparedInsert prepared;
 
     void ReleaseInput() {
-      prepared.rows.reset();
-      prepared.block = clickhouse::Block();
+      prepared.ReleaseInput();
       message = nullptr;
       arena.reset();
     }
@@ -306,7 +305,7 @@ class IngestService::StreamCall final
       }
       if (finished_) return;
       const size_t wire = slot->raw.Length();
-      absl::Status parsed = ParseRawMessage(slot->raw, slot->request);
+      absl::Status parsed = ParseInsert(slot->raw, slot->request, &slot->prepared);
       slot->raw.Clear();  // not read again
       if (!parsed.ok()) {
         // The message has no sequence to acknowledge: end the stream with the reason, after
@@ -355,8 +354,7 @@ class IngestService::StreamCall final
     // Frees the message and the views into it (the Ingestor has converted it); the ack needs
     // only `sequence` and the plain fields of `prepared`.
     void ReleaseInput() {
-      prepared.rows.reset();
-      prepared.block = clickhouse::Block();
+      prepared.ReleaseInput();
       request = nullptr;
       arena.reset();
     }
@@ -386,8 +384,8 @@ class IngestService::StreamCall final
     // reads nothing more until it is admitted, so it waits for room in the buffer like before
     // and gRPC's flow control holds the writer back (one request per stream beyond the budget at
     // most; --max-concurrent-streams bounds the streams per connection).
-    ingest::MemoryBudget::Reservation reservation =
-        service_->ingestor_->Hold(ConvertingBytes(*slot->request, slot->wire_bytes));
+    ingest::MemoryBudget::Reservation reservation = service_->ingestor_->Hold(
+        ConvertingBytes(*slot->request, slot->wire_bytes, slot->prepared));
     absl::Status s;
     std::string identity;
     if (s.ok() && service_->auth_enabled()) {

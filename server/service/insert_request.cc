@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/ingest/value_error.h"
+#include "server/service/raw_messages.h"
 #include "text/status_macros.h"
 
 namespace chgate::service {
@@ -77,9 +78,28 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
 
 }  // namespace
 
-uint64_t ConvertingBytes(const v1::InsertRequest& message, size_t wire) {
+absl::Status ParseInsert(const grpc::ByteBuffer& raw, v1::InsertRequest* message,
+                         PreparedInsert* out) {
+  out->rows_in_place = false;
+  grpc::Slice bytes;
+  if (raw.TrySingleSlice(&bytes).ok() || raw.DumpToSingleSlice(&bytes).ok()) {
+    const std::string_view view(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+    if (proto_convert::DecodeRowsRequest(view, message, &out->wire_rows)) {
+      out->wire = std::move(bytes);
+      out->rows_in_place = true;
+      return absl::OkStatus();
+    }
+    out->wire_rows.Clear();
+  }
+  return ParseRawMessage(raw, message);
+}
+
+uint64_t ConvertingBytes(const v1::InsertRequest& message, size_t wire,
+                         const PreparedInsert& prepared) {
   uint64_t parsed = static_cast<uint64_t>(wire) + 1024;
-  if (message.has_rows()) {
+  if (prepared.rows_in_place) {
+    parsed += prepared.wire_rows.memory_bytes();
+  } else if (message.has_rows()) {
     parsed += 64 * static_cast<uint64_t>(message.rows().rows_size());
     for (const v1::Row& row : message.rows().rows()) {
       parsed += 48 * static_cast<uint64_t>(row.values_size());
@@ -125,9 +145,13 @@ absl::Status Prepare(const v1::InsertRequest& message, absl::Time deadline,
   CHGATE_RETURN_IF_ERROR(CheckColumnNames(request.columns));
   switch (message.data_case()) {
     case v1::InsertRequest::kRows:
-      out->rows.emplace(&message.rows());
-      request.rows = &*out->rows;
-      out->row_count = static_cast<uint64_t>(message.rows().rows_size());
+      if (out->rows_in_place) {
+        request.rows = &out->wire_rows;
+      } else {
+        out->rows.emplace(&message.rows());
+        request.rows = &*out->rows;
+      }
+      out->row_count = static_cast<uint64_t>(request.rows->row_count());
       break;
     case v1::InsertRequest::kBlock:
       CHGATE_RETURN_IF_ERROR(PrepareBlock(message.block(), out));
