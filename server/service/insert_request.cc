@@ -81,15 +81,21 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
 absl::Status ParseInsert(const grpc::ByteBuffer& raw, v1::InsertRequest* message,
                          PreparedInsert* out) {
   out->rows_in_place = false;
-  grpc::Slice bytes;
-  if (raw.TrySingleSlice(&bytes).ok() || raw.DumpToSingleSlice(&bytes).ok()) {
-    const std::string_view view(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
-    if (proto_convert::DecodeRowsRequest(view, message, &out->wire_rows)) {
-      out->wire = std::move(bytes);
+  // Copied out of gRPC's slices, which may be parts of larger receive buffers that the memory
+  // budget does not see: the copy is exactly the message, and gRPC's buffers go at once.
+  std::vector<grpc::Slice> slices;
+  if (raw.Dump(&slices).ok()) {
+    out->wire.clear();
+    out->wire.reserve(raw.Length());
+    for (const grpc::Slice& slice : slices) {
+      out->wire.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    if (proto_convert::DecodeRowsRequest(out->wire, message, &out->wire_rows)) {
       out->rows_in_place = true;
       return absl::OkStatus();
     }
     out->wire_rows.Clear();
+    std::string().swap(out->wire);
   }
   return ParseRawMessage(raw, message);
 }

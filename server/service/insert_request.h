@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -31,7 +32,7 @@ inline uint64_t ArrivalBytes(size_t wire) { return 2 * static_cast<uint64_t>(wir
 // into the InsertRequest message; both must stay alive until the Ingestor admits or rejects it.
 struct PreparedInsert {
   // Rows read in place (ParseInsert): the received bytes and the index into them.
-  grpc::Slice wire;
+  std::string wire;
   proto_convert::WireRows wire_rows;
   bool rows_in_place = false;
   std::optional<proto_convert::ProtoRows> rows;  // rows parsed into the message
@@ -45,7 +46,7 @@ struct PreparedInsert {
   void ReleaseInput() {
     rows.reset();
     wire_rows.Clear();
-    wire = grpc::Slice();
+    std::string().swap(wire);
     block = clickhouse::Block();
   }
 };
