@@ -460,7 +460,12 @@ class IngestService::StreamCall final
     acks_.pop_front();
     writing_ = true;
     SerializeRawMessage(writing_ack_, &writing_bytes_);
-    StartWrite(&writing_bytes_);
+    // With more acks queued, this one may wait in gRPC's buffer (the write completes at once)
+    // and leave with the next: the acks of a group commit or a batch go out in one send instead
+    // of a system call each. The last of a run is written without the hint, which flushes.
+    grpc::WriteOptions options;
+    if (!acks_.empty()) options.set_buffer_hint();
+    StartWrite(&writing_bytes_, options);
   }
 
   void DrainLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
