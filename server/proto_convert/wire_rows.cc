@@ -1,5 +1,6 @@
 #include "server/proto_convert/wire_rows.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -330,6 +331,68 @@ const ingest::ValueRef::Ops kWireValueOps = {
     .map_value = [](const void* p,
                     size_t i) { return WireValue(&Node(p) + Node(p).child + 2 * i + 1); },
 };
+
+bool CarriesRows(std::span<const std::string_view> pieces) {
+  size_t piece = 0, at = 0;
+  const auto at_end = [&] {
+    while (piece < pieces.size() && at == pieces[piece].size()) {
+      ++piece;
+      at = 0;
+    }
+    return piece == pieces.size();
+  };
+  const auto next_byte = [&](uint8_t* out) {
+    if (at_end()) return false;
+    *out = static_cast<uint8_t>(pieces[piece][at++]);
+    return true;
+  };
+  const auto varint = [&](uint64_t* out) {
+    *out = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      uint8_t byte = 0;
+      if (!next_byte(&byte)) return false;
+      *out |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  };
+  const auto skip = [&](uint64_t n) {
+    while (n > 0 && piece < pieces.size()) {
+      const uint64_t here = std::min<uint64_t>(n, pieces[piece].size() - at);
+      at += here;
+      n -= here;
+      if (at == pieces[piece].size()) {
+        ++piece;
+        at = 0;
+      }
+    }
+    return n == 0;
+  };
+  bool rows = false;
+  while (!at_end()) {
+    uint64_t tag = 0, v = 0;
+    if (!varint(&tag)) return false;
+    switch (tag & 7) {
+      case kVarint:
+        if (!varint(&v)) return false;
+        break;
+      case kFixed64:
+        if (!skip(8)) return false;
+        break;
+      case kLengthDelimited:
+        if (!varint(&v) || !skip(v)) return false;
+        break;
+      case kFixed32:
+        if (!skip(4)) return false;
+        break;
+      default:
+        return false;
+    }
+    if ((tag >> 3) == 4) return false;
+    if ((tag >> 3) == 3) rows = true;
+  }
+  return rows;
+}
 
 bool DecodeRowsRequest(std::string_view bytes, v1::InsertRequest* fields, WireRows* rows) {
   fields->Clear();

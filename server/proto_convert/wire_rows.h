@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -79,6 +80,11 @@ class WireRows final : public ingest::RowSource {
   std::vector<WireNode> nodes_;
   std::vector<RowRange> rows_;
 };
+
+// Whether the serialized InsertRequest in `pieces` (its bytes in order, as a transport holds them)
+// has rows and no block at its top level: the requests DecodeRowsRequest is for, told without
+// copying the pieces together. False for a malformed top level too.
+bool CarriesRows(std::span<const std::string_view> pieces);
 
 // Reads a serialized chgate.v1.InsertRequest of rows: every field but the rows into `fields`
 // (cleared first; it gets an empty RowSet, so its data case is kRows) and the rows into `rows`,

@@ -84,12 +84,16 @@ absl::Status ParseInsert(const grpc::ByteBuffer& raw, v1::InsertRequest* message
   // Copied out of gRPC's slices, which may be parts of larger receive buffers that the memory
   // budget does not see: the copy is exactly the message, and gRPC's buffers go at once.
   std::vector<grpc::Slice> slices;
+  std::vector<std::string_view> pieces;
   if (raw.Dump(&slices).ok()) {
+    for (const grpc::Slice& slice : slices) {
+      pieces.emplace_back(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+  }
+  if (proto_convert::CarriesRows(pieces)) {
     out->wire.clear();
     out->wire.reserve(raw.Length());
-    for (const grpc::Slice& slice : slices) {
-      out->wire.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-    }
+    for (std::string_view piece : pieces) out->wire.append(piece);
     if (proto_convert::DecodeRowsRequest(out->wire, message, &out->wire_rows)) {
       out->rows_in_place = true;
       return absl::OkStatus();

@@ -11,6 +11,8 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "google/protobuf/unknown_field_set.h"
 #include "tests/unit/proto_convert/same_rows.h"
@@ -245,6 +247,44 @@ TEST(WireRowsTest, DeclinesWhatProtobufWouldMergeOrRefuse) {
 
   // A known field of the wrong wire type (table as a varint).
   EXPECT_TRUE(declines("\x08\x01" + base.SerializeAsString()));
+}
+
+// `bytes` cut at each offset in `cuts` (ascending).
+std::vector<std::string_view> Pieces(std::string_view bytes, std::vector<size_t> cuts) {
+  std::vector<std::string_view> out;
+  size_t from = 0;
+  for (size_t cut : cuts) {
+    out.push_back(bytes.substr(from, cut - from));
+    from = cut;
+  }
+  out.push_back(bytes.substr(from));
+  return out;
+}
+
+TEST(WireRowsTest, CarriesRowsIsToldAcrossPiecesWithoutCopying) {
+  RandomValues random(13);
+  const std::string rows = random.Request(5, 2).SerializeAsString();
+  for (size_t cut = 0; cut <= rows.size(); ++cut) {
+    EXPECT_TRUE(CarriesRows(Pieces(rows, {cut}))) << cut;
+    EXPECT_TRUE(CarriesRows(Pieces(rows, {cut / 2, cut, cut}))) << cut;
+  }
+  v1::InsertRequest block;
+  block.set_table("t");
+  block.mutable_block()->set_rows(3);
+  EXPECT_FALSE(CarriesRows(Pieces(block.SerializeAsString(), {2})));
+  v1::InsertRequest nothing;
+  nothing.set_table("t");
+  nothing.set_sequence(4);
+  EXPECT_FALSE(CarriesRows(Pieces(nothing.SerializeAsString(), {})));
+  EXPECT_FALSE(CarriesRows({}));
+  // A prefix carries rows when it is a whole request with them (cut between two fields after
+  // the rows), as protobuf reads it; never when the cut tears a field.
+  for (size_t n = 0; n < rows.size(); ++n) {
+    const std::string prefix = rows.substr(0, n);
+    v1::InsertRequest parsed;
+    const bool whole = parsed.ParseFromString(prefix) && parsed.has_rows();
+    EXPECT_EQ(CarriesRows(Pieces(prefix, {n / 3})), whole) << "cut at " << n;
+  }
 }
 
 TEST(WireRowsTest, StringsPointIntoTheBytesAndMemoryIsCounted) {
