@@ -4,6 +4,8 @@
 #include <deque>
 #include <memory>
 #include <set>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -21,6 +23,8 @@
 #include "client/sdk/status.h"
 #include "client/sdk/types.h"
 #include "columnar/column_layout.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/unknown_field_set.h"
 
 namespace chgate::client {
 namespace {
@@ -141,6 +145,37 @@ void AppendBlockRows(const v1::Block& src, uint64_t begin, uint64_t end, v1::Blo
   dst->set_rows(dst->rows() + (end - begin));
 }
 
+// InsertRequest's `rows` field number: a row batch's RowSet goes into the request already
+// encoded, as an unknown field of that number, which serializes to exactly the bytes of the
+// `rows` field (see ProducerBatch::row_bytes).
+constexpr int kRowsField = 3;
+
+// Appends `row` to `out` as one element of RowSet.rows (field 1: tag, length, message).
+void AppendEncodedRow(const v1::Row& row, std::string* out) {
+  const size_t size = row.ByteSizeLong();
+  uint8_t head[1 + 10];
+  head[0] = 0x0a;  // field 1, length-delimited
+  uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(size, head + 1);
+  out->append(reinterpret_cast<const char*>(head), static_cast<size_t>(end - head));
+  const size_t at = out->size();
+  out->resize(at + size);
+  row.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out->data() + at));
+}
+
+// The encoded RowSet a row batch's request carries (empty when it has none yet).
+const std::string& EncodedRows(const v1::InsertRequest& request) {
+  const google::protobuf::UnknownFieldSet& unknown =
+      request.GetReflection()->GetUnknownFields(request);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    if (unknown.field(i).number() == kRowsField &&
+        unknown.field(i).type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+      return unknown.field(i).length_delimited();
+    }
+  }
+  static const std::string* const kNone = new std::string();
+  return *kNone;
+}
+
 }  // namespace
 
 // One request and the sends it carries, from the first row gathered to the outcome: rows
@@ -153,7 +188,12 @@ struct ProducerBatch {
   // attempt); kept for a resend.
   std::shared_ptr<v1::InsertRequest> request = std::make_shared<v1::InsertRequest>();
   std::vector<ProducerSend> sends;  // in row order
-  uint64_t rows = 0;                // over all sends
+  // A row batch's rows, encoded as they arrive (each send's row serialized on the sending thread
+  // and its message freed there, not a thousand messages kept and freed together after the
+  // ack), and where each ends. Moved into the request when it is first written.
+  std::string row_bytes;
+  std::vector<size_t> row_ends;
+  uint64_t rows = 0;  // over all sends
   size_t bytes = 0;
   absl::Time first_row;
   absl::Time first_attempt = absl::InfiniteFuture();
@@ -189,14 +229,16 @@ class Producer::Impl {
     return tables_.back().get();
   }
 
-  void Send(size_t table, v1::Row row, AckCallback done) {
-    const size_t bytes = row.ByteSizeLong();
+  void Send(size_t table, const v1::Row& row, AckCallback done) {
+    thread_local std::string encoded;
+    encoded.clear();
+    AppendEncodedRow(row, &encoded);
     absl::Status refused;
     {
       absl::MutexLock lock(&mu_);
       refused = AwaitRoomLocked(1);
       if (refused.ok()) {
-        GatherLocked(table, std::move(row), std::move(done), bytes);
+        GatherLocked(table, encoded, std::move(done));
         return;
       }
       ++stats_.failed_sends;
@@ -309,12 +351,13 @@ class Producer::Impl {
     }
   }
 
-  // Adds a row to its table's batch.
-  void GatherLocked(size_t table, v1::Row row, AckCallback done, size_t bytes)
+  // Adds an encoded row (AppendEncodedRow) to its table's batch.
+  void GatherLocked(size_t table, std::string_view encoded_row, AckCallback done)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     BatchPtr& batch = GatheringLocked(table, false);
-    *batch->request->mutable_rows()->add_rows() = std::move(row);
-    GatheredLocked(batch, ProducerSend{1, std::move(done)}, bytes);
+    batch->row_bytes.append(encoded_row);
+    batch->row_ends.push_back(batch->row_bytes.size());
+    GatheredLocked(batch, ProducerSend{1, std::move(done)}, encoded_row.size());
   }
 
   // Adds a block's rows to its table's columnar batch; a block with other columns or types than
@@ -396,6 +439,13 @@ class Producer::Impl {
 
   // Writes one batch on the stream (a new one when the last ended); the ack settles it.
   void Write(BatchPtr batch) {
+    if (!batch->columnar && !batch->row_bytes.empty()) {
+      // First written: the rows become the request's `rows` field, already encoded.
+      batch->request->GetReflection()
+          ->MutableUnknownFields(batch->request.get())
+          ->AddLengthDelimited(kRowsField)
+          ->swap(batch->row_bytes);
+    }
     if (stream_ == nullptr || stream_->ended()) {
       if (stream_ != nullptr) (void)stream_->Close();
       stream_ = client_->OpenInsertStream({.timeout = absl::InfiniteDuration()});
@@ -465,17 +515,17 @@ class Producer::Impl {
       unsettled_.insert(rest->seq);
       rest->columnar = batch.columnar;
       if (batch.columnar) StartBlock(batch.request->block(), rest->request->mutable_block());
-      // (mutable_rows() would clear a block: the request's rows and block are one oneof.)
-      auto* old_rows = batch.columnar ? nullptr : batch.request->mutable_rows()->mutable_rows();
+      const std::string& old_rows = batch.columnar ? batch.row_bytes : EncodedRows(*batch.request);
       uint64_t row = 0;
       for (size_t i = 0; i < batch.sends.size(); ++i) {
         const uint64_t n = batch.sends[i].rows;
         if (i != culprit) {
           if (batch.columnar) {
             AppendBlockRows(batch.request->block(), row, row + n, rest->request->mutable_block());
-          } else {
-            rest->request->mutable_rows()->add_rows()->Swap(
-                old_rows->Mutable(static_cast<int>(row)));
+          } else {  // a row send: one row, its bytes from the end of the one before
+            const size_t begin = i == 0 ? 0 : batch.row_ends[i - 1];
+            rest->row_bytes.append(old_rows, begin, batch.row_ends[i] - begin);
+            rest->row_ends.push_back(rest->row_bytes.size());
           }
           rest->rows += n;
           rest->sends.push_back(std::move(batch.sends[i]));
@@ -558,7 +608,7 @@ ProducerTable* Producer::Table(std::string_view table, std::vector<std::string> 
 }
 
 void Producer::Send(size_t table, v1::Row row, AckCallback done) {
-  impl_->Send(table, std::move(row), std::move(done));
+  impl_->Send(table, row, std::move(done));
 }
 
 void Producer::Flush() { impl_->Flush(); }

@@ -97,8 +97,10 @@ class Producer;
 class ProducerTable {
  public:
   // Gathers `row` (one value per column of the list) into this table's batch; `done` gets the
-  // outcome. Waits or fails at the pending bound (ProducerOptions::block_when_full). After
-  // Close, `done` gets FailedPrecondition at once, on this thread.
+  // outcome. The row is encoded on the calling thread and its message freed before Send
+  // returns: a batch holds bytes, not messages. Waits or fails at the pending bound
+  // (ProducerOptions::block_when_full). After Close, `done` gets FailedPrecondition at once, on
+  // this thread.
   void Send(v1::Row row, AckCallback done);
   std::future<absl::StatusOr<InsertResult>> Send(v1::Row row);
 
