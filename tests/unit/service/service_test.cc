@@ -692,6 +692,35 @@ TEST_F(ServiceTest, InsertStreamAcksEveryRequestOnce) {
   EXPECT_EQ(inserter_.rows().size(), static_cast<size_t>(kRequests));
 }
 
+// Acks queued behind one another leave together (gRPC's buffer hint on all but the last of a
+// run): every ack of a burst must still arrive while the stream stays open, none held back for
+// a write that never comes.
+TEST_F(ServiceTest, InsertStreamAcksABurstWhileTheStreamStaysOpen) {
+  Start();
+  constexpr int kRequests = 200;
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Seconds(60));
+  auto stream = stub_->InsertStream(&context);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < kRequests; ++i) {
+      ASSERT_TRUE(stream->Write(SmallRequest(static_cast<uint64_t>(round * kRequests + i + 1))));
+    }
+    std::set<uint64_t> sequences;
+    v1::InsertAck ack;
+    while (sequences.size() < static_cast<size_t>(kRequests) && stream->Read(&ack)) {
+      EXPECT_EQ(ack.status().code(), 0) << ack.status().message();
+      sequences.insert(ack.sequence());
+    }
+    ASSERT_EQ(sequences.size(), static_cast<size_t>(kRequests)) << "round " << round;
+    EXPECT_EQ(*sequences.begin(), static_cast<uint64_t>(round * kRequests + 1));
+  }
+  stream->WritesDone();
+  v1::InsertAck extra;
+  EXPECT_FALSE(stream->Read(&extra));
+  grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
 TEST_F(ServiceTest, InsertStreamRejectsOneRequestAndGoesOn) {
   Start();
   grpc::ClientContext context;
