@@ -37,7 +37,7 @@ class RandomValues {
         v->set_bool_value(Pick(2) == 1);
         break;
       case 3:
-        v->set_int64_value(static_cast<int64_t>(rng_()) - (int64_t{1} << 62));
+        v->set_int64_value(static_cast<int64_t>(rng_()));  // any int64, negative ones too
         break;
       case 4:
         v->set_uint64_value(rng_() << (Pick(4) * 16));
