@@ -600,7 +600,10 @@ class DeadLetterCommandsTest(SpoolTestCase):
         proc = self.chgate(extra_args=[
             f"--table-limits={DATABASE}.{table}:delay=2s;{DATABASE}.{other}:delay=2s"])
         name = self.dead_letter_after_a_type_change(proc, table, 1000, 20)
-        self.assertIn("moved to the dead-letter directory", proc.log_text())
+        # The file is renamed into place before the line saying so is written.
+        self.assertTrue(e2e.wait_until(
+            lambda: "moved to the dead-letter directory" in proc.log_text(), timeout=10),
+            proc.log_tail())
 
         rc, out, err = self.spool_command("list")
         self.assertEqual(rc, 0, err)
