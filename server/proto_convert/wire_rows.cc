@@ -37,12 +37,28 @@ class Reader {
     return false;  // more than 10 bytes
   }
 
+  // A varint of at most 5 bytes, kept to its low 32 bits: how protobuf reads a tag or a length
+  // (it refuses a longer encoding of either, even of a small value).
+  bool Varint32(uint32_t* out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+      if (p_ == end_) return false;
+      const auto byte = static_cast<uint8_t>(*p_++);
+      v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) {
+        *out = static_cast<uint32_t>(v);
+        return true;
+      }
+    }
+    return false;
+  }
+
   // A field's number (never 0) and wire type.
   bool Tag(uint32_t* field, uint32_t* type) {
-    uint64_t tag = 0;
-    if (!Varint(&tag) || tag > std::numeric_limits<uint32_t>::max()) return false;
-    *field = static_cast<uint32_t>(tag >> 3);
-    *type = static_cast<uint32_t>(tag & 7);
+    uint32_t tag = 0;
+    if (!Varint32(&tag)) return false;
+    *field = tag >> 3;
+    *type = tag & 7;
     return *field != 0;
   }
 
@@ -53,9 +69,10 @@ class Reader {
     return true;
   }
 
+  // Protobuf refuses a length of 2 GiB or more (and a few bytes less, kept for its own bounds).
   bool LengthDelimited(std::string_view* out) {
-    uint64_t n = 0;
-    if (!Varint(&n) || n > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()) ||
+    uint32_t n = 0;
+    if (!Varint32(&n) || n > static_cast<uint32_t>(std::numeric_limits<int32_t>::max() - 16) ||
         n > static_cast<uint64_t>(end_ - p_)) {
       return false;
     }

@@ -247,6 +247,22 @@ TEST(WireRowsTest, DeclinesWhatProtobufWouldMergeOrRefuse) {
 
   // A known field of the wrong wire type (table as a varint).
   EXPECT_TRUE(declines("\x08\x01" + base.SerializeAsString()));
+
+  // Tags and lengths longer than 5 bytes, even of small values, which protobuf refuses (found by
+  // insert_request_fuzz: an unknown field's tag in 8 bytes).
+  const auto one_row_of = [](const std::string& value) {
+    const std::string one = "\x0a" + std::string(1, static_cast<char>(value.size())) + value;
+    const std::string set_bytes = "\x0a" + std::string(1, static_cast<char>(one.size())) + one;
+    return "\x1a" + std::string(1, static_cast<char>(set_bytes.size())) + set_bytes;
+  };
+  const std::string long_tag("\xf2\x80\x80\x80\x80\x80\x80\x00\x00", 9);  // field 14, length 0
+  const std::string long_length("\x32\x81\x80\x80\x80\x80\x00x", 8);      // string_value "x"
+  for (const std::string& value : {long_tag, long_length}) {
+    EXPECT_TRUE(declines(one_row_of(value)));
+    EXPECT_FALSE(parsed.ParseFromString(one_row_of(value))) << "protobuf refuses it as well";
+  }
+  const std::string five_byte_tag("\xf2\x80\x80\x80\x00\x00", 6);  // the longest protobuf reads
+  EXPECT_TRUE(ReadsAsProtobuf(one_row_of(five_byte_tag)));
 }
 
 // `bytes` cut at each offset in `cuts` (ascending).
