@@ -127,21 +127,12 @@ class WireDecoder {
     size_t count = 0;
     if (!CountRepeated(bytes, &count)) return false;
     rows_.reserve(count);
-    Reader r(bytes);
-    while (!r.done()) {
-      uint32_t field = 0, type = 0;
-      if (!r.Tag(&field, &type)) return false;
-      if (field != 1) {
-        if (!r.Skip(type)) return false;
-        continue;
-      }
-      std::string_view row;
-      if (!r.LengthDelimited(&row)) return false;
+    return ForEachElement(bytes, [this](std::string_view row) {
       WireRows::RowRange range{};
       if (!List(row, 3, &range.first, &range.count)) return false;
       rows_.push_back(range);
-    }
-    return true;
+      return true;
+    });
   }
 
  private:
@@ -159,6 +150,24 @@ class WireDecoder {
     return true;
   }
 
+  // Calls `each(element)` for every occurrence of field 1 in a message, in order, skipping the
+  // other fields; false as soon as the encoding or `each` fails.
+  template <typename Each>
+  static bool ForEachElement(std::string_view bytes, Each each) {
+    Reader r(bytes);
+    while (!r.done()) {
+      uint32_t field = 0, type = 0;
+      if (!r.Tag(&field, &type)) return false;
+      if (field != 1) {
+        if (!r.Skip(type)) return false;
+        continue;
+      }
+      std::string_view element;
+      if (!r.LengthDelimited(&element) || !each(element)) return false;
+    }
+    return true;
+  }
+
   // Reserves `n` nodes; false past what a 32-bit count (and this process) can hold.
   bool Reserve(size_t n, size_t* first) {
     *first = nodes_.size();
@@ -167,45 +176,32 @@ class WireDecoder {
     return true;
   }
 
-  // The Values of a Row or ValueList (field 1): their nodes from `*first`, `*count` of them.
-  bool List(std::string_view bytes, int depth, size_t* first, size_t* count) {
+  // The elements of a repeated message field (field 1): counted, `width` contiguous nodes each
+  // reserved from `*first`, then each decoded by `decode(element, its first node)`.
+  template <typename Decode>
+  bool Elements(std::string_view bytes, int depth, size_t width, size_t* first, size_t* count,
+                Decode decode) {
     if (depth > kMaxDepth) return false;
     *count = 0;
-    if (!CountRepeated(bytes, count) || !Reserve(*count, first)) return false;
-    Reader r(bytes);
+    if (!CountRepeated(bytes, count) || !Reserve(width * *count, first)) return false;
     size_t next = *first;
-    while (!r.done()) {
-      uint32_t field = 0, type = 0;
-      if (!r.Tag(&field, &type)) return false;
-      if (field != 1) {
-        if (!r.Skip(type)) return false;
-        continue;
-      }
-      std::string_view value;
-      if (!r.LengthDelimited(&value) || !Value(value, depth + 1, next++)) return false;
-    }
-    return true;
+    return ForEachElement(bytes, [&](std::string_view element) {
+      const size_t at = next;
+      next += width;
+      return decode(element, at);
+    });
   }
 
-  // A MapValue's entries: a key node and a value node each, from `*first`.
+  // The Values of a Row or ValueList: one node each.
+  bool List(std::string_view bytes, int depth, size_t* first, size_t* count) {
+    return Elements(bytes, depth, 1, first, count,
+                    [&](std::string_view value, size_t at) { return Value(value, depth + 1, at); });
+  }
+
+  // A MapValue's entries: a key node and a value node each.
   bool Map(std::string_view bytes, int depth, size_t* first, size_t* count) {
-    if (depth > kMaxDepth) return false;
-    *count = 0;
-    if (!CountRepeated(bytes, count) || !Reserve(2 * *count, first)) return false;
-    Reader r(bytes);
-    size_t next = *first;
-    while (!r.done()) {
-      uint32_t field = 0, type = 0;
-      if (!r.Tag(&field, &type)) return false;
-      if (field != 1) {
-        if (!r.Skip(type)) return false;
-        continue;
-      }
-      std::string_view entry;
-      if (!r.LengthDelimited(&entry) || !Entry(entry, depth + 1, next)) return false;
-      next += 2;
-    }
-    return true;
+    return Elements(bytes, depth, 2, first, count,
+                    [&](std::string_view entry, size_t at) { return Entry(entry, depth + 1, at); });
   }
 
   // A MapValue.Entry: key (1) into nodes_[at], value (2) into nodes_[at + 1]; an absent one
