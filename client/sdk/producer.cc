@@ -8,6 +8,7 @@
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -176,6 +177,21 @@ const std::string& EncodedRows(const v1::InsertRequest& request) {
   return *kNone;
 }
 
+// Each row's bytes in an encoded RowSet (AppendEncodedRow's output), in order.
+std::vector<std::string_view> EncodedRowRanges(std::string_view rows) {
+  std::vector<std::string_view> out;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(rows.data()),
+                                            static_cast<int>(rows.size()));
+  uint32_t size = 0;
+  while (in.CurrentPosition() < static_cast<int>(rows.size())) {
+    const int begin = in.CurrentPosition();
+    if (in.ReadTag() == 0 || !in.ReadVarint32(&size) || !in.Skip(static_cast<int>(size))) break;
+    out.push_back(
+        rows.substr(static_cast<size_t>(begin), static_cast<size_t>(in.CurrentPosition() - begin)));
+  }
+  return out;
+}
+
 }  // namespace
 
 // One request and the sends it carries, from the first row gathered to the outcome: rows
@@ -190,9 +206,8 @@ struct ProducerBatch {
   std::vector<ProducerSend> sends;  // in row order
   // A row batch's rows, encoded as they arrive (each send's row serialized on the sending thread
   // and its message freed there, not a thousand messages kept and freed together after the
-  // ack), and where each ends. Moved into the request when it is first written.
+  // ack). Moved into the request when it is first written.
   std::string row_bytes;
-  std::vector<size_t> row_ends;
   uint64_t rows = 0;  // over all sends
   size_t bytes = 0;
   absl::Time first_row;
@@ -356,7 +371,6 @@ class Producer::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     BatchPtr& batch = GatheringLocked(table, false);
     batch->row_bytes.append(encoded_row);
-    batch->row_ends.push_back(batch->row_bytes.size());
     GatheredLocked(batch, ProducerSend{1, std::move(done)}, encoded_row.size());
   }
 
@@ -515,17 +529,18 @@ class Producer::Impl {
       unsettled_.insert(rest->seq);
       rest->columnar = batch.columnar;
       if (batch.columnar) StartBlock(batch.request->block(), rest->request->mutable_block());
-      const std::string& old_rows = batch.columnar ? batch.row_bytes : EncodedRows(*batch.request);
+      // A row send is one row: its bytes are the send's range of the encoded RowSet.
+      const std::vector<std::string_view> row_ranges =
+          batch.columnar ? std::vector<std::string_view>()
+                         : EncodedRowRanges(EncodedRows(*batch.request));
       uint64_t row = 0;
       for (size_t i = 0; i < batch.sends.size(); ++i) {
         const uint64_t n = batch.sends[i].rows;
         if (i != culprit) {
           if (batch.columnar) {
             AppendBlockRows(batch.request->block(), row, row + n, rest->request->mutable_block());
-          } else {  // a row send: one row, its bytes from the end of the one before
-            const size_t begin = i == 0 ? 0 : batch.row_ends[i - 1];
-            rest->row_bytes.append(old_rows, begin, batch.row_ends[i] - begin);
-            rest->row_ends.push_back(rest->row_bytes.size());
+          } else {
+            rest->row_bytes.append(row_ranges[i]);
           }
           rest->rows += n;
           rest->sends.push_back(std::move(batch.sends[i]));
