@@ -28,7 +28,7 @@ class Reader {
     for (int shift = 0; shift < 70; shift += 7) {
       if (p_ == end_) return false;
       const auto byte = static_cast<uint8_t>(*p_++);
-      v |= static_cast<uint64_t>(byte & 0x7f) << (shift < 64 ? shift : 63);
+      v |= static_cast<uint64_t>(byte & 0x7f) << shift;  // the 10th byte keeps its low bit
       if ((byte & 0x80) == 0) {
         *out = v;
         return true;
