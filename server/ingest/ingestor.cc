@@ -673,17 +673,22 @@ void Ingestor::OnPersisted(const std::shared_ptr<Pending>& p, absl::StatusOr<Spo
   }
   {
     absl::MutexLock lock(&mu_);
-    QueueSpooledLocked(SpooledBatchLocked(p->table, p->columns), *std::move(entry));
+    QueueSpooledLocked(SpooledBatchLocked(p->table, p->columns, &p->key), *std::move(entry));
   }
   Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false, .persisted = true});
 }
 
-Batch& Ingestor::SpooledBatchLocked(const TableId& table, const std::vector<std::string>& columns) {
+Batch& Ingestor::SpooledBatchLocked(const TableId& table, const std::vector<std::string>& columns,
+                                    const std::string* key) {
   // Batches of persisted requests are apart from the others: their blocks are made only of
-  // spooled records, so that a replay can make them again.
-  Batch& batch = BatchLocked(absl::StrCat(TableColumnsKey(table, columns), "\x1fspooled"),
-                             absl::StrCat(table.database, ".", table.table), table);
-  if (!batch.spooled()) batch.MakeSpooled(columns);
+  // spooled records, so that a replay can make them again. Found without allocating (a persisted
+  // request looks its batch up once per ack), made with its key and label when missing.
+  thread_local std::string spooled_key;
+  spooled_key.assign(key != nullptr ? *key : TableColumnsKey(table, columns));
+  spooled_key.append("\x1fspooled");
+  if (auto it = batches_.find(spooled_key); it != batches_.end()) return *it->second;
+  Batch& batch = BatchLocked(spooled_key, absl::StrCat(table.database, ".", table.table), table);
+  batch.MakeSpooled(columns);
   return batch;
 }
 

@@ -226,9 +226,10 @@ class Ingestor {
   // caller once they are durable and queues them for their table's spooled batch.
   void Persist(std::shared_ptr<Pending> p);
   void OnPersisted(const std::shared_ptr<Pending>& p, absl::StatusOr<SpoolEntry> entry);
-  // The spooled batch of (table, columns), made when missing.
-  Batch& SpooledBatchLocked(const TableId& table, const std::vector<std::string>& columns)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The spooled batch of (table, columns), made when missing; `key`, when given, is their
+  // TableColumnsKey already made.
+  Batch& SpooledBatchLocked(const TableId& table, const std::vector<std::string>& columns,
+                            const std::string* key = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void QueueSpooledLocked(Batch& batch, SpoolEntry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartSpooledFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One INSERT of spooled records (SpoolBridge::Send), then the batch's accounting.
