@@ -1,8 +1,9 @@
 // `chgate-cli bench`: a load generator over the SDK. Internal to chgate-cli.
 //
 // One request is built up front (rows, or a columnar Block) and sent again and again: over
-// --streams InsertStreams with up to --max-in-flight unacknowledged each, or through the unary
-// Insert call from --streams threads (one call outstanding each; the SDK's Insert blocks).
+// --streams InsertStreams with up to --max-in-flight unacknowledged each, or as unary calls
+// (the SDK's InsertAsync) from --streams threads with up to --max-in-flight outstanding each;
+// in the producer modes, one row (or one-row Block) per send through the SDK's Producer.
 // Closed loop by default; with --rate the requests are due at fixed intervals and latency counts
 // from the due time, so a stalled server shows up in the latency instead of in fewer samples.
 // The pieces below are exposed for the tests; RunBench is the command.
@@ -41,7 +42,7 @@ absl::StatusOr<BenchRow> ParseBenchRow(const std::string& json,
 // or unbalanced parentheses or quotes.
 absl::StatusOr<std::vector<std::string>> ParseTypeList(std::string_view text);
 
-// "stream", "unary", "block" or "producer".
+// "stream", "unary", "block", "producer" or "producer-block".
 const char* BenchModeName(BenchMode mode);
 
 // A Block of `rows` copies of `row`, column i named row.columns[i] (if any) with type types[i].
@@ -92,7 +93,7 @@ struct BenchResult {
   uint64_t streams = 0;
   uint64_t rows_per_request = 0;  // kProducer: 1 (a request is one send)
   uint64_t batch_rows = 0;        // kProducer: the rows the Producer gathers per request at most
-  uint64_t max_in_flight = 0;     // per stream; 1 for kUnary
+  uint64_t max_in_flight = 0;     // per stream, or per sender for kUnary
   double duration_s = 0;          // from the first send to the last answer
   uint64_t requests_sent = 0;
   uint64_t requests_ok = 0;

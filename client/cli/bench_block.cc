@@ -10,6 +10,31 @@ namespace chgate::cli {
 
 namespace {
 
+// A --row string: the text of a date or time for those types, the bytes for the others.
+absl::Status AppendBenchString(client::ColumnBuilder& column, const std::string& s,
+                               const std::string& name) {
+  const client::ColumnType& type = column.type();
+  const client::TypeKind kind = type.kind;
+  const bool date = kind == client::TypeKind::kDate || kind == client::TypeKind::kDate32;
+  if (!date && kind != client::TypeKind::kDateTime && kind != client::TypeKind::kDateTime64) {
+    column.AppendString(s);
+    return absl::OkStatus();
+  }
+  int64_t days = 0;
+  int64_t seconds = 0;
+  uint32_t nanos = 0;
+  if (date && text::ParseDateText(s, &days) == nullptr) {
+    column.AppendTime(absl::FromUnixSeconds(days * 86400));
+  } else if (const char* why =
+                 text::ParseDateTimeText(s, type.zone, /*utc=*/false, &seconds, &nanos)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--row: column ", name, " (", type.text, "): '", s, "': ", why));
+  } else {
+    column.AppendTime(absl::FromUnixSeconds(seconds) + absl::Nanoseconds(nanos));
+  }
+  return absl::OkStatus();
+}
+
 // Appends `value` (a --row value, as JsonToValue made it) to `column` as one row. Scalar values
 // that do not fit are reported by BlockBuilder::Build; a JSON shape the column cannot take
 // (an array for a String column, ...) is reported here.
@@ -36,29 +61,8 @@ absl::Status AppendBenchValue(client::ColumnBuilder& column, const v1::Value& va
     case v1::Value::kDoubleValue:
       column.AppendFloat64(value.double_value());
       return absl::OkStatus();
-    case v1::Value::kStringValue: {
-      const std::string& s = value.string_value();
-      const client::TypeKind kind = type.kind;
-      if (kind != client::TypeKind::kDate && kind != client::TypeKind::kDate32 &&
-          kind != client::TypeKind::kDateTime && kind != client::TypeKind::kDateTime64) {
-        column.AppendString(s);
-        return absl::OkStatus();
-      }
-      int64_t days = 0;
-      int64_t seconds = 0;
-      uint32_t nanos = 0;
-      if ((kind == client::TypeKind::kDate || kind == client::TypeKind::kDate32) &&
-          text::ParseDateText(s, &days) == nullptr) {
-        column.AppendTime(absl::FromUnixSeconds(days * 86400));
-      } else if (const char* why =
-                     text::ParseDateTimeText(s, type.zone, /*utc=*/false, &seconds, &nanos)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--row: column ", name, " (", type.text, "): '", s, "': ", why));
-      } else {
-        column.AppendTime(absl::FromUnixSeconds(seconds) + absl::Nanoseconds(nanos));
-      }
-      return absl::OkStatus();
-    }
+    case v1::Value::kStringValue:
+      return AppendBenchString(column, value.string_value(), name);
     case v1::Value::kArrayValue: {
       const auto& items = value.array_value().values();
       if (type.kind == client::TypeKind::kArray) {

@@ -388,6 +388,26 @@ ColumnBuilder& ColumnBuilder::AppendFloat64(double v) {
 
 namespace {
 
+// The bytes of an integer or decimal written as text, exactly (no rounding).
+bool ExactNumberFromText(const ColumnType& type, std::string_view v, std::string* out,
+                         std::string* why) {
+  const bool decimal = type.kind == TypeKind::kDecimal;
+  bool negative = false;
+  std::string digits;
+  if (!ScaledDigits(v, decimal ? type.scale : 0, &negative, &digits)) {
+    *why = absl::StrCat("'", internal::Sv(v), "' is not an exact ", decimal ? "decimal" : "integer",
+                        " for the type");
+    return false;
+  }
+  const bool too_precise = decimal && static_cast<int>(digits.size()) > type.precision;
+  if (too_precise ||
+      !DigitsToBytes(negative, digits, type.width_bytes, type.kind != TypeKind::kUInt, out)) {
+    *why = absl::StrCat("'", internal::Sv(v), "' is out of range");
+    return false;
+  }
+  return true;
+}
+
 // The fixed-width bytes of text `v` for `type` (FixedString, Enum, UUID, Time, IPv4/6, integers
 // and decimals). False with `why` for text the type does not take.
 bool FixedBytesFromText(const ColumnType& type, std::string_view v, std::string* out,
@@ -451,25 +471,8 @@ bool FixedBytesFromText(const ColumnType& type, std::string_view v, std::string*
     }
     case TypeKind::kDecimal:
     case TypeKind::kInt:
-    case TypeKind::kUInt: {
-      const int scale = type.kind == TypeKind::kDecimal ? type.scale : 0;
-      bool negative = false;
-      std::string digits;
-      if (!ScaledDigits(v, scale, &negative, &digits)) {
-        *why =
-            absl::StrCat("'", internal::Sv(v), "' is not an exact ",
-                         type.kind == TypeKind::kDecimal ? "decimal" : "integer", " for the type");
-        return false;
-      }
-      const bool too_precise =
-          type.kind == TypeKind::kDecimal && static_cast<int>(digits.size()) > type.precision;
-      if (too_precise ||
-          !DigitsToBytes(negative, digits, type.width_bytes, type.kind != TypeKind::kUInt, out)) {
-        *why = absl::StrCat("'", internal::Sv(v), "' is out of range");
-        return false;
-      }
-      return true;
-    }
+    case TypeKind::kUInt:
+      return ExactNumberFromText(type, v, out, why);
     default:
       *why = "the type does not take strings";
       return false;

@@ -110,61 +110,87 @@ double LoadDouble(const char* p, size_t width) {
 
 // ---- text of scalars -------------------------------------------------------------------
 
+// A number's text (the integer, float, Bool and Decimal kinds) from its slot `p`.
+void AppendPlainNumber(const char* p, const ColumnType& type, std::string* out) {
+  switch (type.kind) {
+    case TypeKind::kInt:
+    case TypeKind::kUInt:
+      if (type.width_bytes > 8) {
+        AppendWideInteger(p, type.width_bytes, type.kind == TypeKind::kInt, out);
+      } else if (type.kind == TypeKind::kInt) {
+        absl::StrAppend(out, LoadSigned(p, type.width_bytes));
+      } else {
+        absl::StrAppend(out, LoadUnsigned(p, type.width_bytes));
+      }
+      return;
+    case TypeKind::kInterval:
+      absl::StrAppend(out, LoadSigned(p, 8));
+      return;
+    case TypeKind::kFloat:
+      if (type.width_bytes == 4) {
+        AppendShortestFloat(static_cast<float>(LoadDouble(p, 4)), out);
+      } else {
+        AppendShortestDouble(LoadDouble(p, 8), out);
+      }
+      return;
+    case TypeKind::kBFloat16:
+      text::AppendFloat(text::BFloat16ToFloat(p), out);
+      return;
+    case TypeKind::kBool:
+      out->append(p[0] != 0 ? "true" : "false");
+      return;
+    case TypeKind::kDecimal:
+      text::AppendDecimal(p, type.width_bytes, type.scale, out);
+      return;
+    default:
+      return;
+  }
+}
+
+// A date's or time's text (Date, Date32, DateTime, DateTime64, Time, Time64) from its slot `p`.
+void AppendPlainTemporal(const char* p, const ColumnType& type, std::string* out) {
+  switch (type.kind) {
+    case TypeKind::kDate:
+      text::AppendDate(static_cast<int64_t>(LoadUnsigned(p, 2)), out);
+      return;
+    case TypeKind::kDate32:
+      text::AppendDate(LoadSigned(p, 4), out);
+      return;
+    case TypeKind::kDateTime:
+      text::AppendDateTime(static_cast<int64_t>(LoadUnsigned(p, 4)), type.zone, out);
+      return;
+    case TypeKind::kDateTime64:
+      text::AppendDateTime64(LoadSigned(p, 8), type.scale, type.zone, out);
+      return;
+    case TypeKind::kTime:
+      text::AppendTime(LoadSigned(p, 4), out);
+      return;
+    case TypeKind::kTime64:
+      text::AppendTime64(LoadSigned(p, 8), type.scale, out);
+      return;
+    default:
+      return;
+  }
+}
+
 // The value of a non-composite, non-NULL row as plain (unescaped) text.
 void AppendPlain(const v1::Column& column, const ColumnType& type, uint64_t row, std::string* out) {
   switch (type.kind) {
     case TypeKind::kInt:
     case TypeKind::kUInt:
-      if (type.width_bytes <= 8) {
-        const char* p = Slot(column, type, row);
-        if (type.kind == TypeKind::kInt) {
-          absl::StrAppend(out, LoadSigned(p, type.width_bytes));
-        } else {
-          absl::StrAppend(out, LoadUnsigned(p, type.width_bytes));
-        }
-      } else {
-        AppendWideInteger(Slot(column, type, row), type.width_bytes, type.kind == TypeKind::kInt,
-                          out);
-      }
-      return;
     case TypeKind::kInterval:
-      absl::StrAppend(out, LoadSigned(Slot(column, type, row), 8));
-      return;
     case TypeKind::kFloat:
-      if (type.width_bytes == 4) {
-        AppendShortestFloat(static_cast<float>(LoadDouble(Slot(column, type, row), 4)), out);
-      } else {
-        AppendShortestDouble(LoadDouble(Slot(column, type, row), 8), out);
-      }
-      return;
     case TypeKind::kBFloat16:
-      text::AppendFloat(text::BFloat16ToFloat(Slot(column, type, row)), out);
-      return;
     case TypeKind::kBool:
-      out->append(Slot(column, type, row)[0] != 0 ? "true" : "false");
-      return;
     case TypeKind::kDecimal:
-      text::AppendDecimal(Slot(column, type, row), type.width_bytes, type.scale, out);
-      return;
+      return AppendPlainNumber(Slot(column, type, row), type, out);
     case TypeKind::kDate:
-      text::AppendDate(static_cast<int64_t>(LoadUnsigned(Slot(column, type, row), 2)), out);
-      return;
     case TypeKind::kDate32:
-      text::AppendDate(LoadSigned(Slot(column, type, row), 4), out);
-      return;
     case TypeKind::kDateTime:
-      text::AppendDateTime(static_cast<int64_t>(LoadUnsigned(Slot(column, type, row), 4)),
-                           type.zone, out);
-      return;
     case TypeKind::kDateTime64:
-      text::AppendDateTime64(LoadSigned(Slot(column, type, row), 8), type.scale, type.zone, out);
-      return;
     case TypeKind::kTime:
-      text::AppendTime(LoadSigned(Slot(column, type, row), 4), out);
-      return;
     case TypeKind::kTime64:
-      text::AppendTime64(LoadSigned(Slot(column, type, row), 8), type.scale, out);
-      return;
+      return AppendPlainTemporal(Slot(column, type, row), type, out);
     case TypeKind::kEnum: {
       const int64_t v = LoadSigned(Slot(column, type, row), type.width_bytes);
       const std::string* name = type.EnumName(v);

@@ -79,90 +79,77 @@ void RenderValue(ValueRef value, bool nested, std::string* out) {
   }
 }
 
-}  // namespace
-
-bool Converter::Unaccepted(const Node& node, ValueRef value) {
-  const char* accepts = "";
+// What a column of `node`'s op takes, for the error of a value it does not; null for the ops
+// whose error names more (Tuple) or is their child's (Nullable, LowCardinality).
+const char* Accepts(const Node& node) {
   switch (node.op) {
     case Op::kInt:
     case Op::kUInt:
-      accepts = "int64, uint64 or decimal integer text";
-      break;
+      return "int64, uint64 or decimal integer text";
     case Op::kFloat32:
     case Op::kFloat64:
     case Op::kBFloat16:
-      accepts = "double, int64, uint64 or numeric text";
-      break;
+      return "double, int64, uint64 or numeric text";
     case Op::kTime:
-      accepts = node.scale == 0 ? "seconds as int64/uint64, or '[-]hh:mm:ss' text"
-                                : "ticks as int64/uint64, or '[-]hh:mm:ss[.fff]' text";
-      break;
+      return node.scale == 0 ? "seconds as int64/uint64, or '[-]hh:mm:ss' text"
+                             : "ticks as int64/uint64, or '[-]hh:mm:ss[.fff]' text";
     case Op::kBool:
-      accepts = "bool, int64/uint64 0 or 1, or text true/false";
-      break;
+      return "bool, int64/uint64 0 or 1, or text true/false";
     case Op::kString:
-      accepts = "string or bytes";
-      break;
+      return "string or bytes";
     case Op::kFixedString:
-      accepts = "string or bytes of at most its length";
-      break;
+      return "string or bytes of at most its length";
     case Op::kDate:
     case Op::kDate32:
-      accepts = "timestamp, days since 1970-01-01 as int64/uint64, or 'YYYY-MM-DD' text";
-      break;
+      return "timestamp, days since 1970-01-01 as int64/uint64, or 'YYYY-MM-DD' text";
     case Op::kDateTime:
-      accepts =
-          "timestamp, Unix seconds as int64/uint64, or RFC 3339 or 'YYYY-MM-DD hh:mm:ss' text";
-      break;
+      return "timestamp, Unix seconds as int64/uint64, or RFC 3339 or 'YYYY-MM-DD hh:mm:ss' text";
     case Op::kDateTime64:
-      accepts = "timestamp, ticks as int64, or RFC 3339 or 'YYYY-MM-DD hh:mm:ss[.fff]' text";
-      break;
+      return "timestamp, ticks as int64, or RFC 3339 or 'YYYY-MM-DD hh:mm:ss[.fff]' text";
     case Op::kDecimal:
-      accepts = "decimal text, int64, uint64 or double";
-      break;
+      return "decimal text, int64, uint64 or double";
     case Op::kUuid:
-      accepts = "UUID text or 16 bytes";
-      break;
+      return "UUID text or 16 bytes";
     case Op::kIpv4:
-      accepts = "'a.b.c.d' text, int64/uint64 or 4 bytes";
-      break;
+      return "'a.b.c.d' text, int64/uint64 or 4 bytes";
     case Op::kIpv6:
-      accepts = "IPv6 or IPv4 text, or 16 bytes";
-      break;
+      return "IPv6 or IPv4 text, or 16 bytes";
     case Op::kEnum:
-      accepts = "an element name as string or an element value as int64";
-      break;
+      return "an element name as string or an element value as int64";
     case Op::kNothing:
-      accepts = "only null";
-      break;
+      return "only null";
     case Op::kArray:
-      accepts = "an array";
-      break;
+      return "an array";
     case Op::kMap:
-      accepts = "a map";
-      break;
+      return "a map";
     case Op::kTuple:
-      return Fail(value, absl::StrCat(node.column->type_name(), " takes a tuple of ",
-                                      node.child_count, " elements"));
     case Op::kNullable:
     case Op::kLowCardinality:
-      return Unaccepted(nodes_[node.first_child], value);
+      return nullptr;
     case Op::kVariant:
-      accepts = "null or a value one of its types takes";
-      break;
+      return "null or a value one of its types takes";
     case Op::kDynamic:
-      accepts =
-          "null, bool, int64, uint64, double, string, bytes, timestamp, or arrays, tuples "
-          "and maps of them";
-      break;
+      return "null, bool, int64, uint64, double, string, bytes, timestamp, or arrays, tuples "
+             "and maps of them";
     case Op::kJson:
-      accepts = "a JSON object as string";
-      break;
+      return "a JSON object as string";
     case Op::kAggregateState:
-      accepts = "one state's bytes, as a query of the same type returns them";
-      break;
+      return "one state's bytes, as a query of the same type returns them";
   }
-  return Fail(value, absl::StrCat(node.column->type_name(), " takes ", accepts));
+  return nullptr;
+}
+
+}  // namespace
+
+bool Converter::Unaccepted(const Node& node, ValueRef value) {
+  if (node.op == Op::kNullable || node.op == Op::kLowCardinality) {
+    return Unaccepted(nodes_[node.first_child], value);
+  }
+  if (node.op == Op::kTuple) {
+    return Fail(value, absl::StrCat(node.column->type_name(), " takes a tuple of ",
+                                    node.child_count, " elements"));
+  }
+  return Fail(value, absl::StrCat(node.column->type_name(), " takes ", Accepts(node)));
 }
 
 bool Converter::OutOfRange(const Node& node, ValueRef value) {

@@ -1,6 +1,7 @@
 #include "server/ingest/convert_plan.h"
 
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/array.h"
@@ -26,95 +27,105 @@ using text::kPow10U64;
 using text::LowMask;
 using text::MulAdd;
 
+// The op of a fixed kind that needs nothing from its type but the op; none for the others.
+std::optional<Op> PlainOp(FixedKind kind) {
+  switch (kind) {
+    case FixedKind::kBFloat16:
+      return Op::kBFloat16;
+    case FixedKind::kBool:
+      return Op::kBool;
+    case FixedKind::kDate:
+      return Op::kDate;
+    case FixedKind::kDate32:
+      return Op::kDate32;
+    case FixedKind::kUuid:
+      return Op::kUuid;
+    case FixedKind::kIpv4:
+      return Op::kIpv4;
+    case FixedKind::kIpv6:
+      return Op::kIpv6;
+    case FixedKind::kEnum:
+      return Op::kEnum;
+    case FixedKind::kFixedString:
+      return Op::kFixedString;
+    case FixedKind::kNothing:
+      return Op::kNothing;
+    case FixedKind::kUInt:
+    case FixedKind::kInt:
+    case FixedKind::kFloat:
+    case FixedKind::kTime:
+    case FixedKind::kTime64:
+    case FixedKind::kDateTime:
+    case FixedKind::kDateTime64:
+    case FixedKind::kDecimal:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+void PlanInteger(bool is_signed, int bits, Node* node) {
+  if (!is_signed) {
+    node->op = Op::kUInt;
+    node->max_positive = LowMask(bits);
+    node->umax = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    return;
+  }
+  node->op = Op::kInt;
+  node->max_positive = LowMask(bits - 1);
+  node->max_negative = LowMask(bits - 1);
+  MulAdd(node->max_negative, 1, 1);
+  node->max = bits >= 64 ? std::numeric_limits<int64_t>::max()
+                         : static_cast<int64_t>((uint64_t{1} << (bits - 1)) - 1);
+  node->min = -node->max - 1;
+}
+
+// DateTime and DateTime64; false for a scale outside 0..9.
+bool PlanDateTime(ColumnFixed& column, const ConvertOptions& options, Node* node) {
+  const auto& params = column.params();
+  const bool datetime = column.fixed_kind() == FixedKind::kDateTime;
+  node->op = datetime ? Op::kDateTime : Op::kDateTime64;
+  // A type without a zone argument shows its values in the server's zone.
+  node->zone =
+      column.type().args.size() > (datetime ? 0u : 1u) ? params.zone : options.server_time_zone;
+  node->utc = node->zone == absl::UTCTimeZone();
+  if (datetime) return true;
+  if (params.scale < 0 || params.scale > 9) return false;
+  node->scale = params.scale;
+  node->ticks_per_second = static_cast<int64_t>(kPow10U64[static_cast<size_t>(params.scale)]);
+  node->nanos_per_tick = static_cast<int64_t>(kPow10U64[static_cast<size_t>(9 - params.scale)]);
+  return true;
+}
+
 absl::Status PlanFixed(ColumnFixed& column, const ConvertOptions& options, Node* node) {
   node->width = static_cast<uint32_t>(column.width());
-  const int bits = static_cast<int>(column.width() * 8);
   const auto& params = column.params();
-  const auto& args = column.type().args;
-  switch (column.fixed_kind()) {
-    case FixedKind::kUInt:
-      node->op = Op::kUInt;
-      node->max_positive = LowMask(bits);
-      node->umax = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-      return absl::OkStatus();
-    case FixedKind::kInt:
-      node->op = Op::kInt;
-      node->max_positive = LowMask(bits - 1);
-      node->max_negative = LowMask(bits - 1);
-      MulAdd(node->max_negative, 1, 1);
-      node->max = bits >= 64 ? std::numeric_limits<int64_t>::max()
-                             : static_cast<int64_t>((uint64_t{1} << (bits - 1)) - 1);
-      node->min = -node->max - 1;
-      return absl::OkStatus();
-    case FixedKind::kFloat:
-      if (column.width() != 4 && column.width() != 8) break;
-      node->op = column.width() == 4 ? Op::kFloat32 : Op::kFloat64;
-      return absl::OkStatus();
-    case FixedKind::kBFloat16:
-      node->op = Op::kBFloat16;
-      return absl::OkStatus();
-    case FixedKind::kTime:
-    case FixedKind::kTime64: {
-      node->op = Op::kTime;
-      node->scale = params.scale;
-      const text::StoredRange range = text::StoredRangeOf(params);
-      node->min = range.min;
-      node->max = static_cast<int64_t>(range.max);
-      return absl::OkStatus();
-    }
-    case FixedKind::kBool:
-      node->op = Op::kBool;
-      return absl::OkStatus();
-    case FixedKind::kDate:
-      node->op = Op::kDate;
-      return absl::OkStatus();
-    case FixedKind::kDate32:
-      node->op = Op::kDate32;
-      return absl::OkStatus();
-    case FixedKind::kDateTime:
-    case FixedKind::kDateTime64: {
-      const bool datetime = column.fixed_kind() == FixedKind::kDateTime;
-      node->op = datetime ? Op::kDateTime : Op::kDateTime64;
-      // A type without a zone argument shows its values in the server's zone.
-      node->zone = args.size() > (datetime ? 0u : 1u) ? params.zone : options.server_time_zone;
-      node->utc = node->zone == absl::UTCTimeZone();
-      if (!datetime) {
-        if (params.scale < 0 || params.scale > 9) break;
-        node->scale = params.scale;
-        node->ticks_per_second = static_cast<int64_t>(kPow10U64[static_cast<size_t>(params.scale)]);
-        node->nanos_per_tick =
-            static_cast<int64_t>(kPow10U64[static_cast<size_t>(9 - params.scale)]);
-      }
-      return absl::OkStatus();
-    }
-    case FixedKind::kDecimal:
-      if (params.precision < 1 || params.precision > 76 || params.scale < 0 ||
-          params.scale > params.precision) {
-        break;
-      }
-      node->op = Op::kDecimal;
-      node->scale = params.scale;
-      node->precision = params.precision;
-      return absl::OkStatus();
-    case FixedKind::kUuid:
-      node->op = Op::kUuid;
-      return absl::OkStatus();
-    case FixedKind::kIpv4:
-      node->op = Op::kIpv4;
-      return absl::OkStatus();
-    case FixedKind::kIpv6:
-      node->op = Op::kIpv6;
-      return absl::OkStatus();
-    case FixedKind::kEnum:
-      node->op = Op::kEnum;
-      return absl::OkStatus();
-    case FixedKind::kFixedString:
-      node->op = Op::kFixedString;
-      return absl::OkStatus();
-    case FixedKind::kNothing:
-      node->op = Op::kNothing;
-      return absl::OkStatus();
+  const FixedKind kind = column.fixed_kind();
+  if (std::optional<Op> op = PlainOp(kind)) {
+    node->op = *op;
+    return absl::OkStatus();
   }
+  bool planned = true;
+  if (kind == FixedKind::kUInt || kind == FixedKind::kInt) {
+    PlanInteger(kind == FixedKind::kInt, static_cast<int>(column.width() * 8), node);
+  } else if (kind == FixedKind::kFloat) {
+    planned = column.width() == 4 || column.width() == 8;
+    node->op = column.width() == 4 ? Op::kFloat32 : Op::kFloat64;
+  } else if (kind == FixedKind::kTime || kind == FixedKind::kTime64) {
+    node->op = Op::kTime;
+    node->scale = params.scale;
+    const text::StoredRange range = text::StoredRangeOf(params);
+    node->min = range.min;
+    node->max = static_cast<int64_t>(range.max);
+  } else if (kind == FixedKind::kDateTime || kind == FixedKind::kDateTime64) {
+    planned = PlanDateTime(column, options, node);
+  } else {  // kDecimal
+    planned = params.precision >= 1 && params.precision <= 76 && params.scale >= 0 &&
+              params.scale <= params.precision;
+    node->op = Op::kDecimal;
+    node->scale = params.scale;
+    node->precision = params.precision;
+  }
+  if (planned) return absl::OkStatus();
   return absl::UnimplementedError(
       absl::StrCat("values cannot be converted to ", column.type_name()));
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/factory.h"
@@ -220,48 +221,34 @@ class AggregateFormatBuilder {
     if (version != 0 && name != "uniq") {
       return Unknown(name, absl::StrCat("state version ", version, " is not known here"));
     }
+    if (!IsBase(name)) return ResolveCombinator(name, params, args, version, steps);
     const bool parametric = name == "groupArray" || name == "quantile" || name == "quantiles";
-    if (!params.empty() && !parametric && IsBase(name)) {
+    if (!params.empty() && !parametric) {
       return Bad(absl::StrCat(std::string(name), " takes no parameters"));
     }
     if (name == "count") {
       steps->push_back({Part::kVarUInt});
       return absl::OkStatus();
     }
-    if (IsBase(name)) {
-      for (const TypeAst& arg : args) {
-        CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(arg));
-        if (a.kind == Arg::Kind::kNullable) {
-          return Unknown(name,
-                         "its state for Nullable arguments (with the Null combinator's "
-                         "flag) is not known here");
-        }
+    for (const TypeAst& arg : args) {
+      CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(arg));
+      if (a.kind == Arg::Kind::kNullable) {
+        return Unknown(name,
+                       "its state for Nullable arguments (with the Null combinator's "
+                       "flag) is not known here");
       }
     }
+    return ResolveBase(name, params, args, version, steps);
+  }
+
+  // The functions of IsBase but count, over arguments that are not Nullable.
+  absl::Status ResolveBase(std::string_view name, const std::vector<TypeAst>& params,
+                           const std::vector<TypeAst>& args, uint64_t version,
+                           std::vector<Step>* steps) const {
     const size_t arity = args.size();
     if (name == "sum" || name == "sumWithOverflow" || name == "sumKahan" || name == "avg") {
       if (arity != 1) return Bad(absl::StrCat(std::string(name), " takes one argument"));
-      CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
-      const bool integral =
-          a.kind == Arg::Kind::kUInt || a.kind == Arg::Kind::kInt || a.kind == Arg::Kind::kBool;
-      if (!integral && a.kind != Arg::Kind::kFloat && a.kind != Arg::Kind::kDecimal) {
-        return Unknown(
-            name, absl::StrCat("its state for ", FormatTypeName(args[0]), " is not known here"));
-      }
-      uint32_t width = a.width;  // sumWithOverflow: the argument's own type
-      if (name != "sumWithOverflow") {
-        // NearestFieldType widens integers and floats to 64 bits; decimals sum as Decimal128
-        // (Decimal256 stays).
-        if (a.kind == Arg::Kind::kDecimal) {
-          width = a.width <= 16 ? 16 : 32;
-        } else {
-          width = std::max<uint32_t>(a.width, 8);
-        }
-      }
-      if (name == "sumKahan" && a.kind != Arg::Kind::kDecimal) width = 16;  // sum, compensation
-      steps->push_back({Part::kFixed, width});
-      if (name == "avg") steps->push_back({Part::kVarUInt});
-      return absl::OkStatus();
+      return SumState(name, args[0], steps);
     }
     if (name == "min" || name == "max" || name == "any" || name == "anyLast") {
       if (arity != 1) return Bad(absl::StrCat(std::string(name), " takes one argument"));
@@ -280,44 +267,69 @@ class AggregateFormatBuilder {
       steps->push_back({version == 1 ? Part::kUniqV1 : Part::kUniq});
       return absl::OkStatus();
     }
+    if (name == "uniqExact" && arity != 1) {
+      return Unknown(name, "its state for several arguments is not known here");
+    }
+    if (name == "groupArray" && (arity != 1 || params.size() > 1)) {
+      return Bad("groupArray takes one argument");
+    }
+    if ((name == "quantile" || name == "quantiles") && arity != 1) {
+      return Bad(absl::StrCat(std::string(name), " takes one argument"));
+    }
+    CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
+    const bool number = IsNumber(a);
+    std::optional<Step> step;
     if (name == "uniqExact") {
-      if (arity != 1) return Unknown(name, "its state for several arguments is not known here");
-      CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
-      if (IsNumber(a) || a.kind == Arg::Kind::kBool) {
-        steps->push_back({Part::kCountedFixed, a.width});
-      } else if (a.kind == Arg::Kind::kString || a.kind == Arg::Kind::kFixedString) {
-        steps->push_back({Part::kCountedFixed, 16});  // SipHash128 of each value
-      } else {
-        return Unknown(
-            name, absl::StrCat("its state for ", FormatTypeName(args[0]), " is not known here"));
+      if (number || a.kind == Arg::Kind::kBool) step = Step{Part::kCountedFixed, a.width};
+      if (a.kind == Arg::Kind::kString || a.kind == Arg::Kind::kFixedString) {
+        step = Step{Part::kCountedFixed, 16};  // SipHash128 of each value
       }
-      return absl::OkStatus();
-    }
-    if (name == "groupArray") {
-      if (arity != 1 || params.size() > 1) return Bad("groupArray takes one argument");
-      CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
-      if (IsNumber(a) || a.kind == Arg::Kind::kBool || a.kind == Arg::Kind::kDate ||
+    } else if (name == "groupArray") {
+      if (number || a.kind == Arg::Kind::kBool || a.kind == Arg::Kind::kDate ||
           a.kind == Arg::Kind::kDateTime) {
-        steps->push_back({Part::kCountedFixed, a.width});
-      } else if (a.kind == Arg::Kind::kString) {
-        steps->push_back({Part::kCountedString});
+        step = Step{Part::kCountedFixed, a.width};
+      }
+      if (a.kind == Arg::Kind::kString) step = Step{Part::kCountedString};
+    } else if (number) {  // quantile, quantiles
+      step = Step{Part::kReservoir, a.width};
+    }
+    if (!step.has_value()) {
+      return Unknown(name,
+                     absl::StrCat("its state for ", FormatTypeName(args[0]), " is not known here"));
+    }
+    steps->push_back(*step);
+    return absl::OkStatus();
+  }
+
+  // sum, sumWithOverflow, sumKahan and avg of one argument.
+  absl::Status SumState(std::string_view name, const TypeAst& arg, std::vector<Step>* steps) const {
+    CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(arg));
+    const bool integral =
+        a.kind == Arg::Kind::kUInt || a.kind == Arg::Kind::kInt || a.kind == Arg::Kind::kBool;
+    if (!integral && a.kind != Arg::Kind::kFloat && a.kind != Arg::Kind::kDecimal) {
+      return Unknown(name,
+                     absl::StrCat("its state for ", FormatTypeName(arg), " is not known here"));
+    }
+    uint32_t width = a.width;  // sumWithOverflow: the argument's own type
+    if (name != "sumWithOverflow") {
+      // NearestFieldType widens integers and floats to 64 bits; decimals sum as Decimal128
+      // (Decimal256 stays).
+      if (a.kind == Arg::Kind::kDecimal) {
+        width = a.width <= 16 ? 16 : 32;
       } else {
-        return Unknown(
-            name, absl::StrCat("its state for ", FormatTypeName(args[0]), " is not known here"));
+        width = std::max<uint32_t>(a.width, 8);
       }
-      return absl::OkStatus();
     }
-    if (name == "quantile" || name == "quantiles") {
-      if (arity != 1) return Bad(absl::StrCat(std::string(name), " takes one argument"));
-      CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
-      if (!IsNumber(a)) {
-        return Unknown(
-            name, absl::StrCat("its state for ", FormatTypeName(args[0]), " is not known here"));
-      }
-      steps->push_back({Part::kReservoir, a.width});
-      return absl::OkStatus();
-    }
-    // Combinators, innermost last in the name (sumArrayIf = If over Array over sum).
+    if (name == "sumKahan" && a.kind != Arg::Kind::kDecimal) width = 16;  // sum, compensation
+    steps->push_back({Part::kFixed, width});
+    if (name == "avg") steps->push_back({Part::kVarUInt});
+    return absl::OkStatus();
+  }
+
+  // Combinators, innermost last in the name (sumArrayIf = If over Array over sum).
+  absl::Status ResolveCombinator(std::string_view name, const std::vector<TypeAst>& params,
+                                 const std::vector<TypeAst>& args, uint64_t version,
+                                 std::vector<Step>* steps) const {
     if (name.size() > 2 && EndsWith(name, "If")) {
       if (args.empty()) return Bad("an -If function needs a condition argument");
       CHGATE_ASSIGN_OR_RETURN(Arg cond, Classify(args.back()));

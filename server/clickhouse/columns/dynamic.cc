@@ -24,6 +24,24 @@ constexpr int kMaxBinaryTypeDepth = 32;
 
 // ---- Binary type encodings (ClickHouse's data types binary encoding) ----
 
+TypeAst NumberArg(int64_t v) { return TypeAst{.kind = TypeAst::Kind::kNumber, .number = v}; }
+
+// The DateTime types of codes 0x12 (with a zone), 0x13 (a precision) and 0x14 (both).
+absl::Status ReadBinaryDateTime(uint8_t code, ReadBuffer& in, TypeAst* type) {
+  type->name = code == 0x12 ? "DateTime" : "DateTime64";
+  if (code != 0x12) {
+    uint8_t precision = 0;
+    CHGATE_RETURN_IF_ERROR(in.ReadFixed(&precision));
+    type->args.push_back(NumberArg(precision));
+  }
+  if (code != 0x13) {
+    std::string zone;
+    CHGATE_RETURN_IF_ERROR(in.ReadString(&zone, kMaxTypeNameSize));
+    type->args.push_back(TypeAst{.kind = TypeAst::Kind::kString, .name = std::move(zone)});
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadBinaryType(ReadBuffer& in, int depth, TypeAst* type) {
   if (depth > kMaxBinaryTypeDepth) return absl::DataLossError("binary type nested too deeply");
   uint8_t code = 0;
@@ -36,28 +54,11 @@ absl::Status ReadBinaryType(ReadBuffer& in, int depth, TypeAst* type) {
     type->name = kSimple[code];
     return absl::OkStatus();
   }
-  auto number = [](int64_t v) { return TypeAst{.kind = TypeAst::Kind::kNumber, .number = v}; };
   switch (code) {
-    case 0x12:    // DateTime(zone)
-    case 0x14: {  // DateTime64(precision, zone)
-      type->name = code == 0x12 ? "DateTime" : "DateTime64";
-      if (code == 0x14) {
-        uint8_t precision = 0;
-        CHGATE_RETURN_IF_ERROR(in.ReadFixed(&precision));
-        type->args.push_back(number(precision));
-      }
-      std::string zone;
-      CHGATE_RETURN_IF_ERROR(in.ReadString(&zone, kMaxTypeNameSize));
-      type->args.push_back(TypeAst{.kind = TypeAst::Kind::kString, .name = std::move(zone)});
-      return absl::OkStatus();
-    }
-    case 0x13: {  // DateTime64(precision)
-      uint8_t precision = 0;
-      CHGATE_RETURN_IF_ERROR(in.ReadFixed(&precision));
-      type->name = "DateTime64";
-      type->args.push_back(number(precision));
-      return absl::OkStatus();
-    }
+    case 0x12:  // DateTime(zone)
+    case 0x13:  // DateTime64(precision)
+    case 0x14:  // DateTime64(precision, zone)
+      return ReadBinaryDateTime(code, in, type);
     case 0x15:
       type->name = "String";
       return absl::OkStatus();
@@ -66,7 +67,7 @@ absl::Status ReadBinaryType(ReadBuffer& in, int depth, TypeAst* type) {
       CHGATE_RETURN_IF_ERROR(in.ReadVarUInt(&n));
       if (n == 0 || n > (uint64_t{1} << 30)) return absl::DataLossError("bad FixedString size");
       type->name = "FixedString";
-      type->args.push_back(number(static_cast<int64_t>(n)));
+      type->args.push_back(NumberArg(static_cast<int64_t>(n)));
       return absl::OkStatus();
     }
     case 0x19:
@@ -77,7 +78,7 @@ absl::Status ReadBinaryType(ReadBuffer& in, int depth, TypeAst* type) {
       CHGATE_RETURN_IF_ERROR(in.ReadFixed(&precision));
       CHGATE_RETURN_IF_ERROR(in.ReadFixed(&scale));
       type->name = "Decimal";
-      type->args = {number(precision), number(scale)};
+      type->args = {NumberArg(precision), NumberArg(scale)};
       return absl::OkStatus();
     }
     case 0x1d:

@@ -437,77 +437,11 @@ class Transport::Impl {
     }
     if (verify_error != X509_V_OK) {
       const std::string cert = CertificateSummary(verify_cert.get());
-      std::string what;
-      switch (verify_error) {
-        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
-        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
-        case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
-        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-        case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-        case X509_V_ERR_CERT_UNTRUSTED:
-          what = absl::StrCat(
-              "failed: unknown CA: the server's certificate is not signed by a trusted CA (",
-              client != nullptr && !client->ca_file.empty()
-                  ? absl::StrCat("CA file ", client->ca_file)
-                  : std::string("the system's trust store"),
-              "); set --clickhouse-tls-ca-file to the CA that signed it");
-          break;
-        case X509_V_ERR_HOSTNAME_MISMATCH:
-        case X509_V_ERR_IP_ADDRESS_MISMATCH:
-          what = absl::StrCat("failed: name mismatch: the server's certificate is not valid for '",
-                              server_name,
-                              "'; connect with a name the certificate lists or set "
-                              "--clickhouse-tls-server-name");
-          break;
-        case X509_V_ERR_CERT_HAS_EXPIRED:
-          what = verify_depth == 0
-                     ? std::string("failed: the server's certificate has expired")
-                     : absl::StrCat("failed: a CA certificate in the server's chain (depth ",
-                                    verify_depth, ") has expired");
-          break;
-        case X509_V_ERR_CERT_NOT_YET_VALID:
-          what = "failed: the server's certificate is not valid yet (check both clocks)";
-          break;
-        default:
-          what = absl::StrCat("failed: certificate verification: ",
-                              ::X509_verify_cert_error_string(verify_error));
-      }
-      return absl::UnavailableError(absl::StrCat(
-          prefix, what, cert.empty() ? "" : " [certificate: ", cert, cert.empty() ? "" : "]"));
+      return absl::UnavailableError(absl::StrCat(prefix, VerifyFailure(server_name, client),
+                                                 cert.empty() ? "" : " [certificate: ", cert,
+                                                 cert.empty() ? "" : "]"));
     }
-    if (out.ssl_error != 0) {
-      const int reason = ERR_GET_REASON(out.ssl_error);
-      switch (reason) {
-        case SSL_R_WRONG_VERSION_NUMBER:
-        case SSL_R_PACKET_LENGTH_TOO_LONG:
-        case SSL_R_UNKNOWN_PROTOCOL:
-        case SSL_R_HTTP_REQUEST:
-          return absl::UnavailableError(absl::StrCat(
-              prefix,
-              "failed: the server did not answer in TLS; this looks like a plain (non-TLS) "
-              "port: use the secure native port (tcp_port_secure, usually 9440) or turn TLS "
-              "off for this endpoint (",
-              out.text, ")"));
-        case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
-        case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
-          if (client != nullptr && client->cert_file.empty()) {
-            return absl::UnavailableError(
-                absl::StrCat(prefix,
-                             "failed: the server requires a client certificate; set "
-                             "--clickhouse-tls-cert-file and --clickhouse-tls-key-file (",
-                             out.text, ")"));
-          }
-          break;
-        case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
-        case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
-        case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
-          return absl::UnavailableError(absl::StrCat(
-              prefix, "failed: the server refused chgate's client certificate (", out.text, ")"));
-        default:
-          break;
-      }
-      return absl::UnavailableError(absl::StrCat(prefix, "failed: ", out.text));
-    }
+    if (out.ssl_error != 0) return absl::UnavailableError(prefix + SslFailure(out, client));
     if (out.closed) {
       return absl::UnavailableError(absl::StrCat(
           prefix,
@@ -515,6 +449,72 @@ class Transport::Impl {
           "the server refused the TLS parameters)"));
     }
     return absl::UnavailableError(absl::StrCat(prefix, "failed: ", out.text));
+  }
+
+  // The certificate problem OpenSSL found while verifying, and its fix.
+  std::string VerifyFailure(const std::string& server_name, const TlsClientOptions* client) const {
+    switch (verify_error) {
+      case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+      case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+      case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+      case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+      case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+      case X509_V_ERR_CERT_UNTRUSTED:
+        return absl::StrCat(
+            "failed: unknown CA: the server's certificate is not signed by a trusted CA (",
+            client != nullptr && !client->ca_file.empty()
+                ? absl::StrCat("CA file ", client->ca_file)
+                : std::string("the system's trust store"),
+            "); set --clickhouse-tls-ca-file to the CA that signed it");
+      case X509_V_ERR_HOSTNAME_MISMATCH:
+      case X509_V_ERR_IP_ADDRESS_MISMATCH:
+        return absl::StrCat("failed: name mismatch: the server's certificate is not valid for '",
+                            server_name,
+                            "'; connect with a name the certificate lists or set "
+                            "--clickhouse-tls-server-name");
+      case X509_V_ERR_CERT_HAS_EXPIRED:
+        return verify_depth == 0
+                   ? std::string("failed: the server's certificate has expired")
+                   : absl::StrCat("failed: a CA certificate in the server's chain (depth ",
+                                  verify_depth, ") has expired");
+      case X509_V_ERR_CERT_NOT_YET_VALID:
+        return "failed: the server's certificate is not valid yet (check both clocks)";
+      default:
+        return absl::StrCat("failed: certificate verification: ",
+                            ::X509_verify_cert_error_string(verify_error));
+    }
+  }
+
+  // A TLS failure or alert (no certificate problem of ours), with its likely cause.
+  static std::string SslFailure(const Failure& out, const TlsClientOptions* client) {
+    switch (ERR_GET_REASON(out.ssl_error)) {
+      case SSL_R_WRONG_VERSION_NUMBER:
+      case SSL_R_PACKET_LENGTH_TOO_LONG:
+      case SSL_R_UNKNOWN_PROTOCOL:
+      case SSL_R_HTTP_REQUEST:
+        return absl::StrCat(
+            "failed: the server did not answer in TLS; this looks like a plain (non-TLS) "
+            "port: use the secure native port (tcp_port_secure, usually 9440) or turn TLS "
+            "off for this endpoint (",
+            out.text, ")");
+      case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+      case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
+        if (client != nullptr && client->cert_file.empty()) {
+          return absl::StrCat(
+              "failed: the server requires a client certificate; set "
+              "--clickhouse-tls-cert-file and --clickhouse-tls-key-file (",
+              out.text, ")");
+        }
+        break;
+      case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+      case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+      case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+        return absl::StrCat("failed: the server refused chgate's client certificate (", out.text,
+                            ")");
+      default:
+        break;
+    }
+    return absl::StrCat("failed: ", out.text);
   }
 
   // Keeps the first certificate problem for HandshakeError, then lets OpenSSL decide as it
