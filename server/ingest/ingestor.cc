@@ -21,6 +21,12 @@ Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
       buffer_limit_(static_cast<uint64_t>(static_cast<double>(options_.memory_budget_bytes) *
                                           options_.buffer_share)),
       budget_(options_.memory_budget_bytes),
+      admission_({.memory_budget_bytes = options_.memory_budget_bytes,
+                  .buffer_limit = buffer_limit_,
+                  .table_budget_bytes = options_.table_budget_bytes,
+                  .ready_high_water = options_.ready_high_water,
+                  .ready_low_water = options_.ready_low_water},
+                 &budget_, observer),
       inserter_(inserter),
       clock_(clock),
       observer_(observer),
@@ -287,8 +293,7 @@ void Ingestor::Append(std::shared_ptr<Pending> p) {
         Complete(p, {.status = absl::UnavailableError("chgate is shutting down")});
       });
     } else {
-      waiting_.push_back(p);
-      if (observer_ != nullptr) observer_->WaitingRequests(waiting_.size());
+      admission_.Wait(p);
       AdmitWaitingLocked(&after);
     }
   }
@@ -315,30 +320,17 @@ Batch& Ingestor::BatchLocked(const std::string& key, const std::string& label,
 }
 
 void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
-  while (!waiting_.empty()) {
-    std::shared_ptr<Pending> p = waiting_.front();
-    Batch& batch = BatchLocked(p->key, p->label, p->table);
-    if (batch.schema() == nullptr) batch.Relayout(p->schema);
-    const bool fits_global = buffered_bytes_ == 0 || buffered_bytes_ + p->bytes <= buffer_limit_;
-    const bool fits_table = options_.table_budget_bytes == 0 || batch.table_bytes == 0 ||
-                            batch.table_bytes + p->bytes <= options_.table_budget_bytes;
-    if (!fits_global || !fits_table) {
-      kLog.Throttled(log::Level::kWarn, "memory budget full; callers wait",
-                     fits_global ? p->label : "",
-                     {{"budget", fits_global ? "table" : "global"},
-                      {"table", p->label},
-                      {"waiting_callers", waiting_.size()},
-                      {"buffered_bytes", fits_global ? batch.table_bytes : buffered_bytes_},
-                      {"budget_bytes",
-                       fits_global ? options_.table_budget_bytes : options_.memory_budget_bytes}});
-      return;  // FIFO: later requests wait behind this one
-    }
-    waiting_.pop_front();
+  // FIFO: a request that does not fit holds back the ones behind it.
+  while (std::shared_ptr<Pending> front = admission_.Front()) {
+    Batch& batch = BatchLocked(front->key, front->label, front->table);
+    if (batch.schema() == nullptr) batch.Relayout(front->schema);
+    std::shared_ptr<Pending> p = admission_.TakeFrontIfFits(batch.table_bytes);
+    if (p == nullptr) return;
     if (batch.schema() != p->schema && !SameTypes(*batch.schema(), *p->schema)) {
       if (batch.rows() > 0) {
         // The table changed under the batch: flush what was converted for the old layout
         // first, then retry this request.
-        waiting_.push_front(p);
+        admission_.PutBack(std::move(p));
         StartFlushLocked(batch, FlushReason::kRows);
         return;
       }
@@ -350,12 +342,7 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
 
 void Ingestor::AppendToBatchLocked(Batch& batch, const std::shared_ptr<Pending>& p,
                                    std::vector<std::function<void()>>* after) {
-  // The bytes move from the request's reservation to the buffer's count (added first, so the
-  // budget never shows room that is not there).
-  budget_.AddBuffered(p->bytes);
-  p->reservation.Release();
-  buffered_bytes_ += p->bytes;
-  buffered_rows_ += p->rows;
+  admission_.Buffer(*p);
   batch.Append(p, clock_->Now());
   std::function<void()> admitted = std::move(p->on_admitted);
   if (p->ack == AckMode::kCommitted) {
@@ -366,26 +353,8 @@ void Ingestor::AppendToBatchLocked(Batch& batch, const std::shared_ptr<Pending>&
       Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false});
     });
   }
-  if (observer_ != nullptr) {
-    observer_->Buffered(buffered_rows_, buffered_bytes_);
-    observer_->WaitingRequests(waiting_.size());
-    PublishRequestBytes();
-  }
+  PublishRequestBytes();
   StartFlushIfFullLocked(batch);
-}
-
-void Ingestor::ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<Pending>>* expired) {
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if ((*it)->deadline - options_.deadline_margin <= now) {
-      expired->push_back(*it);
-      it = waiting_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (observer_ != nullptr && !expired->empty()) {
-    observer_->WaitingRequests(waiting_.size());
-  }
 }
 
 void Ingestor::StartFlushIfFullLocked(Batch& batch) {
@@ -455,13 +424,10 @@ void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {
   std::vector<std::function<void()>> after;
   {
     absl::MutexLock lock(&mu_);
-    buffered_bytes_ -= bytes;
-    budget_.RemoveBuffered(bytes);
-    buffered_rows_ -= rows;
+    admission_.Release(rows, bytes);
     batch->table_bytes -= bytes;
     batch->flushing = false;
     --flushes_in_flight_;
-    if (observer_ != nullptr) observer_->Buffered(buffered_rows_, buffered_bytes_);
     AdmitWaitingLocked(&after);
     const BatchLimits& limits = LimitsFor(batch->label());
     if (batch->HasReplays()) {
@@ -494,7 +460,7 @@ bool Ingestor::Poll() {
         started = true;
       }
     }
-    ExpireWaitingLocked(now, &expired);
+    expired = admission_.Expire(now, options_.deadline_margin);
   }
   if (!expired.empty()) {
     kLog.Throttled(log::Level::kWarn,
@@ -520,7 +486,7 @@ void Ingestor::SchedulerLoop() {
     for (auto& [key, batch] : batches_) {
       if (!batch->flushing) next = std::min(next, batch->Due(options_.deadline_margin));
     }
-    for (const auto& p : waiting_) next = std::min(next, p->deadline - options_.deadline_margin);
+    next = std::min(next, admission_.NextDeadline(options_.deadline_margin));
     auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_scheduler_; };
     mu_.AwaitWithDeadline(absl::Condition(&stop),
                           std::max(next, clock_->Now() + absl::Milliseconds(1)));
@@ -528,23 +494,17 @@ void Ingestor::SchedulerLoop() {
 }
 
 bool Ingestor::Ready() const {
+  const bool full = admission_.Full();
   absl::MutexLock lock(&mu_);
-  // One threshold would flap the pod in and out of its Services while the buffer hovers at it.
-  const double used = static_cast<double>(buffered_bytes_);
-  const double budget = static_cast<double>(buffer_limit_);
-  if (used >= options_.ready_high_water * budget) {
-    above_high_water_ = true;
-  } else if (used < options_.ready_low_water * budget) {
-    above_high_water_ = false;
-  }
-  return !shutting_down_ && !above_high_water_;
+  return !shutting_down_ && !full;
 }
 
 IngestStats Ingestor::Stats() const {
   absl::MutexLock lock(&mu_);
-  return {.buffered_rows = buffered_rows_,
-          .buffered_bytes = buffered_bytes_,
-          .waiting_requests = waiting_.size(),
+  const Admission::Counts counts = admission_.counts();
+  return {.buffered_rows = counts.buffered_rows,
+          .buffered_bytes = counts.buffered_bytes,
+          .waiting_requests = counts.waiting,
           .flushes_in_flight = flushes_in_flight_,
           .request_bytes = budget_.requests(),
           .rows_dropped = rows_dropped_,
@@ -562,12 +522,12 @@ void Ingestor::Shutdown(absl::Time deadline) {
     drain_deadline_ = std::min(drain_deadline_, deadline);
     if (!shutting_down_) {
       shutting_down_ = true;
-      drain_start = IngestStats{buffered_rows_, buffered_bytes_, waiting_.size(),
+      const Admission::Counts counts = admission_.counts();
+      drain_start = IngestStats{counts.buffered_rows, counts.buffered_bytes, counts.waiting,
                                 flushes_in_flight_, rows_dropped_};
       committed_before = rows_committed_;
       failed_before = rows_failed_;
-      refused.assign(waiting_.begin(), waiting_.end());
-      waiting_.clear();
+      refused = admission_.TakeAll();
       for (auto& [key, batch] : batches_) StartFlushLocked(*batch, FlushReason::kShutdown);
     }
   }
@@ -611,7 +571,7 @@ void Ingestor::Shutdown(absl::Time deadline) {
                   {"rows_failed", failed},
                   {"rows_dropped", dropped},
                   {"rows_left_in_spool", spooled_rows_},
-                  {"rows_in_flight", buffered_rows_},
+                  {"rows_in_flight", admission_.counts().buffered_rows},
                   {"flushes_in_flight", flushes_in_flight_},
                   {"elapsed", absl::Trunc(clock_->Now() - started, absl::Milliseconds(1))}});
     }
@@ -629,9 +589,7 @@ void Ingestor::DropUnflushedLocked(std::vector<std::shared_ptr<Pending>>* unflus
     const uint64_t rows = batch->rows(), bytes = batch->bytes();
     rows_dropped_ += rows;
     if (observer_ != nullptr) observer_->RowsDropped(batch->label(), DropReason::kShutdown, rows);
-    buffered_bytes_ -= bytes;
-    budget_.RemoveBuffered(bytes);
-    buffered_rows_ -= rows;
+    admission_.Release(rows, bytes);
     batch->table_bytes -= bytes;
     Batch::Contents dropped = batch->Take();
     unflushed->insert(unflushed->end(), dropped.pendings.begin(), dropped.pendings.end());

@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -29,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/clickhouse/block.h"
+#include "server/ingest/admission.h"
 #include "server/ingest/batch.h"
 #include "server/ingest/batch_traces.h"
 #include "server/ingest/clock.h"
@@ -215,8 +215,6 @@ class Ingestor {
   void AppendToBatchLocked(Batch& batch, const std::shared_ptr<Pending>& p,
                            std::vector<std::function<void()>>* after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ExpireWaitingLocked(absl::Time now, std::vector<std::shared_ptr<Pending>>* expired)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
              std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
@@ -248,12 +246,14 @@ class Ingestor {
   const IngestOptions options_;
   const uint64_t buffer_limit_;
   MemoryBudget budget_;
+  Admission admission_;  // the buffer's counts and the callers waiting for room
   Inserter* const inserter_;
   Clock* const clock_;
   IngestObserver* const observer_;  // may be null
   // The parts with state of their own, each behind its own lock. Lock order: mu_ is taken before
-  // the runner's and the delays' locks (work is posted and delays read under it) and is never
-  // held while calling the schema cache, the idempotency keys, the retrier or the spool bridge.
+  // the admission's, the runner's and the delays' locks (requests are admitted, work is posted
+  // and delays read under it) and is never held while calling the schema cache, the idempotency
+  // keys, the retrier or the spool bridge.
   SchemaCache schemas_;
   IdempotencyKeys keys_;
   InsertRetrier retrier_;
@@ -261,18 +261,14 @@ class Ingestor {
   // Declared before the batches, whose spool entries hold blocks it counts.
   SpoolBridge bridge_;
 
-  // Guards the batches, the callers waiting for memory, the buffer's counts and the shutdown
-  // state.
+  // Guards the batches, the flush and row counts and the shutdown state; held while admitting,
+  // so a request's admission and its append to a batch are one step.
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Batch>> batches_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::shared_ptr<Pending>> waiting_ ABSL_GUARDED_BY(mu_);
-  uint64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t buffered_rows_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t flushes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rows_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rows_committed_ ABSL_GUARDED_BY(mu_) = 0;  // by flushes, for the drain's log lines
   uint64_t rows_failed_ ABSL_GUARDED_BY(mu_) = 0;     // batches that failed for good
-  mutable bool above_high_water_ ABSL_GUARDED_BY(mu_) = false;  // Ready()'s hysteresis state
   uint64_t spooled_rows_ ABSL_GUARDED_BY(mu_) = 0;
   // When Shutdown's drain ends: spooled flushes stop retrying then (their records stay in the
   // spool for the next start).

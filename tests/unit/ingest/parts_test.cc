@@ -1,5 +1,6 @@
 // The Ingestor's parts on their own, on the fake clock: the task runner and the liveness check it
-// answers, the retry loop, the adaptive flush delay, the idempotency keys and the header cache.
+// answers, the retry loop, the adaptive flush delay, the idempotency keys, the header cache and
+// admission.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
+#include "server/ingest/admission.h"
 #include "server/ingest/flush_delay.h"
 #include "server/ingest/idempotency_keys.h"
 #include "server/ingest/retry.h"
@@ -467,6 +469,98 @@ TEST(SchemaCacheTest, SavedHeadersAreLoadedStaleAndServedOnlyWhileClickHouseIsAw
   EXPECT_EQ((*header)->prototypes[0]->type_name(), "Int32");
   EXPECT_EQ(inserter.describes, 1) << "ClickHouse was asked first";
   std::filesystem::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Admission: the buffer's counts, the callers waiting for room, readiness.
+
+std::shared_ptr<PendingRequest> Waiter(uint64_t bytes, uint64_t rows, absl::Time deadline,
+                                       MemoryBudget* budget) {
+  auto p = std::make_shared<PendingRequest>();
+  p->label = "db.t";
+  p->bytes = bytes;
+  p->rows = rows;
+  p->deadline = deadline;
+  if (budget != nullptr) p->reservation = *budget->TryReserve(bytes);
+  return p;
+}
+
+TEST(AdmissionTest, WaitersAreAdmittedInOrderAsTheBufferHasRoom) {
+  MemoryBudget budget(1000);
+  Admission admission({.buffer_limit = 100}, &budget, nullptr);
+  const absl::Time deadline = absl::FromUnixSeconds(100);
+  auto first = Waiter(60, 6, deadline, &budget);
+  auto second = Waiter(60, 6, deadline, &budget);
+  auto small = Waiter(10, 1, deadline, &budget);
+  for (const auto& p : {first, second, small}) admission.Wait(p);
+  EXPECT_EQ(budget.requests(), 130u);
+
+  ASSERT_EQ(admission.TakeFrontIfFits(0), first);
+  admission.Buffer(*first);
+  EXPECT_EQ(budget.requests(), 70u) << "the reservation moves into the buffer's count";
+  EXPECT_EQ(budget.buffered(), 60u);
+  // 60 + 60 > 100: the second waits, and the small one behind it too (first in, first out).
+  EXPECT_EQ(admission.TakeFrontIfFits(60), nullptr);
+  EXPECT_EQ(admission.Front(), second);
+  EXPECT_EQ(admission.counts().waiting, 2u);
+
+  admission.Release(6, 60);
+  EXPECT_EQ(budget.buffered(), 0u);
+  ASSERT_EQ(admission.TakeFrontIfFits(0), second);
+  admission.PutBack(second);  // taken, then put back as the next one
+  EXPECT_EQ(admission.Front(), second);
+  EXPECT_EQ(admission.TakeFrontIfFits(0), second);
+  admission.Buffer(*second);
+  EXPECT_EQ(admission.TakeFrontIfFits(60), small);
+  admission.Buffer(*small);
+  const Admission::Counts counts = admission.counts();
+  EXPECT_EQ(counts.buffered_bytes, 70u);
+  EXPECT_EQ(counts.buffered_rows, 7u);
+  EXPECT_EQ(counts.waiting, 0u);
+  EXPECT_EQ(admission.TakeFrontIfFits(0), nullptr) << "nobody waits";
+}
+
+TEST(AdmissionTest, AnEmptyBufferOrTableTakesAnyRequestAndATableBudgetHoldsItsOwn) {
+  MemoryBudget budget(1000);
+  Admission admission({.buffer_limit = 100, .table_budget_bytes = 50}, &budget, nullptr);
+  admission.Wait(Waiter(500, 1, absl::InfiniteFuture(), nullptr));
+  EXPECT_NE(admission.TakeFrontIfFits(0), nullptr) << "larger than both budgets, but alone";
+  admission.Wait(Waiter(40, 1, absl::InfiniteFuture(), nullptr));
+  EXPECT_EQ(admission.TakeFrontIfFits(20), nullptr) << "20 + 40 > the table's 50";
+  EXPECT_NE(admission.TakeFrontIfFits(10), nullptr) << "10 + 40 fits the table's 50";
+}
+
+TEST(AdmissionTest, FullTurnsOnAtTheHighWaterMarkAndOffOnlyBelowTheLowOne) {
+  MemoryBudget budget(1000);
+  Admission admission({.buffer_limit = 100, .ready_high_water = 0.9, .ready_low_water = 0.7},
+                      &budget, nullptr);
+  auto p = Waiter(89, 1, absl::InfiniteFuture(), nullptr);
+  admission.Buffer(*p);
+  EXPECT_FALSE(admission.Full());
+  auto q = Waiter(1, 1, absl::InfiniteFuture(), nullptr);
+  admission.Buffer(*q);
+  EXPECT_TRUE(admission.Full()) << "90 of 100";
+  admission.Release(1, 20);
+  EXPECT_TRUE(admission.Full()) << "70 is not below the low-water mark";
+  admission.Release(1, 1);
+  EXPECT_FALSE(admission.Full()) << "69";
+}
+
+TEST(AdmissionTest, ExpireTakesOutTheCallersWhoseDeadlineLessTheMarginHasCome) {
+  MemoryBudget budget(1000);
+  Admission admission({.buffer_limit = 100}, &budget, nullptr);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  auto late = Waiter(1, 1, t0 + absl::Seconds(10), nullptr);
+  auto soon = Waiter(1, 1, t0 + absl::Seconds(1), nullptr);
+  admission.Wait(late);
+  admission.Wait(soon);
+  const absl::Duration margin = absl::Milliseconds(100);
+  EXPECT_EQ(admission.NextDeadline(margin), t0 + absl::Milliseconds(900));
+  EXPECT_TRUE(admission.Expire(t0, margin).empty());
+  EXPECT_THAT(admission.Expire(t0 + absl::Milliseconds(900), margin), ::testing::ElementsAre(soon));
+  EXPECT_EQ(admission.Front(), late);
+  EXPECT_THAT(admission.TakeAll(), ::testing::ElementsAre(late));
+  EXPECT_EQ(admission.NextDeadline(margin), absl::InfiniteFuture());
 }
 
 }  // namespace
