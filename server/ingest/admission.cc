@@ -26,9 +26,10 @@ std::shared_ptr<PendingRequest> Admission::Front() const {
   return waiting_.empty() ? nullptr : waiting_.front();
 }
 
-std::shared_ptr<PendingRequest> Admission::TakeFrontIfFits(uint64_t table_bytes) {
+std::shared_ptr<PendingRequest> Admission::TakeFrontIfFits(const PendingRequest& front,
+                                                           uint64_t table_bytes) {
   absl::MutexLock lock(&mu_);
-  if (waiting_.empty()) return nullptr;
+  if (waiting_.empty() || waiting_.front().get() != &front) return nullptr;
   const PendingRequest& p = *waiting_.front();
   const bool fits_global =
       buffered_bytes_ == 0 || buffered_bytes_ + p.bytes <= options_.buffer_limit;

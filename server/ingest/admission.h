@@ -2,8 +2,10 @@
 // which may take at most `buffer_limit` of the memory budget, and a table at most
 // `table_budget_bytes`), the FIFO of requests waiting for room, and readiness with hysteresis.
 //
-// Thread-safe, behind its own lock, which is a leaf: the Ingestor calls it under its own lock
-// (so a request's admission and its append to the batch are one step) and it calls nothing back.
+// Thread-safe, behind its own lock. The Ingestor calls it under its own lock (so a request's
+// admission and its append to the batch are one step). Under its lock it calls only the
+// observer's Buffered and WaitingRequests (which, like every observer call, must be quick and
+// take no lock of chgate's) and the logger, so no lock is ever taken after it.
 #pragma once
 
 #include <cstdint>
@@ -44,11 +46,13 @@ class Admission {
   void Wait(std::shared_ptr<PendingRequest> p) ABSL_LOCKS_EXCLUDED(mu_);
   // The first waiting request, or null.
   std::shared_ptr<PendingRequest> Front() const ABSL_LOCKS_EXCLUDED(mu_);
-  // Takes the first waiting request if it fits now, beside the `table_bytes` its table's batch
-  // holds: a request always fits an empty buffer (and an empty table), so none waits forever.
-  // Null when it does not fit (a throttled log line says which budget is full): the requests
-  // behind it wait too, in order.
-  std::shared_ptr<PendingRequest> TakeFrontIfFits(uint64_t table_bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes `front`, which Front() returned, if it is still first and fits now beside the
+  // `table_bytes` its table's batch holds: a request always fits an empty buffer (and an empty
+  // table), so none waits forever. Null when it does not fit (a throttled log line says which
+  // budget is full): the requests behind it wait too, in order. Null as well when another
+  // request is first by now.
+  std::shared_ptr<PendingRequest> TakeFrontIfFits(const PendingRequest& front, uint64_t table_bytes)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Puts a request taken by TakeFrontIfFits back in front, as the next to admit.
   void PutBack(std::shared_ptr<PendingRequest> p) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes out every waiting request whose deadline less `margin` is at or before `now`.

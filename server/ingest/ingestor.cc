@@ -324,7 +324,7 @@ void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
   while (std::shared_ptr<Pending> front = admission_.Front()) {
     Batch& batch = BatchLocked(front->key, front->label, front->table);
     if (batch.schema() == nullptr) batch.Relayout(front->schema);
-    std::shared_ptr<Pending> p = admission_.TakeFrontIfFits(batch.table_bytes);
+    std::shared_ptr<Pending> p = admission_.TakeFrontIfFits(*front, batch.table_bytes);
     if (p == nullptr) return;
     if (batch.schema() != p->schema && !SameTypes(*batch.schema(), *p->schema)) {
       if (batch.rows() > 0) {

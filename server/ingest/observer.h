@@ -1,7 +1,8 @@
 // What the Ingestor reports as it works, as plain calls: server/metrics turns them into
 // Prometheus series (metrics::IngestMetricsObserver), tests record them. The ingest module knows
-// nothing of Prometheus. Calls come from any of the Ingestor's threads, some with its lock held:
-// an observer must be thread-safe, quick, and must not call back into the Ingestor.
+// nothing of Prometheus. Calls come from any of the Ingestor's threads, some with its lock (or
+// Admission's) held: an observer must be thread-safe, quick, take no lock of chgate's and must
+// not call back into the Ingestor.
 #pragma once
 
 #include <cstddef>

@@ -474,6 +474,31 @@ TEST(SchemaCacheTest, SavedHeadersAreLoadedStaleAndServedOnlyWhileClickHouseIsAw
 // ---------------------------------------------------------------------------------------------
 // Admission: the buffer's counts, the callers waiting for room, readiness.
 
+// Records the buffer and waiting gauges Admission publishes.
+class GaugeObserver final : public IngestObserver {
+ public:
+  void Budgets(uint64_t, uint64_t) override {}
+  void TableStarted(const std::string&, absl::Duration) override {}
+  void RequestDone(const std::string&, const absl::Status&, AckMode, uint64_t) override {}
+  void CommitLatency(const std::string&, absl::Duration) override {}
+  void MemoryRefused() override {}
+  void BatchFlushed(const std::string&, FlushReason, uint64_t, uint64_t, absl::Duration) override {}
+  void FlushRetry(const std::string&) override {}
+  void FlushFailed(const std::string&, const absl::Status&, std::optional<int32_t>) override {}
+  void RowsDropped(const std::string&, DropReason, uint64_t) override {}
+  void DelayChanged(const std::string&, absl::Duration) override {}
+  void Buffered(uint64_t rows, uint64_t bytes) override {
+    buffered_rows = rows;
+    buffered_bytes = bytes;
+  }
+  void WaitingRequests(size_t requests) override { waiting = requests; }
+  void RequestBytes(uint64_t) override {}
+  void SpoolReplayed(uint64_t) override {}
+
+  uint64_t buffered_rows = 0, buffered_bytes = 0;
+  size_t waiting = 99;  // nothing published yet
+};
+
 std::shared_ptr<PendingRequest> Waiter(uint64_t bytes, uint64_t rows, absl::Time deadline,
                                        MemoryBudget* budget) {
   auto p = std::make_shared<PendingRequest>();
@@ -485,49 +510,69 @@ std::shared_ptr<PendingRequest> Waiter(uint64_t bytes, uint64_t rows, absl::Time
   return p;
 }
 
+// The first waiting request if it fits beside `table_bytes` (as the Ingestor admits).
+std::shared_ptr<PendingRequest> TakeFront(Admission& admission, uint64_t table_bytes) {
+  std::shared_ptr<PendingRequest> front = admission.Front();
+  return front == nullptr ? nullptr : admission.TakeFrontIfFits(*front, table_bytes);
+}
+
 TEST(AdmissionTest, WaitersAreAdmittedInOrderAsTheBufferHasRoom) {
   MemoryBudget budget(1000);
-  Admission admission({.buffer_limit = 100}, &budget, nullptr);
+  GaugeObserver gauges;
+  Admission admission({.buffer_limit = 100}, &budget, &gauges);
   const absl::Time deadline = absl::FromUnixSeconds(100);
   auto first = Waiter(60, 6, deadline, &budget);
   auto second = Waiter(60, 6, deadline, &budget);
   auto small = Waiter(10, 1, deadline, &budget);
   for (const auto& p : {first, second, small}) admission.Wait(p);
   EXPECT_EQ(budget.requests(), 130u);
+  EXPECT_EQ(gauges.waiting, 3u);
 
-  ASSERT_EQ(admission.TakeFrontIfFits(0), first);
+  ASSERT_EQ(TakeFront(admission, 0), first);
   admission.Buffer(*first);
   EXPECT_EQ(budget.requests(), 70u) << "the reservation moves into the buffer's count";
   EXPECT_EQ(budget.buffered(), 60u);
+  EXPECT_EQ(gauges.buffered_bytes, 60u);
+  EXPECT_EQ(gauges.buffered_rows, 6u);
+  EXPECT_EQ(gauges.waiting, 2u);
+  EXPECT_EQ(admission.TakeFrontIfFits(*small, 0), nullptr) << "only the first may be taken";
   // 60 + 60 > 100: the second waits, and the small one behind it too (first in, first out).
-  EXPECT_EQ(admission.TakeFrontIfFits(60), nullptr);
+  EXPECT_EQ(TakeFront(admission, 60), nullptr);
   EXPECT_EQ(admission.Front(), second);
   EXPECT_EQ(admission.counts().waiting, 2u);
 
   admission.Release(6, 60);
   EXPECT_EQ(budget.buffered(), 0u);
-  ASSERT_EQ(admission.TakeFrontIfFits(0), second);
+  EXPECT_EQ(gauges.buffered_bytes, 0u);
+  ASSERT_EQ(TakeFront(admission, 0), second);
   admission.PutBack(second);  // taken, then put back as the next one
   EXPECT_EQ(admission.Front(), second);
-  EXPECT_EQ(admission.TakeFrontIfFits(0), second);
+  EXPECT_EQ(TakeFront(admission, 0), second);
   admission.Buffer(*second);
-  EXPECT_EQ(admission.TakeFrontIfFits(60), small);
+  EXPECT_EQ(TakeFront(admission, 60), small);
   admission.Buffer(*small);
   const Admission::Counts counts = admission.counts();
   EXPECT_EQ(counts.buffered_bytes, 70u);
   EXPECT_EQ(counts.buffered_rows, 7u);
   EXPECT_EQ(counts.waiting, 0u);
-  EXPECT_EQ(admission.TakeFrontIfFits(0), nullptr) << "nobody waits";
+  EXPECT_EQ(TakeFront(admission, 0), nullptr) << "nobody waits";
 }
 
-TEST(AdmissionTest, AnEmptyBufferOrTableTakesAnyRequestAndATableBudgetHoldsItsOwn) {
+TEST(AdmissionTest, AnEmptyBufferTakesAnyRequestAndEachBudgetHoldsItsOwn) {
   MemoryBudget budget(1000);
   Admission admission({.buffer_limit = 100, .table_budget_bytes = 50}, &budget, nullptr);
   admission.Wait(Waiter(500, 1, absl::InfiniteFuture(), nullptr));
-  EXPECT_NE(admission.TakeFrontIfFits(0), nullptr) << "larger than both budgets, but alone";
+  std::shared_ptr<PendingRequest> big = TakeFront(admission, 0);
+  ASSERT_NE(big, nullptr) << "larger than both budgets, but alone";
   admission.Wait(Waiter(40, 1, absl::InfiniteFuture(), nullptr));
-  EXPECT_EQ(admission.TakeFrontIfFits(20), nullptr) << "20 + 40 > the table's 50";
-  EXPECT_NE(admission.TakeFrontIfFits(10), nullptr) << "10 + 40 fits the table's 50";
+  EXPECT_EQ(TakeFront(admission, 20), nullptr) << "20 + 40 > the table's 50";
+  EXPECT_NE(TakeFront(admission, 10), nullptr) << "10 + 40 fits the table's 50";
+
+  admission.Buffer(*big);  // the buffer is now over its 100
+  admission.Wait(Waiter(1, 1, absl::InfiniteFuture(), nullptr));
+  EXPECT_EQ(TakeFront(admission, 0), nullptr) << "an empty table still waits for the buffer";
+  admission.Release(1, 500);
+  EXPECT_NE(TakeFront(admission, 0), nullptr);
 }
 
 TEST(AdmissionTest, FullTurnsOnAtTheHighWaterMarkAndOffOnlyBelowTheLowOne) {
@@ -548,7 +593,8 @@ TEST(AdmissionTest, FullTurnsOnAtTheHighWaterMarkAndOffOnlyBelowTheLowOne) {
 
 TEST(AdmissionTest, ExpireTakesOutTheCallersWhoseDeadlineLessTheMarginHasCome) {
   MemoryBudget budget(1000);
-  Admission admission({.buffer_limit = 100}, &budget, nullptr);
+  GaugeObserver gauges;
+  Admission admission({.buffer_limit = 100}, &budget, &gauges);
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   auto late = Waiter(1, 1, t0 + absl::Seconds(10), nullptr);
   auto soon = Waiter(1, 1, t0 + absl::Seconds(1), nullptr);
@@ -559,7 +605,9 @@ TEST(AdmissionTest, ExpireTakesOutTheCallersWhoseDeadlineLessTheMarginHasCome) {
   EXPECT_TRUE(admission.Expire(t0, margin).empty());
   EXPECT_THAT(admission.Expire(t0 + absl::Milliseconds(900), margin), ::testing::ElementsAre(soon));
   EXPECT_EQ(admission.Front(), late);
+  EXPECT_EQ(gauges.waiting, 1u);
   EXPECT_THAT(admission.TakeAll(), ::testing::ElementsAre(late));
+  EXPECT_EQ(gauges.waiting, 0u);
   EXPECT_EQ(admission.NextDeadline(margin), absl::InfiniteFuture());
 }
 
