@@ -22,6 +22,7 @@
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/text_form.h"
 #include "tests/unit/ingest/fake_clock.h"
+#include "tests/unit/ingest/quiet_observer.h"
 
 namespace chgate::ingest {
 namespace {
@@ -1332,22 +1333,8 @@ TEST_F(PersistedTest, AReplayedBatchWithAnUnreadableRecordIsSetAsideNotSentSmall
 }
 
 // Records what the Ingestor reports about deduplication windows; ignores the rest.
-class DedupObserver final : public IngestObserver {
+class DedupObserver final : public testing::QuietObserver {
  public:
-  void Budgets(uint64_t, uint64_t) override {}
-  void TableStarted(const std::string&, absl::Duration) override {}
-  void RequestDone(const std::string&, const absl::Status&, AckMode, uint64_t) override {}
-  void CommitLatency(const std::string&, absl::Duration) override {}
-  void MemoryRefused() override {}
-  void BatchFlushed(const std::string&, FlushReason, uint64_t, uint64_t, absl::Duration) override {}
-  void FlushRetry(const std::string&) override {}
-  void FlushFailed(const std::string&, const absl::Status&, std::optional<int32_t>) override {}
-  void RowsDropped(const std::string&, DropReason, uint64_t) override {}
-  void DelayChanged(const std::string&, absl::Duration) override {}
-  void Buffered(uint64_t, uint64_t) override {}
-  void WaitingRequests(size_t) override {}
-  void RequestBytes(uint64_t) override {}
-  void SpoolReplayed(uint64_t) override {}
   void DedupWindowCovers(const std::string& table, double seconds) override {
     covers[table] = seconds;
   }

@@ -20,6 +20,7 @@
 #include "server/ingest/schema_cache.h"
 #include "server/ingest/task_runner.h"
 #include "tests/unit/ingest/fake_clock.h"
+#include "tests/unit/ingest/quiet_observer.h"
 
 namespace chgate::ingest {
 namespace {
@@ -475,25 +476,13 @@ TEST(SchemaCacheTest, SavedHeadersAreLoadedStaleAndServedOnlyWhileClickHouseIsAw
 // Admission: the buffer's counts, the callers waiting for room, readiness.
 
 // Records the buffer and waiting gauges Admission publishes.
-class GaugeObserver final : public IngestObserver {
+class GaugeObserver final : public testing::QuietObserver {
  public:
-  void Budgets(uint64_t, uint64_t) override {}
-  void TableStarted(const std::string&, absl::Duration) override {}
-  void RequestDone(const std::string&, const absl::Status&, AckMode, uint64_t) override {}
-  void CommitLatency(const std::string&, absl::Duration) override {}
-  void MemoryRefused() override {}
-  void BatchFlushed(const std::string&, FlushReason, uint64_t, uint64_t, absl::Duration) override {}
-  void FlushRetry(const std::string&) override {}
-  void FlushFailed(const std::string&, const absl::Status&, std::optional<int32_t>) override {}
-  void RowsDropped(const std::string&, DropReason, uint64_t) override {}
-  void DelayChanged(const std::string&, absl::Duration) override {}
   void Buffered(uint64_t rows, uint64_t bytes) override {
     buffered_rows = rows;
     buffered_bytes = bytes;
   }
   void WaitingRequests(size_t requests) override { waiting = requests; }
-  void RequestBytes(uint64_t) override {}
-  void SpoolReplayed(uint64_t) override {}
 
   uint64_t buffered_rows = 0, buffered_bytes = 0;
   size_t waiting = 99;  // nothing published yet
