@@ -488,8 +488,10 @@ void Ingestor::SchedulerLoop() {
     }
     next = std::min(next, admission_.NextDeadline(options_.deadline_margin));
     auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_scheduler_; };
-    mu_.AwaitWithDeadline(absl::Condition(&stop),
-                          std::max(next, clock_->Now() + absl::Milliseconds(1)));
+    // A wait for as long as the clock says, not until one of its instants: with a manual clock
+    // (tests) the instant means nothing to the real time the mutex waits in.
+    mu_.AwaitWithTimeout(absl::Condition(&stop),
+                         std::max(next - clock_->Now(), absl::Milliseconds(1)));
   }
 }
 

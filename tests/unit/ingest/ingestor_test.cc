@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "server/clickhouse/columns/factory.h"
@@ -1017,34 +1018,43 @@ class StuckInserter final : public Inserter {
 };
 
 // The thread checks and the progress of retries are the TaskRunner's and the InsertRetrier's,
-// tested on the fake clock in parts_test.cc; this is the Ingestor's wiring of them, on the real
-// clock (its scheduler waits on it).
+// tested in parts_test.cc; this is the Ingestor's wiring of them, with its threads running.
 TEST(IngestorWatchdogTest, AFlushThatDoesNotEndFailsTheProgressCheckUntilItEnds) {
+  // On the manual clock: the stall is made by advancing it, not by sleeping. The scheduler keeps
+  // running (it waits at most 50 ms of real time between rounds) and stamps the clock's time.
+  FakeClock clock;
   StuckInserter inserter;
   IngestOptions o;
   o.limits = {.max_rows = 1, .max_bytes = 1 << 20, .max_delay = absl::Milliseconds(10)};
-  Ingestor ingestor(o, &inserter, RealClock());
-  const absl::Duration stall = absl::Milliseconds(100);
+  Ingestor ingestor(o, &inserter, &clock);
+  const absl::Duration stall = absl::Seconds(30);
   EXPECT_TRUE(ingestor.CheckProgress(stall).ok());
   clickhouse::Block block = Rows(0, 1);
   absl::Notification done;
-  ingestor.Submit({.table = "events", .block = &block, .deadline = absl::Now() + absl::Minutes(1)},
+  ingestor.Submit({.table = "events", .block = &block, .deadline = clock.Now() + absl::Hours(1)},
                   nullptr, [&done](Result) { done.Notify(); });
   inserter.WaitStarted();
-  // The scheduler keeps running; only the flush thread is stuck.
-  absl::SleepFor(stall + absl::Milliseconds(50));
-  const absl::Status stuck = ingestor.CheckProgress(stall);
+  clock.Advance(stall + absl::Seconds(1));
+  // Real time passes only until the scheduler's next round has stamped the advanced clock; the
+  // flush thread, stuck in its INSERT, stamps nothing.
+  auto check_until = [&ingestor, stall](auto done_when) {
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    absl::Status st = ingestor.CheckProgress(stall);
+    while (!done_when(st) && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(2));
+      st = ingestor.CheckProgress(stall);
+    }
+    return st;
+  };
+  const absl::Status stuck = check_until(
+      [](const absl::Status& st) { return absl::StrContains(st.message(), "a flush thread"); });
   EXPECT_EQ(stuck.code(), absl::StatusCode::kDeadlineExceeded) << stuck;
   EXPECT_THAT(std::string(stuck.message()), ::testing::HasSubstr("a flush thread"));
-  EXPECT_TRUE(ingestor.CheckProgress(absl::Minutes(1)).ok()) << "a longer limit is not reached";
+  EXPECT_TRUE(ingestor.CheckProgress(absl::Hours(1)).ok()) << "a longer limit is not reached";
   inserter.Release();
   done.WaitForNotification();
   // The flush task ends just after its callers are answered.
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (!ingestor.CheckProgress(stall).ok() && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  EXPECT_TRUE(ingestor.CheckProgress(stall).ok());
+  EXPECT_TRUE(check_until([](const absl::Status& st) { return st.ok(); }).ok());
 }
 
 // ---------------------------------------------------------------------------------------------
