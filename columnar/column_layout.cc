@@ -1,6 +1,7 @@
 #include "columnar/column_layout.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "absl/strings/str_cat.h"
 
@@ -141,7 +142,9 @@ template <typename Field>
 void AppendRange(const google::protobuf::RepeatedField<Field>& src, uint64_t begin, uint64_t end,
                  google::protobuf::RepeatedField<Field>* dst) {
   if (begin >= end || end > static_cast<uint64_t>(src.size())) return;
-  dst->Add(src.begin() + begin, src.begin() + end);
+  // In range: end <= src.size(), an int.
+  dst->Add(src.begin() + static_cast<std::ptrdiff_t>(begin),
+           src.begin() + static_cast<std::ptrdiff_t>(end));
 }
 
 }  // namespace

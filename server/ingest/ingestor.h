@@ -247,7 +247,6 @@ class Ingestor {
   const uint64_t buffer_limit_;
   MemoryBudget budget_;
   Admission admission_;  // the buffer's counts and the callers waiting for room
-  Inserter* const inserter_;
   Clock* const clock_;
   IngestObserver* const observer_;  // may be null
   // The parts with state of their own, each behind its own lock. Lock order: mu_ is taken before
