@@ -643,7 +643,11 @@ Batch& Ingestor::SpooledBatchLocked(const TableId& table, const std::vector<std:
   // spooled records, so that a replay can make them again. Found without allocating (a persisted
   // request looks its batch up once per ack), made with its key and label when missing.
   thread_local std::string spooled_key;
-  spooled_key.assign(key != nullptr ? *key : TableColumnsKey(table, columns));
+  if (key != nullptr) {
+    spooled_key.assign(*key);  // (a conditional expression would copy *key into a temporary)
+  } else {
+    spooled_key = TableColumnsKey(table, columns);
+  }
   spooled_key.append("\x1fspooled");
   if (auto it = batches_.find(spooled_key); it != batches_.end()) return *it->second;
   Batch& batch = BatchLocked(spooled_key, absl::StrCat(table.database, ".", table.table), table);
