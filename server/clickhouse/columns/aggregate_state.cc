@@ -276,6 +276,8 @@ class AggregateFormatBuilder {
     if ((name == "quantile" || name == "quantiles") && arity != 1) {
       return Bad(absl::StrCat(std::string(name), " takes one argument"));
     }
+    // uniqExact, groupArray, quantile and quantiles, of one argument each.
+    if (arity != 1) return Unknown(name, "its state format is not known here");
     CHGATE_ASSIGN_OR_RETURN(Arg a, Classify(args[0]));
     const bool number = IsNumber(a);
     std::optional<Step> step;
@@ -290,8 +292,8 @@ class AggregateFormatBuilder {
         step = Step{Part::kCountedFixed, a.width};
       }
       if (a.kind == Arg::Kind::kString) step = Step{Part::kCountedString};
-    } else if (number) {  // quantile, quantiles
-      step = Step{Part::kReservoir, a.width};
+    } else if (name == "quantile" || name == "quantiles") {
+      if (number) step = Step{Part::kReservoir, a.width};
     }
     if (!step.has_value()) {
       return Unknown(name,

@@ -293,6 +293,9 @@ TEST(AggregateStateTest, UnknownStateFormatsAreRefusedNamingTheFunction) {
            {"AggregateFunction(1, sum, UInt64)", "sum"},
            {"AggregateFunction(sumDistinct, UInt64)", "sumDistinct"},
            {"AggregateFunction(sumOrNull, UInt64)", "sumOrNull"},
+           {"AggregateFunction(quantile, String)", "quantile"},
+           {"AggregateFunction(uniqExact, UInt8, UInt8)", "uniqExact"},
+           {"AggregateFunction(uniqExact, Array(UInt8))", "uniqExact"},
        }) {
     SCOPED_TRACE(type);
     absl::Status st = CreateColumn(type).status();
@@ -305,7 +308,9 @@ TEST(AggregateStateTest, UnknownStateFormatsAreRefusedNamingTheFunction) {
        {"AggregateFunction()", "AggregateFunction(sum)", "AggregateFunction(sum, UInt8, UInt8)",
         "AggregateFunction(sumIf, UInt64, String)", "AggregateFunction(sumArray, UInt64)",
         "AggregateFunction(sum(1), UInt64)", "AggregateFunction('sum', UInt64)",
-        "AggregateFunction(uniqMerge, AggregateFunction(sum, UInt64))"}) {
+        "AggregateFunction(uniqMerge, AggregateFunction(sum, UInt64))",
+        "AggregateFunction(groupArray, UInt8, UInt8)", "AggregateFunction(quantiles, UInt8, UInt8)",
+        "AggregateFunction(argMin, UInt8)", "AggregateFunction(uniq)"}) {
     SCOPED_TRACE(bad);
     EXPECT_EQ(CreateColumn(bad).status().code(), absl::StatusCode::kInvalidArgument)
         << CreateColumn(bad).status();
