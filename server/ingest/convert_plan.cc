@@ -118,12 +118,14 @@ absl::Status PlanFixed(ColumnFixed& column, const ConvertOptions& options, Node*
     node->max = static_cast<int64_t>(range.max);
   } else if (kind == FixedKind::kDateTime || kind == FixedKind::kDateTime64) {
     planned = PlanDateTime(column, options, node);
-  } else {  // kDecimal
+  } else if (kind == FixedKind::kDecimal) {
     planned = params.precision >= 1 && params.precision <= 76 && params.scale >= 0 &&
               params.scale <= params.precision;
     node->op = Op::kDecimal;
     node->scale = params.scale;
     node->precision = params.precision;
+  } else {
+    planned = false;  // a kind PlainOp does not name and none of the above: not convertible
   }
   if (planned) return absl::OkStatus();
   return absl::UnimplementedError(
