@@ -40,6 +40,13 @@ Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
                                                               : options_.memory_budget_bytes / 8,
                .retry = options_.retry},
               &budget_, &retrier_, &schemas_, inserter, clock, observer),
+      batcher_({.limits = options_.limits,
+                .table_limits = options_.table_limits,
+                .deadline_margin = options_.deadline_margin,
+                .delay = {.ceiling = options_.max_delay_ceiling,
+                          .slow_insert = options_.slow_insert,
+                          .relax_after = options_.relax_after}},
+               observer),
       runner_(clock, options_.worker_threads, options_.flush_threads, options_.background) {
   if (observer_ != nullptr) {
     observer_->Budgets(options_.memory_budget_bytes, buffer_limit_);
@@ -278,11 +285,6 @@ void Ingestor::AdmitConverted(std::shared_ptr<Pending> p, Request request,
   Append(std::move(p));
 }
 
-const BatchLimits& Ingestor::LimitsFor(const std::string& label) const {
-  auto it = options_.table_limits.find(label);
-  return it == options_.table_limits.end() ? options_.limits : it->second;
-}
-
 void Ingestor::Append(std::shared_ptr<Pending> p) {
   std::vector<std::function<void()>> after;
   {
@@ -300,28 +302,10 @@ void Ingestor::Append(std::shared_ptr<Pending> p) {
   for (auto& f : after) f();
 }
 
-Batch& Ingestor::BatchLocked(const std::string& key, const std::string& label,
-                             const TableId& table) {
-  auto& slot = batches_[key];
-  if (slot == nullptr) {
-    const absl::Duration configured = LimitsFor(label).max_delay;
-    slot = std::make_unique<Batch>(
-        key, label, table,
-        std::make_unique<FlushDelay>(label, configured,
-                                     FlushDelaySettings{.ceiling = options_.max_delay_ceiling,
-                                                        .slow_insert = options_.slow_insert,
-                                                        .relax_after = options_.relax_after},
-                                     observer_));
-    // The table's series exist from its first batch on, at 0, so a first loss shows.
-    if (observer_ != nullptr) observer_->TableStarted(label, configured);
-  }
-  return *slot;
-}
-
 void Ingestor::AdmitWaitingLocked(std::vector<std::function<void()>>* after) {
   // FIFO: a request that does not fit holds back the ones behind it.
   while (std::shared_ptr<Pending> front = admission_.Front()) {
-    Batch& batch = BatchLocked(front->key, front->label, front->table);
+    Batch& batch = batcher_.Get(front->key, front->label, front->table);
     if (batch.schema() == nullptr) batch.Relayout(front->schema);
     std::shared_ptr<Pending> p = admission_.TakeFrontIfFits(*front, batch.table_bytes);
     if (p == nullptr) return;
@@ -357,12 +341,7 @@ void Ingestor::AppendToBatchLocked(Batch& batch, const std::shared_ptr<Pending>&
 }
 
 void Ingestor::StartFlushIfFullLocked(Batch& batch) {
-  const BatchLimits& limits = LimitsFor(batch.label());
-  if (batch.rows() >= limits.max_rows) {
-    StartFlushLocked(batch, FlushReason::kRows);
-  } else if (batch.bytes() >= limits.max_bytes) {
-    StartFlushLocked(batch, FlushReason::kBytes);
-  }
+  if (std::optional<FlushReason> reason = batcher_.Full(batch)) StartFlushLocked(batch, *reason);
 }
 
 void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
@@ -428,17 +407,9 @@ void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {
     batch->flushing = false;
     --flushes_in_flight_;
     AdmitWaitingLocked(&after);
-    const BatchLimits& limits = LimitsFor(batch->label());
-    if (batch->HasReplays()) {
-      StartFlushLocked(*batch, FlushReason::kReplay);
-    } else if (shutting_down_) {
-      StartFlushLocked(*batch, FlushReason::kShutdown);
-    } else if (batch->rows() >= limits.max_rows) {
-      StartFlushLocked(*batch, FlushReason::kRows);
-    } else if (batch->bytes() >= limits.max_bytes) {
-      StartFlushLocked(*batch, FlushReason::kBytes);
-    } else if (batch->Due(options_.deadline_margin) <= clock_->Now()) {
-      StartFlushLocked(*batch, FlushReason::kAge);
+    if (std::optional<FlushReason> reason =
+            batcher_.AfterFlush(*batch, shutting_down_, clock_->Now())) {
+      StartFlushLocked(*batch, *reason);
     }
   }
   for (auto& f : after) f();
@@ -450,14 +421,9 @@ bool Ingestor::Poll() {
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    for (auto& [key, batch] : batches_) {
-      if (batch->flushing || batch->rows() == 0) continue;
-      if (batch->Due(options_.deadline_margin) <= now) {
-        StartFlushLocked(*batch, batch->DueByDeadline(options_.deadline_margin)
-                                     ? FlushReason::kDeadline
-                                     : FlushReason::kAge);
-        started = true;
-      }
+    for (auto [batch, reason] : batcher_.Due(now)) {
+      StartFlushLocked(*batch, reason);
+      started = true;
     }
     expired = admission_.Expire(now, options_.deadline_margin);
   }
@@ -481,11 +447,8 @@ void Ingestor::SchedulerLoop() {
     absl::MutexLock lock(&mu_);
     scheduler_beat_.store(absl::ToUnixNanos(clock_->Now()), std::memory_order_relaxed);
     if (stop_scheduler_) return;
-    absl::Time next = clock_->Now() + absl::Milliseconds(50);
-    for (auto& [key, batch] : batches_) {
-      if (!batch->flushing) next = std::min(next, batch->Due(options_.deadline_margin));
-    }
-    next = std::min(next, admission_.NextDeadline(options_.deadline_margin));
+    const absl::Time next = std::min(batcher_.NextDue(clock_->Now() + absl::Milliseconds(50)),
+                                     admission_.NextDeadline(options_.deadline_margin));
     auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_scheduler_; };
     // A wait for as long as the clock says, not until one of its instants: with a manual clock
     // (tests) the instant means nothing to the real time the mutex waits in.
@@ -529,7 +492,7 @@ void Ingestor::Shutdown(absl::Time deadline) {
       committed_before = rows_committed_;
       failed_before = rows_failed_;
       refused = admission_.TakeAll();
-      for (auto& [key, batch] : batches_) StartFlushLocked(*batch, FlushReason::kShutdown);
+      for (Batch* batch : batcher_.All()) StartFlushLocked(*batch, FlushReason::kShutdown);
     }
   }
   if (drain_start) {
@@ -551,11 +514,7 @@ void Ingestor::Shutdown(absl::Time deadline) {
     runner_.AwaitStarted(TaskRunner::Queue::kConvert, deadline);
     absl::MutexLock lock(&mu_);
     auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      if (flushes_in_flight_ > 0) return false;
-      for (auto& [key, batch] : batches_) {
-        if (batch->rows() > 0) return false;
-      }
-      return true;
+      return flushes_in_flight_ == 0 && batcher_.Empty();
     };
     mu_.AwaitWithDeadline(absl::Condition(&drained), deadline);
   }
@@ -584,7 +543,7 @@ void Ingestor::Shutdown(absl::Time deadline) {
 }
 
 void Ingestor::DropUnflushedLocked(std::vector<std::shared_ptr<Pending>>* unflushed) {
-  for (auto& [key, batch] : batches_) {
+  for (Batch* batch : batcher_.All()) {
     // Spooled rows that did not go out stay in the spool for the next start.
     if (batch->flushing || batch->spooled() || batch->rows() == 0) continue;
     const uint64_t rows = batch->rows(), bytes = batch->bytes();
@@ -632,27 +591,9 @@ void Ingestor::OnPersisted(const std::shared_ptr<Pending>& p, absl::StatusOr<Spo
   }
   {
     absl::MutexLock lock(&mu_);
-    QueueSpooledLocked(SpooledBatchLocked(p->table, p->columns, &p->key), *std::move(entry));
+    QueueSpooledLocked(batcher_.Spooled(p->table, p->columns, &p->key), *std::move(entry));
   }
   Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false, .persisted = true});
-}
-
-Batch& Ingestor::SpooledBatchLocked(const TableId& table, const std::vector<std::string>& columns,
-                                    const std::string* key) {
-  // Batches of persisted requests are apart from the others: their blocks are made only of
-  // spooled records, so that a replay can make them again. Found without allocating (a persisted
-  // request looks its batch up once per ack), made with its key and label when missing.
-  thread_local std::string spooled_key;
-  if (key != nullptr) {
-    spooled_key.assign(*key);  // (a conditional expression would copy *key into a temporary)
-  } else {
-    spooled_key = TableColumnsKey(table, columns);
-  }
-  spooled_key.append("\x1fspooled");
-  if (auto it = batches_.find(spooled_key); it != batches_.end()) return *it->second;
-  Batch& batch = BatchLocked(spooled_key, absl::StrCat(table.database, ".", table.table), table);
-  batch.MakeSpooled(columns);
-  return batch;
 }
 
 void Ingestor::QueueSpooledLocked(Batch& batch, SpoolEntry entry) {
@@ -666,7 +607,7 @@ void Ingestor::StartSpooledFlushLocked(Batch& batch, FlushReason reason) {
   // After the drain the records wait in the spool for the next start.
   if (shutting_down_ && clock_->Now() >= drain_deadline_) return;
   bool replay = false;
-  SpooledFlush flush = batch.TakeSpooled(LimitsFor(batch.label()), &replay);
+  SpooledFlush flush = batch.TakeSpooled(batcher_.LimitsFor(batch.label()), &replay);
   if (replay) reason = FlushReason::kReplay;
   batch.flushing = true;
   ++flushes_in_flight_;
@@ -714,15 +655,15 @@ RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records
     absl::MutexLock lock(&mu_);
     for (RecoveryPlan::Replay& r : plan.replays) {
       for (const SpoolEntry& e : r.flush.entries) spooled_rows_ += e.rows;
-      SpooledBatchLocked(r.to.table, r.to.columns).AddReplay(std::move(r.flush));
+      batcher_.Spooled(r.to.table, r.to.columns).AddReplay(std::move(r.flush));
     }
     for (RecoveryPlan::Replay& r : plan.damaged) {
-      damaged.emplace_back(&SpooledBatchLocked(r.to.table, r.to.columns), &r.flush);
+      damaged.emplace_back(&batcher_.Spooled(r.to.table, r.to.columns), &r.flush);
     }
     for (RecoveryPlan::Queued& q : plan.queued) {
-      QueueSpooledLocked(SpooledBatchLocked(q.to.table, q.to.columns), std::move(q.entry));
+      QueueSpooledLocked(batcher_.Spooled(q.to.table, q.to.columns), std::move(q.entry));
     }
-    for (auto& [key, batch] : batches_) {
+    for (Batch* batch : batcher_.All()) {
       if (batch->spooled() && batch->HasReplays()) StartFlushLocked(*batch, FlushReason::kReplay);
     }
   }

@@ -31,6 +31,7 @@
 #include "server/ingest/admission.h"
 #include "server/ingest/batch.h"
 #include "server/ingest/batch_traces.h"
+#include "server/ingest/batcher.h"
 #include "server/ingest/clock.h"
 #include "server/ingest/convert.h"
 #include "server/ingest/flush_delay.h"
@@ -205,9 +206,6 @@ class Ingestor {
   // Converts the request's rows or block into p->staged, laid out as `schema`.
   absl::Status Convert(const Request& request, const TableSchema& schema, Pending* p);
   void Append(std::shared_ptr<Pending> pending) ABSL_LOCKS_EXCLUDED(mu_);
-  // The batch of `key`, made (empty) when missing.
-  Batch& BatchLocked(const std::string& key, const std::string& label, const TableId& table)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admits waiting requests that fit; their callbacks go to `after`, to run once mu_ is released.
   void AdmitWaitingLocked(std::vector<std::function<void()>>* after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -224,10 +222,6 @@ class Ingestor {
   // caller once they are durable and queues them for their table's spooled batch.
   void Persist(std::shared_ptr<Pending> p);
   void OnPersisted(const std::shared_ptr<Pending>& p, absl::StatusOr<SpoolEntry> entry);
-  // The spooled batch of (table, columns), made when missing; `key`, when given, is their
-  // TableColumnsKey already made.
-  Batch& SpooledBatchLocked(const TableId& table, const std::vector<std::string>& columns,
-                            const std::string* key = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void QueueSpooledLocked(Batch& batch, SpoolEntry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartSpooledFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One INSERT of spooled records (SpoolBridge::Send), then the batch's accounting.
@@ -239,7 +233,6 @@ class Ingestor {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts the batch's flush when it reached its row or byte limit.
   void StartFlushIfFullLocked(Batch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  const BatchLimits& LimitsFor(const std::string& key) const;
   InsertTarget TargetOf(Batch* batch) const;
   void Complete(const std::shared_ptr<Pending>& p, Result result);
 
@@ -263,7 +256,7 @@ class Ingestor {
   // Guards the batches, the flush and row counts and the shutdown state; held while admitting,
   // so a request's admission and its append to a batch are one step.
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<Batch>> batches_ ABSL_GUARDED_BY(mu_);
+  Batcher batcher_ ABSL_GUARDED_BY(mu_);  // the batches and when each is due
   uint64_t flushes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rows_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rows_committed_ ABSL_GUARDED_BY(mu_) = 0;  // by flushes, for the drain's log lines

@@ -14,6 +14,7 @@
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/ingest/admission.h"
+#include "server/ingest/batcher.h"
 #include "server/ingest/flush_delay.h"
 #include "server/ingest/idempotency_keys.h"
 #include "server/ingest/retry.h"
@@ -321,6 +322,128 @@ TEST(FlushDelayTest, ACeilingAtOrBelowTheConfiguredDelayTurnsItOff) {
   FlushDelay delay("default.events", absl::Seconds(5), {.ceiling = absl::Seconds(5)}, nullptr);
   delay.Adapt(true, absl::ZeroDuration(), 1);
   EXPECT_EQ(delay.Current(), absl::Seconds(5));
+}
+
+// A request of `rows` rows and `bytes` bytes, received at `now`, for Batch::Append.
+std::shared_ptr<PendingRequest> Rows(uint64_t rows, uint64_t bytes, absl::Time deadline,
+                                     AckMode ack = AckMode::kCommitted) {
+  auto p = std::make_shared<PendingRequest>();
+  p->rows = rows;
+  p->bytes = bytes;
+  p->deadline = deadline;
+  p->ack = ack;
+  return p;
+}
+
+class StartedTables : public testing::QuietObserver {
+ public:
+  void TableStarted(const std::string& label, absl::Duration delay) override {
+    started.emplace_back(label, delay);
+  }
+  std::vector<std::pair<std::string, absl::Duration>> started;
+};
+
+BatcherSettings TwoLimits() {
+  return {
+      .limits = {.max_rows = 10, .max_bytes = 1000, .max_delay = absl::Milliseconds(200)},
+      .table_limits = {{"db.big",
+                        {.max_rows = 100, .max_bytes = 1 << 20, .max_delay = absl::Seconds(1)}}},
+      .deadline_margin = absl::Milliseconds(100)};
+}
+
+TEST(BatcherTest, ABatchIsFullAtItsTablesRowOrByteLimit) {
+  StartedTables observer;
+  Batcher batcher(TwoLimits(), &observer);
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  Batch& t = batcher.Get("k.t", "db.t", {"db", "t"});
+  t.Append(Rows(5, 100, absl::InfiniteFuture()), now);
+  EXPECT_EQ(batcher.Full(t), std::nullopt);
+  t.Append(Rows(5, 100, absl::InfiniteFuture()), now);
+  EXPECT_EQ(batcher.Full(t), FlushReason::kRows);
+
+  Batch& wide = batcher.Get("k.wide", "db.wide", {"db", "wide"});
+  wide.Append(Rows(1, 1000, absl::InfiniteFuture()), now);
+  EXPECT_EQ(batcher.Full(wide), FlushReason::kBytes);
+
+  Batch& big = batcher.Get("k.big", "db.big", {"db", "big"});
+  big.Append(Rows(10, 1000, absl::InfiniteFuture()), now);
+  EXPECT_EQ(batcher.Full(big), std::nullopt) << "db.big has limits of its own";
+  EXPECT_EQ(&batcher.Get("k.t", "db.t", {"db", "t"}), &t) << "made once";
+  EXPECT_THAT(observer.started,
+              ::testing::ElementsAre(
+                  std::pair<std::string, absl::Duration>("db.t", absl::Milliseconds(200)),
+                  std::pair<std::string, absl::Duration>("db.wide", absl::Milliseconds(200)),
+                  std::pair<std::string, absl::Duration>("db.big", absl::Seconds(1))));
+}
+
+TEST(BatcherTest, ABatchIsDueByItsRowsAgeOrAMarginBeforeACallersDeadline) {
+  Batcher batcher(TwoLimits(), nullptr);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(batcher.NextDue(t0 + absl::Seconds(1)), t0 + absl::Seconds(1)) << "no batch";
+  Batch& aged = batcher.Get("k.a", "db.a", {"db", "a"});
+  aged.Append(Rows(1, 10, t0 + absl::Seconds(5)), t0);
+  Batch& waited = batcher.Get("k.w", "db.w", {"db", "w"});
+  waited.Append(Rows(1, 10, t0 + absl::Milliseconds(150)), t0);
+  // An accepted-mode caller does not wait for the batch: its deadline does not count.
+  Batch& accepted = batcher.Get("k.x", "db.x", {"db", "x"});
+  accepted.Append(Rows(1, 10, t0 + absl::Milliseconds(110), AckMode::kAccepted), t0);
+  batcher.Get("k.empty", "db.empty", {"db", "empty"});
+
+  EXPECT_EQ(batcher.NextDue(t0 + absl::Seconds(1)), t0 + absl::Milliseconds(50));
+  EXPECT_EQ(batcher.NextDue(t0 + absl::Milliseconds(20)), t0 + absl::Milliseconds(20));
+  EXPECT_TRUE(batcher.Due(t0 + absl::Milliseconds(49)).empty());
+  EXPECT_THAT(
+      batcher.Due(t0 + absl::Milliseconds(50)),
+      ::testing::ElementsAre(std::pair<Batch*, FlushReason>(&waited, FlushReason::kDeadline)));
+  auto due = batcher.Due(t0 + absl::Milliseconds(200));
+  EXPECT_THAT(due, ::testing::UnorderedElementsAre(
+                       std::pair<Batch*, FlushReason>(&waited, FlushReason::kDeadline),
+                       std::pair<Batch*, FlushReason>(&aged, FlushReason::kAge),
+                       std::pair<Batch*, FlushReason>(&accepted, FlushReason::kAge)));
+
+  // A batch being flushed is neither due nor waited for.
+  waited.flushing = true;
+  EXPECT_EQ(batcher.NextDue(t0 + absl::Seconds(1)), t0 + absl::Milliseconds(200));
+  EXPECT_EQ(batcher.Due(t0 + absl::Milliseconds(200)).size(), 2u);
+}
+
+TEST(BatcherTest, AfterAFlushAReplayComesFirstThenTheDrainThenTheLimitsThenTheAge) {
+  Batcher batcher(TwoLimits(), nullptr);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  Batch& b = batcher.Get("k.t", "db.t", {"db", "t"});
+  EXPECT_EQ(batcher.AfterFlush(b, /*draining=*/false, t0), std::nullopt) << "empty";
+  EXPECT_EQ(batcher.AfterFlush(b, /*draining=*/true, t0), FlushReason::kShutdown);
+  b.Append(Rows(3, 10, absl::InfiniteFuture()), t0);
+  EXPECT_EQ(batcher.AfterFlush(b, false, t0 + absl::Milliseconds(199)), std::nullopt);
+  EXPECT_EQ(batcher.AfterFlush(b, false, t0 + absl::Milliseconds(200)), FlushReason::kAge);
+  b.Append(Rows(7, 10, absl::InfiniteFuture()), t0);
+  EXPECT_EQ(batcher.AfterFlush(b, false, t0), FlushReason::kRows);
+  EXPECT_EQ(batcher.AfterFlush(b, true, t0), FlushReason::kShutdown);
+  b.AddReplay(SpooledFlush{});
+  EXPECT_EQ(batcher.AfterFlush(b, true, t0), FlushReason::kReplay);
+}
+
+TEST(BatcherTest, SpooledBatchesAreApartFromTheInMemoryOnesOfTheirTable) {
+  Batcher batcher(TwoLimits(), nullptr);
+  const TableId table{"db", "t"};
+  const std::vector<std::string> columns{"id", "msg"};
+  const std::string key = TableColumnsKey(table, columns);
+  Batch& memory = batcher.Get(key, "db.t", table);
+  Batch& spooled = batcher.Spooled(table, columns);
+  EXPECT_NE(&memory, &spooled);
+  EXPECT_FALSE(memory.spooled());
+  EXPECT_TRUE(spooled.spooled());
+  EXPECT_EQ(spooled.label(), "db.t");
+  EXPECT_EQ(spooled.columns(), columns);
+  EXPECT_EQ(&batcher.Spooled(table, columns, &key), &spooled) << "the key given is the same";
+  EXPECT_NE(&batcher.Spooled(table, {"id"}), &spooled) << "another column list";
+  EXPECT_EQ(batcher.All().size(), 3u);
+
+  EXPECT_TRUE(batcher.Empty());
+  memory.Append(Rows(1, 10, absl::InfiniteFuture()), absl::FromUnixSeconds(1));
+  EXPECT_FALSE(batcher.Empty());
+  memory.Take();
+  EXPECT_TRUE(batcher.Empty());
 }
 
 Result Committed(uint64_t rows) {
