@@ -239,8 +239,8 @@ int Reinsert(const config::Config& c, const Args& args, const ingest::DeadLetter
     attempt.query_id = letter.identity;
     attempt.deduplication_key = letter.identity;
   }
-  const absl::Status st =
-      inserter.Insert(table, block, attempt, absl::Now() + c.retry_max_elapsed + c.read_timeout);
+  const absl::Status st = inserter.Insert(table, clickhouse::BlockParts::View(block), attempt,
+                                          absl::Now() + c.retry_max_elapsed + c.read_timeout);
   if (!st.ok()) {
     err << "chgate spool reinsert: " << table.database << "." << table.table << ": " << st.message()
         << "\n(the file stays: " << path << ")\n";

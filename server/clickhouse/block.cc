@@ -302,23 +302,33 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block, bool dis
 }
 
 void WriteBlock(const Block& block, uint64_t revision, GatherWriter& out) {
+  const Block* one[] = {&block};
+  WriteBlockOfParts(one, revision, out);
+}
+
+void WriteBlockOfParts(std::span<const Block* const> parts, uint64_t revision, GatherWriter& out) {
+  static const Block kEmpty;
+  const Block& first = parts.empty() ? kEmpty : *parts.front();
   if (revision >= revision::kBlockInfo) {
     out.WriteVarUInt(1);
-    out.WriteFixed<uint8_t>(block.info().is_overflows ? 1 : 0);
+    out.WriteFixed<uint8_t>(first.info().is_overflows ? 1 : 0);
     out.WriteVarUInt(2);
-    out.WriteFixed<int32_t>(block.info().bucket_num);
+    out.WriteFixed<int32_t>(first.info().bucket_num);
     out.WriteVarUInt(0);
   }
-  const size_t rows = block.rows();
-  out.WriteVarUInt(block.column_count());
+  size_t rows = 0;
+  for (const Block* part : parts) rows += part->rows();
+  out.WriteVarUInt(first.column_count());
   out.WriteVarUInt(rows);
-  for (const NamedColumn& c : block.columns()) {
+  for (size_t i = 0; i < first.column_count(); ++i) {
+    const NamedColumn& c = first.column(i);
     out.WriteString(c.name);
     out.WriteString(c.column->type_name());
     if (revision >= revision::kCustomSerialization) out.WriteFixed<uint8_t>(0);
-    if (rows > 0) {
-      c.column->SavePrefix(out);
-      c.column->SaveBody(out);
+    if (rows == 0) continue;
+    c.column->SavePrefix(out);
+    for (const Block* part : parts) {
+      if (!part->empty()) part->column(i).column->SaveBody(out);
     }
   }
 }

@@ -82,5 +82,10 @@ absl::Status ReadBlock(ReadBuffer& in, uint64_t revision, Block* block,
 
 // Appends the block body to `out`; column data is referenced, not copied.
 void WriteBlock(const Block& block, uint64_t revision, GatherWriter& out);
+// Appends the body of ONE block holding every row of `parts` in order (laid out alike), its
+// BlockInfo the first part's. Each column's prefix is written once and then every part's body:
+// the same bytes as WriteBlock of the parts gathered only where those bodies concatenate (see
+// BlockParts, which checks it).
+void WriteBlockOfParts(std::span<const Block* const> parts, uint64_t revision, GatherWriter& out);
 
 }  // namespace chgate::clickhouse

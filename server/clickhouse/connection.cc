@@ -206,15 +206,20 @@ absl::Status Connection::WriteCompressedBody() {
 }
 
 absl::Status Connection::SendData(const Block& block) {
+  const Block* one[] = {&block};
+  return SendDataOfParts(one);
+}
+
+absl::Status Connection::SendDataOfParts(std::span<const Block* const> parts) {
   if (broken_) return absl::FailedPreconditionError("connection is broken");
-  CHGATE_RETURN_IF_ERROR(block.Validate());
+  for (const Block* part : parts) CHGATE_RETURN_IF_ERROR(part->Validate());
   out_.Clear();
   WriteDataHeader(revision_, out_);
   if (query_compressed_) {
-    WriteBlock(block, revision_, body_);
+    WriteBlockOfParts(parts, revision_, body_);
     return WriteCompressedBody();
   }
-  WriteBlock(block, revision_, out_);
+  WriteBlockOfParts(parts, revision_, out_);
   return Flush();
 }
 
@@ -327,6 +332,18 @@ absl::Status Connection::Select(QueryParams query,
 
 absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block* const> blocks,
                                 QueryResult* result) {
+  return InsertBlocks(std::move(insert_query), blocks, /*as_one=*/false, result);
+}
+
+absl::Status Connection::Insert(QueryParams insert_query, const BlockParts& block,
+                                QueryResult* result) {
+  CHGATE_RETURN_IF_ERROR(block.Validate());
+  return InsertBlocks(std::move(insert_query), block.parts(), /*as_one=*/true, result);
+}
+
+absl::Status Connection::InsertBlocks(QueryParams insert_query,
+                                      std::span<const Block* const> blocks, bool as_one,
+                                      QueryResult* result) {
   QueryResult local;
   if (result == nullptr) result = &local;
   *result = {};
@@ -359,6 +376,17 @@ absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block*
     QueryResult ignored;
     (void)FinishInsert(&ignored);
     return mismatch;
+  }
+  if (as_one) {
+    size_t rows = 0;
+    for (const Block* b : blocks) rows += b->rows();
+    if (rows > 0) {
+      CHGATE_RETURN_IF_ERROR(SendDataOfParts(blocks));
+      result->rows += rows;
+      ++result->blocks;
+      CHGATE_RETURN_IF_ERROR(ReadWhileInserting(result));
+    }
+    return FinishInsert(result);
   }
   for (const Block* b : blocks) {
     if (b->rows() == 0) continue;

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/clickhouse/block.h"
+#include "server/clickhouse/block_parts.h"
 #include "server/clickhouse/compression/frame.h"
 #include "server/clickhouse/protocol/packet_reader.h"
 #include "server/clickhouse/protocol/packets.h"
@@ -112,6 +113,10 @@ class Connection {
   // type) is InvalidArgument and no row is sent. Returns the server's status otherwise.
   absl::Status Insert(QueryParams insert_query, std::span<const Block* const> blocks,
                       QueryResult* result = nullptr);
+  // The same with the rows of `block`'s parts sent as one block (one Data packet, one part on
+  // the server), written from the parts' own memory.
+  absl::Status Insert(QueryParams insert_query, const BlockParts& block,
+                      QueryResult* result = nullptr);
 
   // The header block (column names and types, no rows) the server expects for `insert_query`,
   // without inserting anything (the INSERT is ended with an empty block). Errors as Insert().
@@ -138,6 +143,11 @@ class Connection {
   // connection broken on failure.
   absl::Status Resync();
   absl::Status WriteCompressedBody();
+  // One Data packet of the parts' rows as one block (see WriteBlockOfParts).
+  absl::Status SendDataOfParts(std::span<const Block* const> parts);
+  // Insert's work; `as_one`: the blocks are the parts of one block (BlockParts).
+  absl::Status InsertBlocks(QueryParams insert_query, std::span<const Block* const> blocks,
+                            bool as_one, QueryResult* result);
   // After an INSERT query: reads packets up to the server's header block.
   absl::StatusOr<Block> ReadInsertHeader();
   // Ends an INSERT with an empty block and waits for EndOfStream.

@@ -57,16 +57,6 @@ Batch::Contents Batch::Take() {
   return taken;
 }
 
-std::unique_ptr<clickhouse::Block> Batch::Gather(
-    std::vector<std::unique_ptr<clickhouse::Block>> parts) {
-  if (parts.size() == 1) return std::move(parts.front());
-  std::vector<const clickhouse::Block*> views;
-  views.reserve(parts.size());
-  for (const auto& part : parts) views.push_back(part.get());
-  auto block = std::make_unique<clickhouse::Block>(clickhouse::Block::Concat(views));
-  return block;
-}
-
 void Batch::MakeSpooled(const std::vector<std::string>& columns) {
   spooled_ = true;
   columns_ = columns;

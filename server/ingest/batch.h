@@ -80,10 +80,10 @@ class Batch {
   const std::shared_ptr<const TableSchema>& schema() const { return schema_; }
   // Starts the block over, laid out as `schema` (the batch must be empty).
   void Relayout(std::shared_ptr<const TableSchema> schema);
-  // Takes the request's converted rows (p->staged) into the batch, as they are: the requests'
-  // blocks are gathered into one only when the batch is flushed (Gather), so each value is
-  // copied once, with every buffer sized once, and not under the caller's lock. A committed-mode
-  // request waits in the batch for the commit; the others do not.
+  // Takes the request's converted rows (p->staged) into the batch, as they are: the flush sends
+  // the requests' blocks as one block (clickhouse::BlockParts), from their own memory where the
+  // columns allow it, else gathered into one on the flush thread, not under the caller's lock.
+  // A committed-mode request waits in the batch for the commit; the others do not.
   void Append(const std::shared_ptr<PendingRequest>& p, absl::Time now);
   // Everything buffered, for one INSERT; the batch is left empty.
   struct Contents {
@@ -92,9 +92,6 @@ class Batch {
     BatchTraces traces;
   };
   Contents Take();
-  // The parts as one block (the only part itself when there is one). Frees the parts.
-  static std::unique_ptr<clickhouse::Block> Gather(
-      std::vector<std::unique_ptr<clickhouse::Block>> parts);
 
   // --- Records in the spool (a spooled batch).
   bool spooled() const { return spooled_; }

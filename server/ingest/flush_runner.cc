@@ -27,7 +27,7 @@ FlushRunner::FlushRunner(const RetryPolicy& retry, bool async_insert, InsertRetr
       clock_(clock),
       observer_(observer) {}
 
-FlushOutcome FlushRunner::Run(const InsertTarget& target, const clickhouse::Block& block,
+FlushOutcome FlushRunner::Run(const InsertTarget& target, const clickhouse::BlockParts& block,
                               const BatchTraces& traces, const BatchCallers& callers,
                               FlushReason reason) {
   const absl::Time start = clock_->Now();

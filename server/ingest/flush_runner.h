@@ -43,7 +43,7 @@ class FlushRunner {
   FlushRunner(const RetryPolicy& retry, bool async_insert, InsertRetrier* retrier,
               SchemaCache* schemas, Clock* clock, IngestObserver* observer);
 
-  FlushOutcome Run(const InsertTarget& target, const clickhouse::Block& block,
+  FlushOutcome Run(const InsertTarget& target, const clickhouse::BlockParts& block,
                    const BatchTraces& traces, const BatchCallers& callers, FlushReason reason);
 
  private:

@@ -355,8 +355,9 @@ void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
       std::make_shared<std::vector<std::unique_ptr<clickhouse::Block>>>(std::move(taken.parts));
   runner_.Post(TaskRunner::Queue::kFlush, [this, b, parts, pendings = std::move(taken.pendings),
                                            traces = std::move(taken.traces), reason]() mutable {
-    std::shared_ptr<clickhouse::Block> block = Batch::Gather(std::move(*parts));
-    Flush(b, std::move(block), std::move(pendings), std::move(traces), reason);
+    // The parts go out as one block, each from its own memory where the columns allow it.
+    Flush(b, clickhouse::BlockParts(std::move(*parts)), std::move(pendings), std::move(traces),
+          reason);
   });
 }
 
@@ -367,7 +368,7 @@ InsertTarget Ingestor::TargetOf(Batch* batch) const {
                       .delay = batch->delay()};
 }
 
-void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
+void Ingestor::Flush(Batch* batch, clickhouse::BlockParts block,
                      std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
                      FlushReason reason) {
   BatchCallers callers{.count = pendings.size()};
@@ -375,9 +376,9 @@ void Ingestor::Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
     callers.waiting_rows += p->rows;
     callers.last_deadline = std::max(callers.last_deadline, p->deadline);
   }
-  const FlushOutcome out = flusher_.Run(TargetOf(batch), *block, traces, callers, reason);
-  const uint64_t rows = block->rows(), bytes = block->ByteSize();
-  block.reset();
+  const FlushOutcome out = flusher_.Run(TargetOf(batch), block, traces, callers, reason);
+  const uint64_t rows = block.rows(), bytes = block.ByteSize();
+  block = {};
   // Callers in committed mode get the error; rows acknowledged in accepted mode are lost.
   const uint64_t dropped = out.status.ok() ? 0 : rows - callers.waiting_rows;
   if (dropped > 0 && observer_ != nullptr) {

@@ -214,7 +214,7 @@ class Ingestor {
                            std::vector<std::function<void()>>* after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Flush(Batch* batch, std::shared_ptr<clickhouse::Block> block,
+  void Flush(Batch* batch, clickhouse::BlockParts block,
              std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
              FlushReason reason);
   void FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) ABSL_LOCKS_EXCLUDED(mu_);

@@ -63,11 +63,14 @@ absl::StatusOr<TableSchema> ClickHouseInserter::Describe(const TableId& table,
   return schema;
 }
 
-absl::Status ClickHouseInserter::Insert(const TableId& table, const clickhouse::Block& block,
+absl::Status ClickHouseInserter::Insert(const TableId& table, const clickhouse::BlockParts& block,
                                         const InsertAttempt& attempt, absl::Time deadline) {
   CHGATE_ASSIGN_OR_RETURN(clickhouse::PooledConnection conn, pool_->Acquire(deadline));
   std::vector<std::string> names;
-  for (const clickhouse::NamedColumn& c : block.columns()) names.push_back(c.name);
+  if (block.parts().empty()) return absl::InvalidArgumentError("an INSERT of no block");
+  for (const clickhouse::NamedColumn& c : block.parts().front()->columns()) {
+    names.push_back(c.name);
+  }
   clickhouse::QueryParams query{.query_id = attempt.query_id, .query = InsertQuery(table, names)};
   query.trace = attempt.trace;
   const clickhouse::ServerInfo& server = conn->server_info();
@@ -83,9 +86,8 @@ absl::Status ClickHouseInserter::Insert(const TableId& table, const clickhouse::
     query.settings.push_back({.name = "async_insert", .value = "1"});
     query.settings.push_back({.name = "wait_for_async_insert", .value = "1"});
   }
-  const clickhouse::Block* blocks[] = {&block};
   DeadlineScope scope(conn.get(), pool_->options().connection.read_timeout, deadline);
-  return conn->Insert(std::move(query), blocks);
+  return conn->Insert(std::move(query), block);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/clickhouse/block.h"
+#include "server/clickhouse/block_parts.h"
 #include "server/clickhouse/pool.h"
 #include "text/identifier.h"
 #include "text/trace_context.h"
@@ -58,8 +59,9 @@ class Inserter {
   virtual absl::StatusOr<TableSchema> Describe(const TableId& table,
                                                const std::vector<std::string>& columns,
                                                absl::Time deadline) = 0;
-  // One INSERT of `block`; OK only when ClickHouse answered EndOfStream (committed).
-  virtual absl::Status Insert(const TableId& table, const clickhouse::Block& block,
+  // One INSERT of `block` (its parts' rows as one block); OK only when ClickHouse answered
+  // EndOfStream (committed).
+  virtual absl::Status Insert(const TableId& table, const clickhouse::BlockParts& block,
                               const InsertAttempt& attempt, absl::Time deadline) = 0;
   // The table's deduplication window and recent INSERT rate. Unimplemented by default (fakes);
   // otherwise the errors of a query.
@@ -82,7 +84,7 @@ class ClickHouseInserter final : public Inserter {
   absl::StatusOr<TableSchema> Describe(const TableId& table,
                                        const std::vector<std::string>& columns,
                                        absl::Time deadline) override;
-  absl::Status Insert(const TableId& table, const clickhouse::Block& block,
+  absl::Status Insert(const TableId& table, const clickhouse::BlockParts& block,
                       const InsertAttempt& attempt, absl::Time deadline) override;
   // From system.tables (engine, engine_full's SETTINGS), system.merge_tree_settings and
   // system.part_log (when the server has it).

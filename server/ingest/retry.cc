@@ -138,7 +138,7 @@ absl::Duration InsertRetrier::Jittered(int attempt) {
   return BackoffCap(policy_, attempt) * jitter;
 }
 
-absl::Status InsertRetrier::Insert(const InsertTarget& target, const clickhouse::Block& block,
+absl::Status InsertRetrier::Insert(const InsertTarget& target, const clickhouse::BlockParts& block,
                                    InsertAttempt& attempt,
                                    const std::function<absl::Time()>& stop_at,
                                    const std::function<void(std::vector<log::Field>*)>& fields,
@@ -187,7 +187,7 @@ absl::Status InsertRetrier::Insert(const InsertTarget& target, const clickhouse:
 }
 
 absl::Status InsertRetrier::InsertConverting(
-    const InsertTarget& target, const clickhouse::Block& block, InsertAttempt& attempt,
+    const InsertTarget& target, const clickhouse::BlockParts& block, InsertAttempt& attempt,
     const std::function<absl::Time()>& stop_at,
     const std::function<void(std::vector<log::Field>*)>& fields, bool* too_many_parts,
     SchemaCache* schemas, const OnTableChange& on_change) {
@@ -195,8 +195,8 @@ absl::Status InsertRetrier::InsertConverting(
   if (status.ok() || !IsDataError(status) || !IsTableChangeError(status)) return status;
   schemas->Forget(target.table);
   bool same_header = false;
-  std::optional<clickhouse::Block> converted =
-      ConvertToChangedTable(inserter_, clock_, policy_, target.table, block, stop_at, &same_header);
+  std::optional<clickhouse::Block> converted = ConvertToChangedTable(
+      inserter_, clock_, policy_, target.table, block.Gathered(), stop_at, &same_header);
   // The table is as the rows were checked against: the refusal is about the rows.
   if (same_header) return status;
   if (converted.has_value()) {
@@ -204,7 +204,9 @@ absl::Status InsertRetrier::InsertConverting(
         {"table", target.label}, {"rows", block.rows()}, {"error", status.message()}};
     fields(&line);
     kLog.Info(on_change.converted_line, line);
-    return Insert(target, *converted, attempt, stop_at, fields, too_many_parts);
+    return Insert(
+        target, clickhouse::BlockParts(std::make_unique<clickhouse::Block>(*std::move(converted))),
+        attempt, stop_at, fields, too_many_parts);
   }
   if (!on_change.abort_unconvertible) return status;
   return absl::AbortedError(absl::StrCat(

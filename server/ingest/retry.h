@@ -66,7 +66,7 @@ class InsertRetrier {
   // The INSERT of `block` with retries (backoff with full jitter) while the status is retryable
   // and the clock is before stop_at(); `fields` adds the batch's own fields to the retry log
   // lines. At the first TOO_MANY_PARTS it sets *too_many_parts and raises the target's delay.
-  absl::Status Insert(const InsertTarget& target, const clickhouse::Block& block,
+  absl::Status Insert(const InsertTarget& target, const clickhouse::BlockParts& block,
                       InsertAttempt& attempt, const std::function<absl::Time()>& stop_at,
                       const std::function<void(std::vector<log::Field>*)>& fields,
                       bool* too_many_parts);
@@ -83,7 +83,7 @@ class InsertRetrier {
   // `schemas` forgets the table and the block goes again, converted to the table's new header,
   // where nothing is lost (see ConvertToChangedTable). A refusal with the header unchanged is
   // about the rows and stays as it is.
-  absl::Status InsertConverting(const InsertTarget& target, const clickhouse::Block& block,
+  absl::Status InsertConverting(const InsertTarget& target, const clickhouse::BlockParts& block,
                                 InsertAttempt& attempt, const std::function<absl::Time()>& stop_at,
                                 const std::function<void(std::vector<log::Field>*)>& fields,
                                 bool* too_many_parts, SchemaCache* schemas,

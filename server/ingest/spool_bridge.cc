@@ -207,6 +207,7 @@ SpooledOutcome SpoolBridge::Send(const SpoolTarget& target, SpooledFlush& flush,
   }
   if (block == nullptr) return out;
   out.rows = block->rows();
+  out.bytes = block->ByteSize();
   if (flush.intent_lsn == 0) out.status = WriteIntent(target, flush, out.rows, stop_at);
   InsertAttempt attempt;
   bool too_many_parts = false;
@@ -226,12 +227,11 @@ SpooledOutcome SpoolBridge::Send(const SpoolTarget& target, SpooledFlush& flush,
     // The table changed after these rows were acknowledged: where its new columns take them
     // without loss, they go so rather than to the dead-letter directory.
     out.status = retrier_->InsertConverting(
-        to, *block, attempt, stop_at, fields, &too_many_parts, schemas_,
-        {.converted_line = "table changed: spooled batch converted to its new columns"});
+        to, clickhouse::BlockParts(std::move(block)), attempt, stop_at, fields, &too_many_parts,
+        schemas_, {.converted_line = "table changed: spooled batch converted to its new columns"});
     out.sent = true;
   }
   const absl::Time end = clock_->Now();
-  out.bytes = block->ByteSize();
   block.reset();
   if (out.sent) {
     if (!too_many_parts && target.delay != nullptr) {

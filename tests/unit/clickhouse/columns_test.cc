@@ -1,5 +1,6 @@
 // Columns: encode -> decode round trips through WriteBlock/ReadBlock for every core type, golden
 // bytes for the layouts of PROTOCOL.md §7, TSV rendering, and corrupt or hostile input.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "server/clickhouse/block.h"
+#include "server/clickhouse/block_parts.h"
 #include "server/clickhouse/columns/array.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
@@ -347,6 +349,106 @@ TEST(BlockConcatTest, GathersEveryPartInOrderAllocatingEachBufferOnce) {
   EXPECT_EQ(Hex(testing::EncodeBlock(Block::Concat(one), kRevision)),
             Hex(testing::EncodeBlock(parts[3], kRevision)));
   EXPECT_EQ(Block::Concat({}).column_count(), 0u);
+}
+
+// A part of rows `first`..`first + rows` with a UInt64, a String and a FixedString(3) column:
+// the kinds whose bodies concatenate.
+Block FlatPart(size_t first, size_t rows) {
+  Block b;
+  ColumnPtr id = Make("UInt64");
+  ColumnPtr msg = Make("String");
+  ColumnPtr code = Make("FixedString(3)");
+  for (size_t r = first; r < first + rows; ++r) {
+    As<ColumnFixed>(id).Append<uint64_t>(r * 1000003);
+    As<ColumnString>(msg).Append("message " + std::to_string(r) + std::string(r % 300, 'm'));
+    const char tag[3] = {static_cast<char>('a' + r % 26), 'x', static_cast<char>(r % 256)};
+    As<ColumnFixed>(code).AppendRaw(tag);
+  }
+  b.AddColumn("id", std::move(id));
+  b.AddColumn("msg", std::move(msg));
+  b.AddColumn("code", std::move(code));
+  return b;
+}
+
+std::string EncodeParts(const BlockParts& parts, uint64_t revision) {
+  GatherWriter out;
+  WriteBlock(parts, revision, out);
+  return out.ToString();
+}
+
+// Owned copies of `parts` (a BlockParts owns what it is given).
+std::vector<std::unique_ptr<Block>> Owned(const std::vector<Block>& parts) {
+  std::vector<std::unique_ptr<Block>> owned;
+  for (const Block& b : parts) owned.push_back(std::make_unique<Block>(b.Clone()));
+  return owned;
+}
+
+TEST(BlockPartsTest, FixedAndStringPartsGoOutFromTheirOwnMemoryAsTheGatheredBlock) {
+  std::vector<Block> parts;
+  size_t first = 0;
+  for (size_t rows : {5, 1, 0, 80, 17}) {
+    parts.push_back(FlatPart(first, rows));
+    first += rows;
+  }
+  BlockParts block(Owned(parts));
+  ASSERT_TRUE(block.Validate().ok()) << block.Validate();
+  EXPECT_EQ(block.parts().size(), 5u) << "kept as they are";
+  EXPECT_EQ(block.rows(), first);
+  const Block whole = FlatPart(0, first);
+  EXPECT_EQ(block.ByteSize(), whole.ByteSize());
+  // The same bytes as one block of every row, before and after the revision that added the
+  // custom-serialization flag.
+  for (uint64_t revision : {kRevision, uint64_t{54460}}) {
+    EXPECT_EQ(Hex(EncodeParts(block, revision)), Hex(testing::EncodeBlock(whole, revision)))
+        << revision;
+  }
+  EXPECT_EQ(Hex(testing::EncodeBlock(block.Gathered(), kRevision)),
+            Hex(testing::EncodeBlock(whole, kRevision)));
+  // Referenced, not copied: the big part's String body is in the message as its own memory.
+  GatherWriter out;
+  WriteBlock(block, kRevision, out);
+  const auto& big = As<ColumnString>(block.parts()[3]->column(1).column);
+  ASSERT_GE(big.wire().size(), GatherWriter::kMinReference);
+  bool referenced = false;
+  for (const iovec& v : out.spans()) referenced |= v.iov_base == big.wire().data();
+  EXPECT_TRUE(referenced);
+}
+
+TEST(BlockPartsTest, PartsWithOtherColumnsAreGatheredWhenTaken) {
+  std::vector<Block> parts;
+  size_t first = 0;
+  for (size_t rows : {3, 0, 40, 9}) {
+    parts.push_back(ConcatPart(first, rows));
+    first += rows;
+  }
+  BlockParts block(Owned(parts));
+  EXPECT_EQ(block.parts().size(), 1u) << "a Nullable's null map cannot be written in parts";
+  EXPECT_EQ(block.rows(), first);
+  EXPECT_EQ(Hex(EncodeParts(block, kRevision)),
+            Hex(testing::EncodeBlock(ConcatPart(0, first), kRevision)));
+}
+
+TEST(BlockPartsTest, OneBlockAndNoBlock) {
+  const Block one = FlatPart(0, 20);
+  const BlockParts view = BlockParts::View(one);
+  EXPECT_EQ(&view.Gathered(), &one);
+  EXPECT_EQ(Hex(EncodeParts(view, kRevision)), Hex(testing::EncodeBlock(one, kRevision)));
+  const BlockParts none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(Hex(EncodeParts(none, kRevision)), Hex(testing::EncodeBlock(Block(), kRevision)));
+}
+
+TEST(BlockPartsTest, ValidateNamesAPartLaidOutOtherwise) {
+  std::vector<std::unique_ptr<Block>> parts;
+  parts.push_back(std::make_unique<Block>(FlatPart(0, 2)));
+  auto other = std::make_unique<Block>();
+  other->AddColumn("id", Make("UInt32"));
+  other->AddColumn("msg", Make("String"));
+  other->AddColumn("code", Make("FixedString(3)"));
+  parts.push_back(std::move(other));
+  const absl::Status st = BlockParts(std::move(parts)).Validate();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("UInt32"));
 }
 
 TEST(ColumnRoundTripTest, ArraysNestThreeDeep) {

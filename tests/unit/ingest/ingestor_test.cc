@@ -18,6 +18,7 @@
 #include "absl/synchronization/notification.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/nullable.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
@@ -37,6 +38,7 @@ struct InsertCall {
   std::string rows_text;  // every row as text, to compare retries
   InsertAttempt attempt;
   absl::Time deadline;
+  size_t parts = 0;  // blocks the INSERT's one block is written from
 };
 
 class FakeInserter final : public Inserter {
@@ -61,8 +63,9 @@ class FakeInserter final : public Inserter {
     }
     return s;
   }
-  absl::Status Insert(const TableId& table, const clickhouse::Block& block,
+  absl::Status Insert(const TableId& table, const clickhouse::BlockParts& parts,
                       const InsertAttempt& attempt, absl::Time deadline) override {
+    const clickhouse::Block& block = parts.Gathered();
     std::string text;
     for (size_t r = 0; r < block.rows(); ++r) {
       for (size_t c = 0; c < block.column_count(); ++c) {
@@ -70,7 +73,7 @@ class FakeInserter final : public Inserter {
         text.push_back(c + 1 == block.column_count() ? '\n' : '\t');
       }
     }
-    calls.push_back({table, text, attempt, deadline});
+    calls.push_back({table, text, attempt, deadline, parts.parts().size()});
     if (clock != nullptr) clock->Advance(takes);
     if (check_types && block.column(0).column->type_name() != id_type) {
       // What chgate's own comparison with the server's INSERT header answers.
@@ -218,6 +221,7 @@ TEST_F(IngestorTest, FlushesOneBlockWhenMaxRowsIsReachedAndAcksAfterCommit) {
   EXPECT_EQ(
       std::count(inserter_.calls[0].rows_text.begin(), inserter_.calls[0].rows_text.end(), '\n'),
       12);
+  EXPECT_EQ(inserter_.calls[0].parts, 3u) << "each request's rows sent from where they were";
   for (Outcome* out : {oa, ob, oc}) {
     ASSERT_TRUE(out->done);
     EXPECT_TRUE(out->result.status.ok()) << out->result.status;
@@ -227,6 +231,36 @@ TEST_F(IngestorTest, FlushesOneBlockWhenMaxRowsIsReachedAndAcksAfterCommit) {
   }
   EXPECT_EQ(inserter_.describes, 1);  // the header is cached
   EXPECT_EQ(ingestor_->Stats().buffered_bytes, 0u);
+}
+
+TEST_F(IngestorTest, ABatchWithAColumnWhoseBodyIsNotItsRowsIsGatheredIntoOneBlock) {
+  inserter_.id_type = "Nullable(UInt64)";
+  IngestOptions o = Options();
+  o.limits.max_rows = 8;
+  Make(o);
+  // Blocks of (Nullable(UInt64), String) rows, as a typed caller sends them.
+  auto nullable_rows = [](uint64_t first, size_t n) {
+    clickhouse::Block b = Rows(first, n);
+    auto id = *clickhouse::CreateColumn("Nullable(UInt64)");
+    auto& nullable = static_cast<clickhouse::ColumnNullable&>(*id);
+    for (size_t i = 0; i < n; ++i) {
+      nullable.AppendNotNull();
+      static_cast<clickhouse::ColumnFixed&>(*nullable.nested()).Append<uint64_t>(first + i);
+    }
+    b.column(0).column = id;
+    return b;
+  };
+  Outcome* oa = Submit(nullable_rows(0, 4));
+  Outcome* ob = Submit(nullable_rows(4, 4));
+  ASSERT_EQ(inserter_.calls.size(), 1u) << oa->result.status;
+  EXPECT_EQ(inserter_.calls[0].parts, 1u);
+  EXPECT_EQ(
+      std::count(inserter_.calls[0].rows_text.begin(), inserter_.calls[0].rows_text.end(), '\n'),
+      8);
+  for (Outcome* out : {oa, ob}) {
+    ASSERT_TRUE(out->done);
+    EXPECT_TRUE(out->result.status.ok()) << out->result.status;
+  }
 }
 
 // A batch's INSERT joins the trace of its first traced request; untraced requests do not
@@ -1002,7 +1036,7 @@ class StuckInserter final : public Inserter {
                                        absl::Time deadline) override {
     return schemas_.Describe(table, columns, deadline);
   }
-  absl::Status Insert(const TableId&, const clickhouse::Block&, const InsertAttempt&,
+  absl::Status Insert(const TableId&, const clickhouse::BlockParts&, const InsertAttempt&,
                       absl::Time) override {
     started_.Notify();
     release_.WaitForNotification();

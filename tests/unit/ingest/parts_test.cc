@@ -171,7 +171,7 @@ class ScriptedInserter final : public Inserter {
     }
     return s;
   }
-  absl::Status Insert(const TableId&, const clickhouse::Block&, const InsertAttempt& attempt,
+  absl::Status Insert(const TableId&, const clickhouse::BlockParts&, const InsertAttempt& attempt,
                       absl::Time) override {
     attempts.push_back(attempt.attempt);
     if (on_attempt) on_attempt();
@@ -216,7 +216,7 @@ TEST(InsertRetrierTest, ABatchRetriedOnScheduleThroughAnOutageIsProgressNotAStal
     InsertAttempt attempt;
     bool too_many_parts = false;
     result = retrier.Insert(
-        {.label = label, .table = table, .spooled = true}, clickhouse::Block(), attempt,
+        {.label = label, .table = table, .spooled = true}, clickhouse::BlockParts(), attempt,
         [] { return absl::InfiniteFuture(); }, [](std::vector<log::Field>*) {}, &too_many_parts);
     done.Notify();
   });
@@ -250,7 +250,7 @@ TEST(InsertRetrierTest, OnlyDataErrorsEndASpooledBatchsRetriesAndPermanentOnesEn
     bool too_many_parts = false;
     const absl::Time stop = clock.Now() + absl::Hours(1);
     return retrier.Insert(
-        {.label = label, .table = table, .spooled = spooled}, clickhouse::Block(), attempt,
+        {.label = label, .table = table, .spooled = spooled}, clickhouse::BlockParts(), attempt,
         [stop] { return stop; }, [](std::vector<log::Field>*) {}, &too_many_parts);
   };
   namespace ec = clickhouse::error_code;
@@ -287,7 +287,7 @@ TEST(InsertRetrierTest, TheFirstTooManyPartsRaisesTheTablesDelayAtOnce) {
   const absl::Time stop = clock.Now() + absl::Hours(1);
   EXPECT_TRUE(retrier
                   .Insert(
-                      {.label = label, .table = table, .delay = &delay}, clickhouse::Block(),
+                      {.label = label, .table = table, .delay = &delay}, clickhouse::BlockParts(),
                       attempt, [stop] { return stop; }, [](std::vector<log::Field>*) {},
                       &too_many_parts)
                   .ok());

@@ -41,7 +41,7 @@ class EventsInserter final : public ingest::Inserter {
     schema.prototypes.push_back(*clickhouse::CreateColumn("UInt64"));
     return schema;
   }
-  absl::Status Insert(const ingest::TableId& table, const clickhouse::Block& block,
+  absl::Status Insert(const ingest::TableId& table, const clickhouse::BlockParts& block,
                       const ingest::InsertAttempt&, absl::Time) override {
     absl::MutexLock lock(&mu_);
     inserted_.push_back(absl::StrCat(table.database, ".", table.table, ":", block.rows()));

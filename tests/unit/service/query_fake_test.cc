@@ -341,9 +341,10 @@ TEST(InserterFakeServerTest, SendsTheDeduplicationTokenAndAsyncInsertWhereTheSer
     pool.Start();
     ingest::ClickHouseInserter inserter(&pool);
     const ch::Block block = cht::MakeBlock({{"id", cht::UInt64Column({1, 2})}});
-    const absl::Status st = inserter.Insert(
-        {"db", "t"}, block, {.query_id = "spool-7", .deduplication_key = "spool-7", .async = true},
-        absl::Now() + absl::Seconds(10));
+    const absl::Status st =
+        inserter.Insert({"db", "t"}, ch::BlockParts::View(block),
+                        {.query_id = "spool-7", .deduplication_key = "spool-7", .async = true},
+                        absl::Now() + absl::Seconds(10));
     ASSERT_TRUE(st.ok()) << st;
     EXPECT_TRUE(fake.Wait().ok()) << fake.Wait();
     pool.Shutdown();

@@ -89,8 +89,9 @@ class FakeInserter final : public ingest::Inserter {
     return schema;
   }
 
-  absl::Status Insert(const ingest::TableId&, const clickhouse::Block& block,
+  absl::Status Insert(const ingest::TableId&, const clickhouse::BlockParts& parts,
                       const ingest::InsertAttempt&, absl::Time) override {
+    const clickhouse::Block& block = parts.Gathered();
     absl::MutexLock lock(&mu_);
     ++started_;
     auto released = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !blocked_; };
