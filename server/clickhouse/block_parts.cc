@@ -49,18 +49,27 @@ BlockParts BlockParts::View(const Block& block) {
 }
 
 BlockParts::BlockParts(std::vector<std::unique_ptr<Block>> parts) {
-  for (const auto& part : parts) rows_ += part->rows();
-  if (parts.size() > 1 && !WritesInPlace(*parts.front())) {
-    std::vector<const Block*> views;
-    views.reserve(parts.size());
-    for (const auto& part : parts) views.push_back(part.get());
-    auto gathered = std::make_unique<Block>(Block::Concat(views));
-    parts.clear();  // freed before the block is sent, as the gathered copy replaces them
-    parts.push_back(std::move(gathered));
+  // (Not a delegating constructor: the views must be taken before the vector is moved.)
+  std::vector<const Block*> views = Views(parts);
+  *this = BlockParts(std::move(views), std::move(parts));
+}
+
+BlockParts::BlockParts(std::vector<const Block*> parts, std::vector<std::unique_ptr<Block>> owned)
+    : owned_(std::move(owned)), views_(std::move(parts)) {
+  for (const Block* part : views_) rows_ += part->rows();
+  if (views_.size() > 1 && !WritesInPlace(*views_.front())) {
+    auto gathered = std::make_unique<Block>(Block::Concat(views_));
+    owned_.clear();  // freed before the block is sent, as the gathered copy replaces them
+    views_.assign(1, gathered.get());
+    owned_.push_back(std::move(gathered));
   }
-  owned_ = std::move(parts);
-  views_.reserve(owned_.size());
-  for (const auto& part : owned_) views_.push_back(part.get());
+}
+
+std::vector<const Block*> BlockParts::Views(const std::vector<std::unique_ptr<Block>>& parts) {
+  std::vector<const Block*> views;
+  views.reserve(parts.size());
+  for (const auto& part : parts) views.push_back(part.get());
+  return views;
 }
 
 size_t BlockParts::ByteSize() const {

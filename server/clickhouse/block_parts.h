@@ -26,6 +26,9 @@ class BlockParts {
   explicit BlockParts(std::unique_ptr<Block> block);
   // One block the caller keeps alive (and unchanged) as long as the BlockParts.
   static BlockParts View(const Block& block);
+  // Parts in row order, laid out alike, of which the BlockParts keeps `owned` alive (the others
+  // the caller keeps alive and unchanged as long as the BlockParts). Gathered at once as above.
+  BlockParts(std::vector<const Block*> parts, std::vector<std::unique_ptr<Block>> owned);
   BlockParts(BlockParts&&) = default;
   BlockParts& operator=(BlockParts&&) = default;
 
@@ -42,6 +45,8 @@ class BlockParts {
   absl::Status Validate() const;
 
  private:
+  static std::vector<const Block*> Views(const std::vector<std::unique_ptr<Block>>& parts);
+
   std::vector<std::unique_ptr<Block>> owned_;
   std::vector<const Block*> views_;
   size_t rows_ = 0;

@@ -100,10 +100,11 @@ absl::Status SpoolBridge::Append(Record record,
 // ---------------------------------------------------------------------------------------------
 // Sending a spooled batch.
 
-std::unique_ptr<clickhouse::Block> SpoolBridge::Read(const SpoolTarget& target, SpooledFlush& flush,
-                                                     SpooledOutcome* outcome) {
-  // The readable records' blocks, gathered first so the INSERT's block is built in one pass with
-  // each column allocated once.
+clickhouse::BlockParts SpoolBridge::Read(const SpoolTarget& target, SpooledFlush& flush,
+                                         SpooledOutcome* outcome) {
+  // The readable records' blocks: those kept since their sync (alive as long as their entries in
+  // `flush`) and those read back, which the BlockParts owns. They go out as one block, written
+  // from where they are where the columns allow it (see clickhouse::BlockParts).
   std::vector<const clickhouse::Block*> parts;
   std::vector<std::unique_ptr<clickhouse::Block>> decoded;
   std::vector<SpoolEntry> kept;
@@ -161,13 +162,11 @@ std::unique_ptr<clickhouse::Block> SpoolBridge::Read(const SpoolTarget& target, 
     // block to ClickHouse (a duplicate of what the first attempt may have written). The caller
     // sets the batch aside, marking it committed in one record with its intent.
     flush.unreadable = std::move(lost);
-    return nullptr;
+    return {};
   }
   flush.entries = std::move(kept);
   MarkCommitted(lost, "unreadable");
-  if (parts.empty()) return nullptr;
-  if (parts.size() == 1 && decoded.size() == 1) return std::move(decoded.front());
-  return std::make_unique<clickhouse::Block>(clickhouse::Block::Concat(parts));
+  return clickhouse::BlockParts(std::move(parts), std::move(decoded));
 }
 
 absl::Status SpoolBridge::WriteIntent(const SpoolTarget& target, SpooledFlush& flush, uint64_t rows,
@@ -200,14 +199,14 @@ SpooledOutcome SpoolBridge::Send(const SpoolTarget& target, SpooledFlush& flush,
   const absl::Time start = clock_->Now();
   SpooledOutcome out;
   // Read the records first: their columns decide how many go into this INSERT.
-  std::unique_ptr<clickhouse::Block> block = Read(target, flush, &out);
+  clickhouse::BlockParts block = Read(target, flush, &out);
   if (!flush.unreadable.empty()) {
     SetAsideDamagedIntent(target, flush);
     return out;
   }
-  if (block == nullptr) return out;
-  out.rows = block->rows();
-  out.bytes = block->ByteSize();
+  if (block.parts().empty()) return out;
+  out.rows = block.rows();
+  out.bytes = block.ByteSize();
   if (flush.intent_lsn == 0) out.status = WriteIntent(target, flush, out.rows, stop_at);
   InsertAttempt attempt;
   bool too_many_parts = false;
@@ -227,12 +226,12 @@ SpooledOutcome SpoolBridge::Send(const SpoolTarget& target, SpooledFlush& flush,
     // The table changed after these rows were acknowledged: where its new columns take them
     // without loss, they go so rather than to the dead-letter directory.
     out.status = retrier_->InsertConverting(
-        to, clickhouse::BlockParts(std::move(block)), attempt, stop_at, fields, &too_many_parts,
-        schemas_, {.converted_line = "table changed: spooled batch converted to its new columns"});
+        to, block, attempt, stop_at, fields, &too_many_parts, schemas_,
+        {.converted_line = "table changed: spooled batch converted to its new columns"});
     out.sent = true;
   }
   const absl::Time end = clock_->Now();
-  block.reset();
+  block = {};  // before Settle, which may release the cached blocks it points to
   if (out.sent) {
     if (!too_many_parts && target.delay != nullptr) {
       target.delay->Adapt(false, end - start, attempt.attempt);

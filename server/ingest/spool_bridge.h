@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/clickhouse/block.h"
+#include "server/clickhouse/block_parts.h"
 #include "server/ingest/clock.h"
 #include "server/ingest/flush_delay.h"
 #include "server/ingest/inserter.h"
@@ -165,8 +166,8 @@ class SpoolBridge {
  private:
   friend struct CachedBlock;
 
-  std::unique_ptr<clickhouse::Block> Read(const SpoolTarget& target, SpooledFlush& flush,
-                                          SpooledOutcome* outcome);
+  clickhouse::BlockParts Read(const SpoolTarget& target, SpooledFlush& flush,
+                              SpooledOutcome* outcome);
   // Writes the intent of `flush` (its records in order), retrying with backoff until stop_at().
   absl::Status WriteIntent(const SpoolTarget& target, SpooledFlush& flush, uint64_t rows,
                            const std::function<absl::Time()>& stop_at);

@@ -428,6 +428,32 @@ TEST(BlockPartsTest, PartsWithOtherColumnsAreGatheredWhenTaken) {
             Hex(testing::EncodeBlock(ConcatPart(0, first), kRevision)));
 }
 
+TEST(BlockPartsTest, PartsTheCallerKeepsAndPartsItOwnsMix) {
+  const Block kept = FlatPart(0, 30);  // the caller's, e.g. a cache's
+  std::vector<std::unique_ptr<Block>> owned;
+  owned.push_back(std::make_unique<Block>(FlatPart(30, 12)));
+  const Block* views[] = {&kept, owned.front().get(), &kept};
+  const BlockParts block(std::vector<const Block*>(std::begin(views), std::end(views)),
+                         std::move(owned));
+  EXPECT_EQ(block.parts().size(), 3u);
+  EXPECT_EQ(block.rows(), 72u);
+  std::vector<const Block*> again(std::begin(views), std::end(views));
+  EXPECT_EQ(Hex(EncodeParts(block, kRevision)),
+            Hex(testing::EncodeBlock(Block::Concat(again), kRevision)));
+  EXPECT_EQ(block.parts()[0], &kept) << "not copied";
+
+  // Parts that cannot be written in place are gathered, and the owned ones freed.
+  const Block nullable = ConcatPart(0, 5);
+  std::vector<std::unique_ptr<Block>> more;
+  more.push_back(std::make_unique<Block>(ConcatPart(5, 5)));
+  std::vector<const Block*> both = {&nullable, more.front().get()};
+  const BlockParts gathered(std::move(both), std::move(more));
+  ASSERT_EQ(gathered.parts().size(), 1u);
+  EXPECT_NE(gathered.parts()[0], &nullable);
+  EXPECT_EQ(Hex(EncodeParts(gathered, kRevision)),
+            Hex(testing::EncodeBlock(ConcatPart(0, 10), kRevision)));
+}
+
 TEST(BlockPartsTest, OneBlockAndNoBlock) {
   const Block one = FlatPart(0, 20);
   const BlockParts view = BlockParts::View(one);

@@ -1183,6 +1183,7 @@ TEST_F(PersistedTest, AcksOnceDurableThenSendsTheRowsFromTheSpool) {
   FlushDue();
   ASSERT_EQ(inserter_.calls.size(), 1u);
   EXPECT_EQ(inserter_.calls[0].rows_text, "0\txxx\n1\txxx\n2\txxx\n3\txxx\n4\txxx\n");
+  EXPECT_EQ(inserter_.calls[0].parts, 2u) << "each record's block as it was kept since its sync";
   // The block's identity is the spool's: its id and the LSN of the batch's intent. The query id
   // is unguessable, like every batch's.
   EXPECT_EQ(inserter_.calls[0].attempt.deduplication_key.rfind(spool_->id() + "-", 0), 0u);
@@ -1241,6 +1242,8 @@ TEST_F(PersistedTest, RecordsNotYetSentAreSentAfterARestartInTheirOrder) {
   FlushDue();
   ASSERT_EQ(inserter_.calls.size(), 1u);
   EXPECT_EQ(inserter_.calls[0].rows_text, "0\txxx\n1\txxx\n2\txxx\n3\txxx\n4\txxx\n");
+  // Two records read back from the spool and one kept since its sync, sent as one block.
+  EXPECT_EQ(inserter_.calls[0].parts, 3u);
   EXPECT_EQ(spool_->Stats().pending_records, 0u);
 }
 
