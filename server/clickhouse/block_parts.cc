@@ -48,13 +48,10 @@ BlockParts BlockParts::View(const Block& block) {
   return view;
 }
 
-BlockParts::BlockParts(std::vector<std::unique_ptr<Block>> parts) {
-  // (Not a delegating constructor: the views must be taken before the vector is moved.)
-  std::vector<const Block*> views = Views(parts);
-  *this = BlockParts(std::move(views), std::move(parts));
-}
+BlockParts::BlockParts(std::vector<std::unique_ptr<Block>> parts)
+    : BlockParts(Views(parts), std::move(parts)) {}
 
-BlockParts::BlockParts(std::vector<const Block*> parts, std::vector<std::unique_ptr<Block>> owned)
+BlockParts::BlockParts(std::vector<const Block*> parts, std::vector<std::unique_ptr<Block>>&& owned)
     : owned_(std::move(owned)), views_(std::move(parts)) {
   for (const Block* part : views_) rows_ += part->rows();
   if (views_.size() > 1 && !WritesInPlace(*views_.front())) {

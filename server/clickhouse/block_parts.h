@@ -28,7 +28,9 @@ class BlockParts {
   static BlockParts View(const Block& block);
   // Parts in row order, laid out alike, of which the BlockParts keeps `owned` alive (the others
   // the caller keeps alive and unchanged as long as the BlockParts). Gathered at once as above.
-  BlockParts(std::vector<const Block*> parts, std::vector<std::unique_ptr<Block>> owned);
+  // `owned` is taken by reference, so `BlockParts({p, owned[0].get()}, std::move(owned))` reads
+  // the pointers before anything is moved.
+  BlockParts(std::vector<const Block*> parts, std::vector<std::unique_ptr<Block>>&& owned);
   BlockParts(BlockParts&&) = default;
   BlockParts& operator=(BlockParts&&) = default;
 

@@ -446,8 +446,7 @@ TEST(BlockPartsTest, PartsTheCallerKeepsAndPartsItOwnsMix) {
   const Block nullable = ConcatPart(0, 5);
   std::vector<std::unique_ptr<Block>> more;
   more.push_back(std::make_unique<Block>(ConcatPart(5, 5)));
-  std::vector<const Block*> both = {&nullable, more.front().get()};
-  const BlockParts gathered(std::move(both), std::move(more));
+  const BlockParts gathered({&nullable, more.front().get()}, std::move(more));
   ASSERT_EQ(gathered.parts().size(), 1u);
   EXPECT_NE(gathered.parts()[0], &nullable);
   EXPECT_EQ(Hex(EncodeParts(gathered, kRevision)),
