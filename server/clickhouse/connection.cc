@@ -337,6 +337,7 @@ absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block*
 
 absl::Status Connection::Insert(QueryParams insert_query, const BlockParts& block,
                                 QueryResult* result) {
+  if (result != nullptr) *result = {};
   CHGATE_RETURN_IF_ERROR(block.Validate());
   return InsertBlocks(std::move(insert_query), block.parts(), /*as_one=*/true, result);
 }

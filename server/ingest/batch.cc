@@ -46,7 +46,7 @@ void Batch::Append(const std::shared_ptr<PendingRequest>& p, absl::Time now) {
 }
 
 Batch::Contents Batch::Take() {
-  Contents taken{std::move(parts_), std::move(pendings_), std::move(traces_)};
+  Contents taken{std::move(parts_), std::move(pendings_), std::move(traces_), rows_, bytes_};
   parts_.clear();
   pendings_.clear();
   traces_ = {};

@@ -90,6 +90,11 @@ class Batch {
     std::vector<std::unique_ptr<clickhouse::Block>> parts;  // in arrival order, laid out alike
     std::vector<std::shared_ptr<PendingRequest>> pendings;  // committed-mode requests in parts
     BatchTraces traces;
+    // What the batch counted for the parts (their requests' bytes when admitted): what the
+    // buffer and the table's budget release when the flush ends, whatever the INSERT's block
+    // measures (a gathered LowCardinality column has a dictionary of its own).
+    uint64_t rows = 0;
+    uint64_t bytes = 0;
   };
   Contents Take();
 

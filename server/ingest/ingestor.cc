@@ -353,12 +353,15 @@ void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
   Batch* b = &batch;
   auto parts =
       std::make_shared<std::vector<std::unique_ptr<clickhouse::Block>>>(std::move(taken.parts));
-  runner_.Post(TaskRunner::Queue::kFlush, [this, b, parts, pendings = std::move(taken.pendings),
-                                           traces = std::move(taken.traces), reason]() mutable {
-    // The parts go out as one block, each from its own memory where the columns allow it.
-    Flush(b, clickhouse::BlockParts(std::move(*parts)), std::move(pendings), std::move(traces),
-          reason);
-  });
+  const BatchCount counted{.rows = taken.rows, .bytes = taken.bytes};
+  runner_.Post(TaskRunner::Queue::kFlush,
+               [this, b, parts, pendings = std::move(taken.pendings),
+                traces = std::move(taken.traces), counted, reason]() mutable {
+                 // The parts go out as one block, each from its own memory where the columns
+                 // allow it.
+                 Flush(b, clickhouse::BlockParts(std::move(*parts)), counted, std::move(pendings),
+                       std::move(traces), reason);
+               });
 }
 
 InsertTarget Ingestor::TargetOf(Batch* batch) const {
@@ -368,7 +371,7 @@ InsertTarget Ingestor::TargetOf(Batch* batch) const {
                       .delay = batch->delay()};
 }
 
-void Ingestor::Flush(Batch* batch, clickhouse::BlockParts block,
+void Ingestor::Flush(Batch* batch, clickhouse::BlockParts block, BatchCount counted,
                      std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
                      FlushReason reason) {
   BatchCallers callers{.count = pendings.size()};
@@ -377,7 +380,7 @@ void Ingestor::Flush(Batch* batch, clickhouse::BlockParts block,
     callers.last_deadline = std::max(callers.last_deadline, p->deadline);
   }
   const FlushOutcome out = flusher_.Run(TargetOf(batch), block, traces, callers, reason);
-  const uint64_t rows = block.rows(), bytes = block.ByteSize();
+  const uint64_t rows = counted.rows;
   block = {};
   // Callers in committed mode get the error; rows acknowledged in accepted mode are lost.
   const uint64_t dropped = out.status.ok() ? 0 : rows - callers.waiting_rows;
@@ -396,7 +399,7 @@ void Ingestor::Flush(Batch* batch, clickhouse::BlockParts block,
                  .query_id = out.query_id,
                  .commit_time = out.end});
   }
-  FinishFlush(batch, bytes, rows);
+  FinishFlush(batch, counted.bytes, counted.rows);
 }
 
 void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {

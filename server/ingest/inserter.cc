@@ -65,9 +65,9 @@ absl::StatusOr<TableSchema> ClickHouseInserter::Describe(const TableId& table,
 
 absl::Status ClickHouseInserter::Insert(const TableId& table, const clickhouse::BlockParts& block,
                                         const InsertAttempt& attempt, absl::Time deadline) {
+  if (block.parts().empty()) return absl::InvalidArgumentError("an INSERT of no block");
   CHGATE_ASSIGN_OR_RETURN(clickhouse::PooledConnection conn, pool_->Acquire(deadline));
   std::vector<std::string> names;
-  if (block.parts().empty()) return absl::InvalidArgumentError("an INSERT of no block");
   for (const clickhouse::NamedColumn& c : block.parts().front()->columns()) {
     names.push_back(c.name);
   }

@@ -195,8 +195,16 @@ absl::Status InsertRetrier::InsertConverting(
   if (status.ok() || !IsDataError(status) || !IsTableChangeError(status)) return status;
   schemas->Forget(target.table);
   bool same_header = false;
-  std::optional<clickhouse::Block> converted = ConvertToChangedTable(
-      inserter_, clock_, policy_, target.table, block.Gathered(), stop_at, &same_header);
+  std::optional<clickhouse::Block> converted;
+  {
+    // Several parts are gathered for the conversion only, and freed before the converted block
+    // is sent (BlockParts::Gathered would keep the copy as long as the parts).
+    std::optional<clickhouse::Block> gathered;
+    if (block.parts().size() > 1) gathered = clickhouse::Block::Concat(block.parts());
+    converted =
+        ConvertToChangedTable(inserter_, clock_, policy_, target.table,
+                              gathered ? *gathered : block.Gathered(), stop_at, &same_header);
+  }
   // The table is as the rows were checked against: the refusal is about the rows.
   if (same_header) return status;
   if (converted.has_value()) {

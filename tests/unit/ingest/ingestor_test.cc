@@ -18,6 +18,7 @@
 #include "absl/synchronization/notification.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/low_cardinality.h"
 #include "server/clickhouse/columns/nullable.h"
 #include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/protocol/error_codes.h"
@@ -261,6 +262,38 @@ TEST_F(IngestorTest, ABatchWithAColumnWhoseBodyIsNotItsRowsIsGatheredIntoOneBloc
     ASSERT_TRUE(out->done);
     EXPECT_TRUE(out->result.status.ok()) << out->result.status;
   }
+}
+
+// A gathered LowCardinality column has one dictionary for the batch, so the INSERT's block
+// measures less than its requests did: the buffer and the budget give back what they counted.
+TEST_F(IngestorTest, AGatheredBatchReleasesWhatItsRequestsCountedNotWhatItsBlockMeasures) {
+  inserter_.id_type = "LowCardinality(String)";
+  IngestOptions o = Options();
+  o.limits.max_rows = 8;
+  Make(o);
+  auto same_keys = [](size_t n) {
+    clickhouse::Block b = Rows(0, n);
+    auto id = *clickhouse::CreateColumn("LowCardinality(String)");
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_TRUE(static_cast<clickhouse::ColumnLowCardinality&>(*id)
+                      .AppendString("the same rather long key")
+                      .ok());
+    }
+    b.column(0).column = id;
+    return b;
+  };
+  Outcome* oa = Submit(same_keys(4));
+  Outcome* ob = Submit(same_keys(4));
+  ASSERT_EQ(inserter_.calls.size(), 1u) << oa->result.status;
+  EXPECT_EQ(inserter_.calls[0].parts, 1u);
+  for (Outcome* out : {oa, ob}) {
+    ASSERT_TRUE(out->done);
+    EXPECT_TRUE(out->result.status.ok()) << out->result.status;
+  }
+  const IngestStats stats = ingestor_->Stats();
+  EXPECT_EQ(stats.buffered_bytes, 0u);
+  EXPECT_EQ(stats.buffered_rows, 0u);
+  EXPECT_EQ(stats.request_bytes, 0u);
 }
 
 // A batch's INSERT joins the trace of its first traced request; untraced requests do not
