@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "server/clickhouse/block_parts.h"
 #include "server/clickhouse/columns/array.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
@@ -252,6 +253,70 @@ TEST(LargeInsertTest, MillionRowsInManyFramesArriveIntact) {
         ClickHouseClient("SELECT count(), sum(n), sum(toUInt64(s)) FROM chgate_chtest.large"),
         absl::StrCat(kRows, "\t", 3 * kRows * (kRows - 1) / 2, "\t", kRows * (kRows - 1) / 2, "\n"))
         << "compression method " << static_cast<int>(method);
+  }
+}
+
+// Rows `first`.. `first + rows` of (n UInt64, s String, f FixedString(3)); strings up to 3 KiB,
+// so some bodies are referenced in place and frames end inside parts.
+std::unique_ptr<Block> PartRows(uint64_t first, uint64_t rows) {
+  auto block = std::make_unique<Block>();
+  ColumnPtr n = *CreateColumn("UInt64");
+  ColumnPtr s = *CreateColumn("String");
+  ColumnPtr f = *CreateColumn("FixedString(3)");
+  for (uint64_t i = first; i < first + rows; ++i) {
+    static_cast<ColumnFixed&>(*n).Append<uint64_t>(i);
+    static_cast<ColumnString&>(*s).Append(
+        absl::StrCat(i, ":", std::string(i % 3001, static_cast<char>('a' + i % 26))));
+    const char tag[3] = {static_cast<char>('A' + i % 26), static_cast<char>(i % 256), 'z'};
+    static_cast<ColumnFixed&>(*f).AppendRaw(tag);
+  }
+  block->AddColumn("n", n);
+  block->AddColumn("s", s);
+  block->AddColumn("f", f);
+  return block;
+}
+
+// An ingest batch's requests go out as one block written from their own memory (BlockParts):
+// the server must store exactly the rows of one block holding them all, as one part.
+TEST(BlockPartsLiveTest, PartsSentAsOneBlockLandAsOnePartWithEveryRow) {
+  for (CompressionMethod method :
+       {CompressionMethod::kNone, CompressionMethod::kLz4, CompressionMethod::kZstd}) {
+    auto conn = ConnectOrSkip(method);
+    if (conn == nullptr) return;
+    Exec(*conn, "CREATE DATABASE IF NOT EXISTS chgate_chtest");
+    for (const char* table : {"parts_sent", "parts_whole"}) {
+      Exec(*conn, absl::StrCat("DROP TABLE IF EXISTS chgate_chtest.", table));
+      Exec(*conn, absl::StrCat("CREATE TABLE chgate_chtest.", table,
+                               " (n UInt64, s String, f FixedString(3)) "
+                               "ENGINE = MergeTree ORDER BY n"));
+    }
+    std::vector<std::unique_ptr<Block>> parts;
+    uint64_t first = 0;
+    for (uint64_t rows : {700, 0, 1, 2500, 800}) {
+      parts.push_back(PartRows(first, rows));
+      first += rows;
+    }
+    const BlockParts block(std::move(parts));
+    ASSERT_EQ(block.parts().size(), 5u) << "written in place";
+    QueryResult result;
+    absl::Status st =
+        conn->Insert({.query = "INSERT INTO chgate_chtest.parts_sent VALUES"}, block, &result);
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_EQ(result.rows, first);
+    EXPECT_EQ(result.blocks, 1u);
+    const std::unique_ptr<Block> whole = PartRows(0, first);
+    const Block* one[] = {whole.get()};
+    st = conn->Insert({.query = "INSERT INTO chgate_chtest.parts_whole VALUES"}, one);
+    ASSERT_TRUE(st.ok()) << st;
+    const std::string digest =
+        "SELECT count(), sum(n), sum(cityHash64(n, s, f)), max(length(s)) FROM chgate_chtest.";
+    const std::string sent = ClickHouseClient(digest + "parts_sent");
+    EXPECT_EQ(sent, ClickHouseClient(digest + "parts_whole"))
+        << "compression method " << static_cast<int>(method);
+    EXPECT_EQ(sent.substr(0, sent.find('\t')), std::to_string(first));
+    EXPECT_EQ(ClickHouseClient("SELECT count() FROM system.parts WHERE database = 'chgate_chtest' "
+                               "AND table = 'parts_sent' AND active"),
+              "1\n");
   }
 }
 
