@@ -206,13 +206,13 @@ absl::Status Connection::WriteCompressedBody() {
 }
 
 absl::Status Connection::SendData(const Block& block) {
+  CHGATE_RETURN_IF_ERROR(block.Validate());
   const Block* one[] = {&block};
   return SendDataOfParts(one);
 }
 
 absl::Status Connection::SendDataOfParts(std::span<const Block* const> parts) {
   if (broken_) return absl::FailedPreconditionError("connection is broken");
-  for (const Block* part : parts) CHGATE_RETURN_IF_ERROR(part->Validate());
   out_.Clear();
   WriteDataHeader(revision_, out_);
   if (query_compressed_) {
@@ -337,8 +337,8 @@ absl::Status Connection::Insert(QueryParams insert_query, std::span<const Block*
 
 absl::Status Connection::Insert(QueryParams insert_query, const BlockParts& block,
                                 QueryResult* result) {
-  if (result != nullptr) *result = {};
-  CHGATE_RETURN_IF_ERROR(block.Validate());
+  // InsertBlocks validates each part and checks each against the server's header, so the parts
+  // are laid out alike before anything is sent.
   return InsertBlocks(std::move(insert_query), block.parts(), /*as_one=*/true, result);
 }
 
@@ -391,7 +391,8 @@ absl::Status Connection::InsertBlocks(QueryParams insert_query,
   }
   for (const Block* b : blocks) {
     if (b->rows() == 0) continue;
-    CHGATE_RETURN_IF_ERROR(SendData(*b));
+    const Block* one[] = {b};
+    CHGATE_RETURN_IF_ERROR(SendDataOfParts(one));
     result->rows += b->rows();
     ++result->blocks;
     CHGATE_RETURN_IF_ERROR(ReadWhileInserting(result));

@@ -143,7 +143,8 @@ class Connection {
   // connection broken on failure.
   absl::Status Resync();
   absl::Status WriteCompressedBody();
-  // One Data packet of the parts' rows as one block (see WriteBlockOfParts).
+  // One Data packet of the parts' rows as one block (see WriteBlockOfParts); the caller has
+  // validated each part.
   absl::Status SendDataOfParts(std::span<const Block* const> parts);
   // Insert's work; `as_one`: the blocks are the parts of one block (BlockParts).
   absl::Status InsertBlocks(QueryParams insert_query, std::span<const Block* const> blocks,

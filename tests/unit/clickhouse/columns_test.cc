@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <string>
@@ -317,13 +318,22 @@ Block ConcatPart(size_t first, size_t rows) {
   return b;
 }
 
-TEST(BlockConcatTest, GathersEveryPartInOrderAllocatingEachBufferOnce) {
+// Parts of consecutive rows, `make(first, rows)` for each of `sizes`; `*total` gets every part's
+// rows together.
+template <typename Make>
+std::vector<Block> ConsecutiveParts(Make make, std::initializer_list<size_t> sizes, size_t* total) {
   std::vector<Block> parts;
-  size_t first = 0;
-  for (size_t rows : {5, 1, 0, 80, 17}) {
-    parts.push_back(ConcatPart(first, rows));
-    first += rows;
+  *total = 0;
+  for (size_t rows : sizes) {
+    parts.push_back(make(*total, rows));
+    *total += rows;
   }
+  return parts;
+}
+
+TEST(BlockConcatTest, GathersEveryPartInOrderAllocatingEachBufferOnce) {
+  size_t first = 0;
+  const std::vector<Block> parts = ConsecutiveParts(ConcatPart, {5, 1, 0, 80, 17}, &first);
   std::vector<const Block*> views;
   for (const Block& b : parts) views.push_back(&b);
   const Block joined = Block::Concat(views);
@@ -384,12 +394,8 @@ std::vector<std::unique_ptr<Block>> Owned(const std::vector<Block>& parts) {
 }
 
 TEST(BlockPartsTest, FixedAndStringPartsGoOutFromTheirOwnMemoryAsTheGatheredBlock) {
-  std::vector<Block> parts;
   size_t first = 0;
-  for (size_t rows : {5, 1, 0, 80, 17}) {
-    parts.push_back(FlatPart(first, rows));
-    first += rows;
-  }
+  const std::vector<Block> parts = ConsecutiveParts(FlatPart, {5, 1, 0, 80, 17}, &first);
   BlockParts block(Owned(parts));
   ASSERT_TRUE(block.Validate().ok()) << block.Validate();
   EXPECT_EQ(block.parts().size(), 5u) << "kept as they are";
@@ -415,12 +421,8 @@ TEST(BlockPartsTest, FixedAndStringPartsGoOutFromTheirOwnMemoryAsTheGatheredBloc
 }
 
 TEST(BlockPartsTest, PartsWithOtherColumnsAreGatheredWhenTaken) {
-  std::vector<Block> parts;
   size_t first = 0;
-  for (size_t rows : {3, 0, 40, 9}) {
-    parts.push_back(ConcatPart(first, rows));
-    first += rows;
-  }
+  const std::vector<Block> parts = ConsecutiveParts(ConcatPart, {3, 0, 40, 9}, &first);
   BlockParts block(Owned(parts));
   EXPECT_EQ(block.parts().size(), 1u) << "a Nullable's null map cannot be written in parts";
   EXPECT_EQ(block.rows(), first);
