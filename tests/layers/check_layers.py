@@ -4,12 +4,21 @@ text/ and columnar/, and every chgate library named in a `target_link_libraries`
 folders, must be an edge the ```layers block of ARCHITECTURE.md allows. Prints each forbidden
 edge with the file and line that makes it and exits 1; exits 0 when the tree keeps to the graph.
 
-  /usr/bin/python3 tests/layers/check_layers.py [--root DIR] [--self-test]
+  /usr/bin/python3 tests/layers/check_layers.py [--root DIR] [--compile-commands FILE] [--self-test]
+
+--compile-commands (a build's compile_commands.json) also checks how the build compiles each
+product source: never with the source tree's root as an include folder (a library sees other
+modules' headers only through their include roots, build/include/<library>/, made by
+cmake/include_root.cmake), and only with the include roots of libraries its module may use.
 
 --self-test checks the checker: it must accept the tree as it is and refuse the same tree with
 one forbidden include and one forbidden link added (text including server code; the SDK linking
-the ingest library).
+the ingest library), and refuse a compile command of text with the source root and the ingest
+library's include root.
 """
+
+import json
+import shlex
 
 import argparse
 import re
@@ -128,9 +137,67 @@ def violations(root, graph, extra_includes=(), extra_links=()):
     return found
 
 
+def include_folders(command):
+    """The -I / -isystem folders of one compile_commands.json entry, in order."""
+    args = command["arguments"] if "arguments" in command else shlex.split(command["command"])
+    folders = []
+    for i, arg in enumerate(args):
+        for flag in ("-I", "-isystem"):
+            if arg == flag and i + 1 < len(args):
+                folders.append(args[i + 1])
+            elif arg.startswith(flag) and len(arg) > len(flag):
+                folders.append(arg[len(flag):])
+    return folders
+
+
+def reachable(graph, module):
+    """The modules `module` uses, directly or through the modules it uses: a library's headers
+    include those of what it uses, so its users see their include roots too."""
+    seen, todo = set(), [module]
+    while todo:
+        for dep in graph.get(todo.pop(), (set(), set()))[0]:
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def compile_violations(root, graph, commands):
+    """How each product source is compiled: not with the source root as an include folder, and
+    with only the include roots (build/include/<library>) of libraries its module may reach in
+    the graph (directly or through what it uses; what it includes itself is checked against
+    its direct edges by `violations`)."""
+    found = []
+    source_root = root.resolve()
+    for command in commands:
+        path = Path(command["directory"], command["file"]).resolve()
+        try:
+            rel = path.relative_to(source_root).as_posix()
+        except ValueError:
+            continue  # generated code in the build tree
+        if not rel.startswith(tuple(f"{top}/" for top in SOURCE_ROOTS)):
+            continue
+        module = module_of(rel, graph)
+        if module is None:
+            continue  # reported by the include check
+        modules = reachable(graph, module)
+        for folder in include_folders(command):
+            resolved = Path(command["directory"], folder).resolve()
+            if resolved == source_root:
+                found.append(f"{rel}: compiled with the source root {folder} as an include folder")
+                continue
+            if resolved.parent.name != "include" or resolved.name not in LIBRARIES:
+                continue  # system and generated folders
+            dest = LIBRARIES[resolved.name]
+            if dest != module and dest not in modules:
+                found.append(f"{rel}: sees {resolved.name}'s include root ({dest}), outside the graph")
+    return found
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=str(Path(__file__).resolve().parents[2]))
+    parser.add_argument("--compile-commands", default=None)
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
     root = Path(args.root)
@@ -140,21 +207,34 @@ def main():
             print(f"layers: the graph names {module}, which is not a folder")
             return 1
     found = violations(root, graph)
+    commands = []
+    if args.compile_commands:
+        commands = json.loads(Path(args.compile_commands).read_text())
+        if not commands:
+            print(f"layers: {args.compile_commands} lists no compile commands")
+            return 1
+        found += compile_violations(root, graph, commands)
     if args.self_test:
         planted = violations(root, graph,
                              extra_includes=[("text/planted.cc", 1, "server/ingest/ingestor.h")],
                              extra_links=[("client/CMakeLists.txt", "chgate_client", "chgate_ingest")])
+        planted_command = {"directory": str(root), "file": "text/planted.cc",
+                           "arguments": ["c++", f"-I{root}", "-I", "build/include/chgate_ingest",
+                                         "-c", "text/planted.cc"]}
+        planted += compile_violations(root, graph, [planted_command])
         caught = [v for v in planted if v not in found]
-        if found or len(caught) != 2:
+        if found or len(caught) != 4:
             print("layers self-test: FAILED", *found, *caught, sep="\n  ")
             return 1
-        print("layers self-test: the tree passes; both planted edges are caught:", *caught, sep="\n  ")
+        print("layers self-test: the tree passes; the planted edges and include folders are caught:",
+              *caught, sep="\n  ")
         return 0
     if found:
         print("layers: dependency edges outside ARCHITECTURE.md's graph:", *found, sep="\n  ")
         return 1
     print(f"layers: {sum(1 for _ in include_edges(root))} includes and "
-          f"{sum(1 for _ in link_edges(root))} links keep to the graph of {len(graph)} modules")
+          f"{sum(1 for _ in link_edges(root))} links keep to the graph of {len(graph)} modules"
+          + (f"; {len(commands)} compile commands use only allowed include roots" if commands else ""))
     return 0
 
 
