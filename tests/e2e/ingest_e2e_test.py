@@ -481,6 +481,50 @@ class BadRowsTest(ChgateTestCase):
         self.assertEqual(self.ch.scalar(f"SELECT count() FROM {self.table('bad')} WHERE id >= 300 AND id < 400"),
                          "1")
 
+    def test_nested_elements_of_different_sizes_fail_only_their_request(self):
+        """ClickHouse refuses a whole INSERT whose Nested elements (`n.a`, `n.b`) differ in size in
+        a row: chgate refuses that request alone, so the requests batched with it (committed,
+        accepted alike) still land."""
+        import grpc
+
+        pb = self.pb
+        self.ch.recreate_table("nested", "id UInt32, n Nested(a UInt8, b String)")
+        table = self.table("nested")
+        cols = ["id", "n.a", "n.b"]
+
+        def row(i, a, b):
+            return [V.u(i), V.arr(V.u(x) for x in a), V.arr(V.s(x) for x in b)]
+
+        modes = {1: pb.ACK_MODE_COMMITTED, 2: pb.ACK_MODE_COMMITTED, 3: pb.ACK_MODE_ACCEPTED,
+                 4: pb.ACK_MODE_COMMITTED}
+        reqs = [e2e.rows_request(table, cols, [row(1, [1], ["a"])], sequence=1, ack_mode=modes[1]),
+                e2e.rows_request(table, cols, [row(2, [1], ["a"]), row(20, [1, 2], ["a"])],
+                                 sequence=2, ack_mode=modes[2]),
+                e2e.rows_request(table, cols, [row(3, [], [])], sequence=3, ack_mode=modes[3]),
+                e2e.rows_request(table, cols, [row(4, [5, 6], ["x", "y"])], sequence=4,
+                                 ack_mode=modes[4])]
+        acks = {a.sequence: a for a in self.stub.InsertStream(iter(reqs), timeout=30)}
+        self.assertEqual(sorted(acks), [1, 2, 3, 4])
+        self.assertEqual(acks[2].status.code, 3, acks[2])
+        self.assertIn("n.a", acks[2].status.message)
+        self.assertEqual(acks[2].status.value_error.row_index, 1)
+        self.assertEqual(acks[2].status.value_error.column, "n.b")
+        for seq in (1, 3, 4):
+            self.assertEqual(acks[seq].status.code, 0, acks[seq])
+        # The typed-block path: offsets [2] against [1] in its one row.
+        block = pb.Block(rows=1, columns=[
+            pb.Column(name="id", type="UInt32", uint64s=[30]),
+            pb.Column(name="n.a", type="Array(UInt8)", offsets=[2],
+                      children=[pb.Column(uint64s=[1, 2])]),
+            pb.Column(name="n.b", type="Array(String)", offsets=[1],
+                      children=[pb.Column(strings=[b"a"])])])
+        err = self.assertRpcCode(self.stub.Insert, grpc.StatusCode.INVALID_ARGUMENT,
+                                 pb.InsertRequest(table=table, block=block), timeout=10)
+        self.assertIn("Nested structure 'n'", err.details())
+        self.stub.Insert(e2e.rows_request(table, cols, [row(5, [7], ["z"])]), timeout=30)
+        self.assertEqual(self.query_lines(f"SELECT id, n.a, n.b FROM {table} ORDER BY id"),
+                         ["1\t[1]\t['a']", "3\t[]\t[]", "4\t[5,6]\t['x','y']", "5\t[7]\t['z']"])
+
 
 # ---------------------------------------------------------------------------------------------
 # 3. Concurrent streams
