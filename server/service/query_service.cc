@@ -251,6 +251,13 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* QueryExecutor::Start(
   if (absl::Status allowed = sql::CheckQuery(request->sql(), policy_); !allowed.ok()) {
     return refuse(allowed);
   }
+  absl::StatusOr<std::vector<std::string>> assigned = sql::AssignedSettings(request->sql());
+  if (!assigned.ok()) return refuse(assigned.status());
+  for (const std::string& name : *assigned) {
+    if (absl::Status allowed = options_.settings.CheckAssigned(name); !allowed.ok()) {
+      return refuse(allowed);
+    }
+  }
   {
     absl::MutexLock lock(&mu_);
     if (!stopping_) {

@@ -139,7 +139,7 @@ absl::StatusOr<QuerySettingsPolicy> QuerySettingsPolicy::Create(
   return policy;
 }
 
-absl::Status QuerySettingsPolicy::Check(std::string_view name, std::string_view value) const {
+absl::Status QuerySettingsPolicy::CheckName(std::string_view name) const {
   if (NeverSettable(name)) {
     return absl::InvalidArgumentError(
         absl::StrCat("setting ", absl::CHexEscape(AbslView(name)), " cannot be set by callers"));
@@ -149,8 +149,26 @@ absl::Status QuerySettingsPolicy::Check(std::string_view name, std::string_view 
         "setting ", absl::CHexEscape(AbslView(name)),
         " is not one callers may set (the operator can allow it with --query-allowed-settings)"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status QuerySettingsPolicy::Check(std::string_view name, std::string_view value) const {
+  CHGATE_RETURN_IF_ERROR(CheckName(name));
   if (const clickhouse::SettingSpec* spec = clickhouse::FindSetting(name); spec != nullptr) {
     CHGATE_RETURN_IF_ERROR(clickhouse::CheckSettingValue(*spec, value).status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QuerySettingsPolicy::CheckAssigned(std::string_view name) const {
+  if (name == "max_execution_time") {
+    return absl::InvalidArgumentError(
+        "setting max_execution_time cannot be assigned in the statement: set it in "
+        "QueryRequest.settings, where chgate keeps it within the call's deadline");
+  }
+  if (absl::Status st = CheckName(name); !st.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(st.message(), " (assigned in the statement's SETTINGS or SET)"));
   }
   return absl::OkStatus();
 }

@@ -38,8 +38,15 @@ class QuerySettingsPolicy {
 
   // OK when a caller may send `name` = `value` (before the server's own check).
   absl::Status Check(std::string_view name, std::string_view value) const;
+  // OK when the statement itself may assign `name` (a SETTINGS clause or a SET statement;
+  // sql::AssignedSettings): the same allowlist as Check, and never max_execution_time, which
+  // chgate caps at the call's deadline only where callers set it, in QueryRequest.settings.
+  absl::Status CheckAssigned(std::string_view name) const;
 
  private:
+  // The name checks of Check: never settable, or not allowed.
+  absl::Status CheckName(std::string_view name) const;
+
   absl::flat_hash_set<std::string> allowed_;
 };
 

@@ -90,6 +90,44 @@ absl::Status ForEachCall(const std::vector<Token>& tokens,
   return absl::OkStatus();
 }
 
+// Calls `assigned` with each name of the `name = value, ...` list that starts at tokens[i] (after
+// SETTINGS, or SET), unquoted; a value runs to the next comma outside brackets, or to a closing
+// bracket it did not open. A token that is not `name =` ends the list.
+absl::Status ForEachAssignment(const std::vector<Token>& tokens, size_t i,
+                               const std::function<absl::Status(const std::string&)>& assigned) {
+  while (i + 1 < tokens.size()) {
+    const Token& name = tokens[i];
+    if ((name.kind != TokenKind::kBareWord && name.kind != TokenKind::kQuotedIdentifier) ||
+        tokens[i + 1].kind != TokenKind::kOther || tokens[i + 1].text != "=") {
+      return absl::OkStatus();
+    }
+    std::string plain(name.text);
+    if (name.kind == TokenKind::kQuotedIdentifier) {
+      absl::StatusOr<std::string> unquoted = text::UnquoteIdentifier(name.text);
+      if (!unquoted.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the setting ", absl::CHexEscape(A(name.text.substr(0, 64))),
+            " is quoted in a way ClickHouse versions read differently; write it plainly"));
+      }
+      plain = *std::move(unquoted);
+    }
+    CHGATE_RETURN_IF_ERROR(assigned(plain));
+    int depth = 0;
+    for (i += 2; i < tokens.size(); ++i) {
+      const Token& t = tokens[i];
+      const bool opens = t.kind == TokenKind::kOpenParen ||
+                         (t.kind == TokenKind::kOther && (t.text == "[" || t.text == "{"));
+      const bool closes = t.kind == TokenKind::kCloseParen ||
+                          (t.kind == TokenKind::kOther && (t.text == "]" || t.text == "}"));
+      if (opens) ++depth;
+      if (closes && depth-- == 0) return absl::OkStatus();
+      if (t.kind == TokenKind::kComma && depth == 0) break;
+    }
+    ++i;  // past the comma
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RefusedCall(const std::string& name, std::string_view why) {
   return absl::PermissionDeniedError(
       absl::StrCat("table function ", name, "() is refused: ", A(why),
@@ -281,6 +319,38 @@ bool KeepsSession(std::string_view sql) {
     if (!keeps) return false;
   }
   return true;
+}
+
+absl::StatusOr<std::vector<std::string>> AssignedSettings(std::string_view sql) {
+  std::vector<std::string> names;
+  const auto add = [&](const std::string& name) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    return absl::OkStatus();
+  };
+  for (const LexerOptions& reading : kReadings) {
+    absl::StatusOr<std::vector<Token>> tokens = Tokenize(sql, reading);
+    if (!tokens.ok()) return tokens.status();
+    for (const std::vector<Token>& statement : Statements(*tokens)) {
+      const Token* first = FirstWord(statement);
+      if (first == nullptr) continue;
+      if (IsKeyword(*first, "SET")) {
+        CHGATE_RETURN_IF_ERROR(
+            ForEachAssignment(statement, static_cast<size_t>(first - statement.data()) + 1, add));
+        continue;
+      }
+      // The SETTINGS of a table definition are the table's (storage settings, not a query's).
+      if (IsKeyword(*first, "CREATE") || IsKeyword(*first, "ALTER") ||
+          IsKeyword(*first, "ATTACH")) {
+        continue;
+      }
+      for (size_t i = 0; i < statement.size(); ++i) {
+        if (IsKeyword(statement[i], "SETTINGS")) {
+          CHGATE_RETURN_IF_ERROR(ForEachAssignment(statement, i + 1, add));
+        }
+      }
+    }
+  }
+  return names;
 }
 
 bool IsEmptyStatement(std::string_view sql) {

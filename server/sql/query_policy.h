@@ -32,6 +32,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace chgate::sql {
 
@@ -74,6 +75,14 @@ absl::Status CheckTableFunctions(std::string_view sql, const QueryPolicy& policy
 // Whether the statement leaves its session as it found it (SELECT, WITH, SHOW, DESCRIBE, DESC,
 // EXPLAIN, EXISTS, optionally after `(`), so its connection may serve the next caller.
 bool KeepsSession(std::string_view sql);
+
+// The settings `sql` assigns itself, unquoted, each once: the names of every `SETTINGS name =
+// value, ...` clause (in a statement or any of its subqueries) and of a SET statement, under every
+// lexical reading. CREATE, ALTER and ATTACH statements (only with writes allowed) are not read:
+// their SETTINGS are a table's, not the query's. A caller's settings must pass the same allowlist
+// wherever they are written; the caller of this function checks the names. InvalidArgument when a
+// name is quoted in a way ClickHouse versions read differently, or the SQL cannot be split.
+absl::StatusOr<std::vector<std::string>> AssignedSettings(std::string_view sql);
 
 // Whether `sql` has no tokens (empty, or only whitespace and comments).
 bool IsEmptyStatement(std::string_view sql);

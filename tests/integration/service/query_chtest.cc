@@ -337,6 +337,29 @@ TEST_F(QueryServiceTest, MapsErrorsToCodes) {
   EXPECT_GE(QueriesWithResult("invalid"), 3);
 }
 
+TEST_F(QueryServiceTest, SettingsTheStatementAssignsPassTheSameAllowlist) {
+  START_OR_SKIP();
+  // A SETTINGS clause or a SET statement is held to what QueryRequest.settings may carry.
+  for (const char* sql :
+       {"SELECT name, value FROM system.settings WHERE name = 'log_queries' "
+        "SETTINGS log_queries = 1",
+        "SELECT 1 SETTINGS max_threads = 1, send_logs_level = 'trace'",
+        "SELECT * FROM (SELECT 1 SETTINGS allow_ddl = 0)", "SET replace_running_query = 1"}) {
+    Outcome o = Run(sql);
+    EXPECT_EQ(o.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << sql;
+    EXPECT_TRUE(absl::StrContains(o.status.error_message(), "assigned in the statement"))
+        << sql << ": " << o.status.error_message();
+  }
+  // max_execution_time only where chgate keeps it within the deadline.
+  Outcome o = Run("SELECT 1 SETTINGS max_execution_time = 0");
+  EXPECT_EQ(o.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(o.status.error_message(), "QueryRequest.settings"));
+  // Allowed settings run, and the server applies them.
+  o = Run("SELECT value FROM system.settings WHERE name = 'max_threads' SETTINGS max_threads = 3");
+  ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+  EXPECT_EQ(ResultTsv(o), "3\n");
+}
+
 // ---- read-only mode ----
 
 TEST_F(QueryServiceTest, RefusesWritesByDefault) {

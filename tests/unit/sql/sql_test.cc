@@ -291,5 +291,50 @@ TEST(QueryPolicyTest, KeepsSessionOnlyForSingleReadingStatements) {
   EXPECT_FALSE(KeepsSession("CREATE TEMPORARY TABLE t (a Int8)"));
 }
 
+std::vector<std::string> Assigned(std::string_view sql) {
+  absl::StatusOr<std::vector<std::string>> names = AssignedSettings(sql);
+  EXPECT_TRUE(names.ok()) << sql << ": " << names.status();
+  return names.ok() ? *names : std::vector<std::string>{"<error>"};
+}
+
+TEST(AssignedSettingsTest, NamesEverySettingsClauseAndSetStatement) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Assigned("SELECT 1"), V{});
+  EXPECT_EQ(Assigned("SELECT 1 SETTINGS max_threads = 2, log_queries=1 FORMAT JSON"),
+            (V{"max_threads", "log_queries"}));
+  EXPECT_EQ(Assigned("select 1 settings max_threads=1"), V{"max_threads"});
+  // In a subquery, with the outer statement going on after it.
+  EXPECT_EQ(Assigned("SELECT * FROM (SELECT 1 SETTINGS max_threads = 1) WHERE x IN (1, 2)"),
+            V{"max_threads"});
+  // Values with commas inside brackets or strings; negative numbers; a quoted name.
+  EXPECT_EQ(Assigned("SELECT 1 SETTINGS a = [1, 2], b = 'x,y', c = -1, `log_queries` = 1"),
+            (V{"a", "b", "c", "log_queries"}));
+  // Comments do not hide a clause, under any reading of nested comments.
+  EXPECT_EQ(Assigned("SELECT 1 /* x */ SETTINGS /* y */ log_queries = 1"), V{"log_queries"});
+  EXPECT_EQ(Assigned("SELECT 1 /* /* */ SETTINGS log_queries = 1 */"), V{"log_queries"});
+  EXPECT_EQ(Assigned("SET send_logs_level = 'trace'"), V{"send_logs_level"});
+  EXPECT_EQ(Assigned("SET a = 1, b = 2"), (V{"a", "b"}));
+  // Each name once.
+  EXPECT_EQ(Assigned("SELECT (SELECT 1 SETTINGS a = 1) SETTINGS a = 2"), V{"a"});
+}
+
+TEST(AssignedSettingsTest, AWordSettingsThatAssignsNothingNamesNothing) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Assigned("SELECT value FROM system.settings WHERE name = 'max_threads'"), V{});
+  EXPECT_EQ(Assigned("SELECT settings FROM t WHERE settings = 1"), V{});
+  EXPECT_EQ(Assigned("SELECT 'SETTINGS log_queries = 1'"), V{});
+  // A table's own settings in DDL are not the query's.
+  EXPECT_EQ(Assigned("CREATE TABLE t (a UInt8) ENGINE = MergeTree ORDER BY a "
+                     "SETTINGS index_granularity = 8192"),
+            V{});
+}
+
+TEST(AssignedSettingsTest, ANameQuotedAsServersReadDifferentlyIsRefused) {
+  EXPECT_EQ(AssignedSettings("SELECT 1 SETTINGS `log\\_queries` = 1").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AssignedSettings("SELECT 'unterminated").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace chgate::sql
