@@ -219,7 +219,11 @@ void Ingestor::Admit(std::shared_ptr<Pending> p, Request request, bool on_caller
   if (!table.ok()) return Complete(p, {.status = table.status()});
   p->table = *table;
   p->columns = request.columns;
-  if (!request.idempotency_key.empty() && ClaimKey(p, request)) return;
+  // A request of no rows inserts nothing, so its key claims nothing: a later request with the
+  // same key and rows is not answered "deduplicated" with none of them.
+  const bool has_rows = (request.rows != nullptr && request.rows->row_count() > 0) ||
+                        (request.block != nullptr && request.block->rows() > 0);
+  if (!request.idempotency_key.empty() && has_rows && ClaimKey(p, request)) return;
   p->key = TableColumnsKey(p->table, p->columns);
   bool fetched = false;
   absl::StatusOr<std::shared_ptr<const TableSchema>> schema =

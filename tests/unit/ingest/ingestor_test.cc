@@ -736,6 +736,46 @@ TEST_F(IngestorTest, RepeatedIdempotencyKeysInsertOnce) {
   EXPECT_FALSE(retry->result.deduplicated);
 }
 
+TEST_F(IngestorTest, ARequestOfNoRowsDoesNotClaimItsIdempotencyKey) {
+  Make(Options());
+  auto submit = [&](const clickhouse::Block& block) {
+    outcomes_.push_back(std::make_unique<Outcome>());
+    Outcome* o = outcomes_.back().get();
+    o->block = Own(block);
+    Request r{.table = "events",
+              .block = &o->block,
+              .deadline = clock_.Now() + absl::Seconds(30),
+              .idempotency_key = "k0"};
+    ingestor_->Submit(
+        std::move(r), [o] { o->admitted = true; },
+        [o](Result res) {
+          o->done = true;
+          o->result = std::move(res);
+        });
+    ingestor_->RunPending();
+    clock_.Advance(absl::Milliseconds(200));
+    ingestor_->Poll();
+    ingestor_->RunPending();
+    return o;
+  };
+  Outcome* empty = submit(Rows(0, 0));
+  ASSERT_TRUE(empty->done);
+  EXPECT_TRUE(empty->result.status.ok()) << empty->result.status;
+  EXPECT_EQ(empty->result.rows, 0u);
+  // The same key with rows is the first to insert them, not a repeat of nothing.
+  Outcome* rows = submit(Rows(0, 2));
+  ASSERT_TRUE(rows->done);
+  EXPECT_TRUE(rows->result.status.ok()) << rows->result.status;
+  EXPECT_FALSE(rows->result.deduplicated);
+  EXPECT_EQ(rows->result.rows, 2u);
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  // And that key now answers its repeats.
+  Outcome* repeat = submit(Rows(0, 2));
+  ASSERT_TRUE(repeat->done);
+  EXPECT_TRUE(repeat->result.deduplicated);
+  EXPECT_EQ(inserter_.calls.size(), 1u);
+}
+
 // Names with dots, quotes and backslashes inside quotes are structured (database, table) pairs:
 // `db`.`b.c` and `db.b`.`c` are two tables with two batches, and an idempotency key is scoped by
 // the table and by the caller's identity.
