@@ -176,7 +176,8 @@ class IngestorTest : public ::testing::Test {
   }
 
   Outcome* Submit(const clickhouse::Block& block, absl::Duration timeout = absl::Seconds(30),
-                  std::string table = "events", std::optional<AckMode> ack = std::nullopt) {
+                  std::string table = "events", std::optional<AckMode> ack = std::nullopt,
+                  std::string idempotency_key = "") {
     outcomes_.push_back(std::make_unique<Outcome>());
     Outcome* o = outcomes_.back().get();
     o->block = Own(block);
@@ -184,6 +185,7 @@ class IngestorTest : public ::testing::Test {
               .block = &o->block,
               .deadline = clock_.Now() + timeout,
               .ack = ack,
+              .idempotency_key = std::move(idempotency_key),
               .release_input = [o] { o->released = true; }};
     ingestor_->Submit(
         std::move(r), [o] { o->admitted = true; },
@@ -685,21 +687,7 @@ TEST_F(IngestorTest, RepeatedIdempotencyKeysInsertOnce) {
   Make(Options());
   auto a = Rows(0, 2);
   auto submit = [&](const std::string& key) {
-    outcomes_.push_back(std::make_unique<Outcome>());
-    Outcome* o = outcomes_.back().get();
-    o->block = Own(a);
-    Request r{.table = "events",
-              .block = &o->block,
-              .deadline = clock_.Now() + absl::Seconds(30),
-              .idempotency_key = key};
-    ingestor_->Submit(
-        std::move(r), [o] { o->admitted = true; },
-        [o](Result res) {
-          o->done = true;
-          o->result = std::move(res);
-        });
-    ingestor_->RunPending();
-    return o;
+    return Submit(a, absl::Seconds(30), "events", std::nullopt, key);
   };
   Outcome* first = submit("k1");
   Outcome* while_pending = submit("k1");  // waits for the first one's outcome
@@ -739,20 +727,7 @@ TEST_F(IngestorTest, RepeatedIdempotencyKeysInsertOnce) {
 TEST_F(IngestorTest, ARequestOfNoRowsDoesNotClaimItsIdempotencyKey) {
   Make(Options());
   auto submit = [&](const clickhouse::Block& block) {
-    outcomes_.push_back(std::make_unique<Outcome>());
-    Outcome* o = outcomes_.back().get();
-    o->block = Own(block);
-    Request r{.table = "events",
-              .block = &o->block,
-              .deadline = clock_.Now() + absl::Seconds(30),
-              .idempotency_key = "k0"};
-    ingestor_->Submit(
-        std::move(r), [o] { o->admitted = true; },
-        [o](Result res) {
-          o->done = true;
-          o->result = std::move(res);
-        });
-    ingestor_->RunPending();
+    Outcome* o = Submit(block, absl::Seconds(30), "events", std::nullopt, "k0");
     clock_.Advance(absl::Milliseconds(200));
     ingestor_->Poll();
     ingestor_->RunPending();
