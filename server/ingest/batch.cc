@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "server/common/random_id.h"
+
 namespace chgate::ingest {
 
 std::unique_ptr<clickhouse::Block> EmptyBlock(const TableSchema& schema) {
@@ -33,6 +36,7 @@ void Batch::Relayout(std::shared_ptr<const TableSchema> schema) {
 }
 
 void Batch::Append(const std::shared_ptr<PendingRequest>& p, absl::Time now) {
+  if (query_id_.empty()) query_id_ = absl::StrCat("chgate-", RandomHex128());
   parts_.push_back(std::move(p->staged));
   rows_ += p->rows;
   bytes_ += p->bytes;
@@ -42,13 +46,23 @@ void Batch::Append(const std::shared_ptr<PendingRequest>& p, absl::Time now) {
   if (p->ack == AckMode::kCommitted) {
     pendings_.push_back(p);
     earliest_deadline_ = std::min(earliest_deadline_, p->deadline);
+  } else if (!p->idempotency_key.empty()) {
+    accepted_keys_.push_back(p->idempotency_key);
   }
 }
 
 Batch::Contents Batch::Take() {
-  Contents taken{std::move(parts_), std::move(pendings_), std::move(traces_), rows_, bytes_};
+  Contents taken{.parts = std::move(parts_),
+                 .pendings = std::move(pendings_),
+                 .accepted_keys = std::move(accepted_keys_),
+                 .query_id = std::move(query_id_),
+                 .traces = std::move(traces_),
+                 .rows = rows_,
+                 .bytes = bytes_};
   parts_.clear();
   pendings_.clear();
+  accepted_keys_.clear();
+  query_id_.clear();
   traces_ = {};
   rows_ = 0;
   bytes_ = 0;

@@ -85,10 +85,19 @@ class Batch {
   // columns allow it, else gathered into one on the flush thread, not under the caller's lock.
   // A committed-mode request waits in the batch for the commit; the others do not.
   void Append(const std::shared_ptr<PendingRequest>& p, absl::Time now);
+  // The query id of the INSERT that will carry the rows buffered now: assigned with the first of
+  // them (so an accepted-mode ack can name it), kept through the INSERT's retries. Unguessable
+  // (128 random bits): a caller who may Query must not be able to take it first and make the
+  // INSERT fail as "already running". Empty while nothing is buffered.
+  const std::string& query_id() const { return query_id_; }
   // Everything buffered, for one INSERT; the batch is left empty.
   struct Contents {
     std::vector<std::unique_ptr<clickhouse::Block>> parts;  // in arrival order, laid out alike
     std::vector<std::shared_ptr<PendingRequest>> pendings;  // committed-mode requests in parts
+    // Idempotency keys of the accepted-mode requests in parts: answered as done already, to be
+    // forgotten if the INSERT fails and their rows are lost.
+    std::vector<std::string> accepted_keys;
+    std::string query_id;
     BatchTraces traces;
     // What the batch counted for the parts (their requests' bytes when admitted): what the
     // buffer and the table's budget release when the flush ends, whatever the INSERT's block
@@ -125,6 +134,8 @@ class Batch {
   std::shared_ptr<const TableSchema> schema_;
   std::vector<std::unique_ptr<clickhouse::Block>> parts_;
   std::vector<std::shared_ptr<PendingRequest>> pendings_;
+  std::vector<std::string> accepted_keys_;
+  std::string query_id_;
   BatchTraces traces_;
   bool spooled_ = false;
   std::vector<std::string> columns_;

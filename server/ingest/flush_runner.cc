@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/protocol/packets.h"
-#include "server/common/random_id.h"
 #include "server/log/log.h"
 
 namespace chgate::ingest {
@@ -38,9 +37,7 @@ FlushOutcome FlushRunner::Run(const InsertTarget& target, const clickhouse::Bloc
       block.rows() > callers.waiting_rows ? absl::InfiniteFuture() : callers.last_deadline;
   const absl::Time stop_at = std::min(start + retry_.max_elapsed, last_deadline);
   InsertAttempt attempt;
-  // Unguessable (128 random bits): a caller who may Query must not be able to take a batch's id
-  // first and make its INSERT fail as "already running".
-  attempt.query_id = absl::StrCat("chgate-", RandomHex128());
+  attempt.query_id = callers.query_id;
   attempt.deduplication_key = attempt.query_id;
   attempt.trace = traces.first;
   attempt.async = async_insert_;

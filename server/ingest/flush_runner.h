@@ -1,5 +1,5 @@
-// FlushRunner: one in-memory batch's INSERT, from its identity to its log line. It gives the
-// batch an unguessable query id (its deduplication token too), sends it with retries for as long
+// FlushRunner: one in-memory batch's INSERT, from its identity to its log line. It sends the
+// batch under its query id (its deduplication token too) with retries for as long
 // as one of its callers still waits (rows acknowledged in accepted mode get every attempt the
 // retry policy allows), converts it when the table changed under it, adapts the table's flush
 // delay, and reports the outcome (metrics and one log line). The spooled counterpart is
@@ -22,8 +22,9 @@
 
 namespace chgate::ingest {
 
-// Who waits for a batch's INSERT.
+// Who waits for a batch's INSERT, and under which query id it goes (Batch::query_id).
 struct BatchCallers {
+  std::string query_id;
   size_t count = 0;           // committed-mode requests in the batch
   uint64_t waiting_rows = 0;  // their rows; the batch's other rows were acknowledged already
   absl::Time last_deadline = absl::InfinitePast();  // the latest of their deadlines

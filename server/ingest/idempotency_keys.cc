@@ -32,10 +32,7 @@ IdempotencyKeys::Claim IdempotencyKeys::Take(const std::string& key,
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
   // Keys expire in the order they were done: only the front can be due.
-  while (!done_.empty() && done_.front().expires <= now) {
-    keys_.erase(done_.front().key);
-    done_.pop_front();
-  }
+  while (!done_.empty() && done_.front().expires <= now) PopFrontLocked();
   auto [it, inserted] = keys_.try_emplace(key);
   if (inserted) return Claim::kOwner;
   if (it->second.done) {
@@ -71,14 +68,28 @@ void IdempotencyKeys::RememberDone(const std::string& key, Result result) {
 void IdempotencyKeys::RememberDoneLocked(const std::string& key, Result result, absl::Time now) {
   Entry& entry = keys_[key];
   entry.done = true;
+  entry.generation = next_generation_++;
   entry.result = std::move(result);
   entry.followers.clear();
-  done_.push_back({key, now + window_});
+  done_.push_back({key, now + window_, entry.generation});
   // Bounded: beyond the cap the oldest keys are forgotten before their window ends.
-  while (done_.size() > max_keys_) {
-    keys_.erase(done_.front().key);
-    done_.pop_front();
+  while (done_.size() > max_keys_) PopFrontLocked();
+}
+
+void IdempotencyKeys::Forget(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = keys_.find(key);
+  // Its DoneKey stays in the queue until due; the generation keeps it from touching a later claim.
+  if (it != keys_.end() && it->second.done) keys_.erase(it);
+}
+
+void IdempotencyKeys::PopFrontLocked() {
+  const DoneKey& front = done_.front();
+  auto it = keys_.find(front.key);
+  if (it != keys_.end() && it->second.done && it->second.generation == front.generation) {
+    keys_.erase(it);
   }
+  done_.pop_front();
 }
 
 }  // namespace chgate::ingest

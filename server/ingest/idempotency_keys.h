@@ -1,12 +1,14 @@
 // IdempotencyKeys: the recent requests' idempotency keys (in memory only). A repeat of a request
 // in flight waits for its outcome; a repeat of a successful one gets its result at once; a failed
-// request's key is forgotten, so a retry of it runs. Successful keys are remembered for `window`
+// request's key is forgotten, so a retry of it runs, and so is an acknowledged one whose rows were
+// lost after all (an accepted-mode batch that failed). Successful keys are remembered for `window`
 // and at most `max_keys` of them (the oldest are forgotten first).
 //
 // Thread-safe. Followers' callbacks are returned to the caller, never run under the lock.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -47,6 +49,9 @@ class IdempotencyKeys {
       ABSL_LOCKS_EXCLUDED(mu_);
   // A request known to have succeeded (found in the spool at a restart).
   void RememberDone(const std::string& key, Result result) ABSL_LOCKS_EXCLUDED(mu_);
+  // A request answered as done whose rows did not reach ClickHouse after all: a repeat of it
+  // runs again instead of being answered "deduplicated". A key in flight is left alone.
+  void Forget(const std::string& key) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void RememberDoneLocked(const std::string& key, Result result, absl::Time now)
@@ -54,15 +59,21 @@ class IdempotencyKeys {
 
   struct Entry {
     bool done = false;
+    uint64_t generation = 0;                             // which DoneKey is this entry's, once done
     Result result;                                       // once done (success only)
     std::vector<std::function<void(Result)>> followers;  // repeats waiting for the outcome
   };
   // Keys of successful requests in the order they finished, which is the order they expire in
   // (one window for all): forgetting expired keys looks at the front only.
+  // A key forgotten and claimed again leaves its old DoneKey behind: the generation tells it
+  // from the entry's own, so that it never expires the new one.
   struct DoneKey {
     std::string key;
     absl::Time expires;
+    uint64_t generation;
   };
+  // Forgets the front DoneKey, and its key when the entry is still that generation's.
+  void PopFrontLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Clock* const clock_;
   const absl::Duration window_;
@@ -70,6 +81,7 @@ class IdempotencyKeys {
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> keys_ ABSL_GUARDED_BY(mu_);
   std::deque<DoneKey> done_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_generation_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace chgate::ingest

@@ -281,9 +281,12 @@ void Ingestor::AdmitConverted(std::shared_ptr<Pending> p, Request request,
   PublishRequestBytes();
   if (p->rows == 0) {
     // Nothing to commit: the table and columns were checked, which is all a zero-row request
-    // asks for.
+    // asks for. Its ack is in the mode asked (none of them promises anything of no rows).
     if (p->on_admitted) p->on_admitted();
-    return Complete(p, {.status = absl::OkStatus(), .rows = 0, .committed = true});
+    return Complete(p, {.status = absl::OkStatus(),
+                        .rows = 0,
+                        .committed = p->ack == AckMode::kCommitted,
+                        .persisted = p->ack == AckMode::kPersisted});
   }
   if (p->ack == AckMode::kPersisted) return Persist(std::move(p));
   Append(std::move(p));
@@ -335,9 +338,11 @@ void Ingestor::AppendToBatchLocked(Batch& batch, const std::shared_ptr<Pending>&
   if (p->ack == AckMode::kCommitted) {
     if (admitted) after->push_back(std::move(admitted));
   } else {
-    after->push_back([this, p, admitted = std::move(admitted)] {
+    after->push_back([this, p, admitted = std::move(admitted), query_id = batch.query_id()] {
       if (admitted) admitted();
-      Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false});
+      Complete(
+          p,
+          {.status = absl::OkStatus(), .rows = p->rows, .committed = false, .query_id = query_id});
     });
   }
   PublishRequestBytes();
@@ -353,19 +358,10 @@ void Ingestor::StartFlushLocked(Batch& batch, FlushReason reason) {
   if (batch.flushing || batch.rows() == 0) return;
   batch.flushing = true;
   ++flushes_in_flight_;
-  Batch::Contents taken = batch.Take();
   Batch* b = &batch;
-  auto parts =
-      std::make_shared<std::vector<std::unique_ptr<clickhouse::Block>>>(std::move(taken.parts));
-  const BatchCount counted{.rows = taken.rows, .bytes = taken.bytes};
+  auto taken = std::make_shared<Batch::Contents>(batch.Take());
   runner_.Post(TaskRunner::Queue::kFlush,
-               [this, b, parts, pendings = std::move(taken.pendings),
-                traces = std::move(taken.traces), counted, reason]() mutable {
-                 // The parts go out as one block, each from its own memory where the columns
-                 // allow it.
-                 Flush(b, clickhouse::BlockParts(std::move(*parts)), counted, std::move(pendings),
-                       std::move(traces), reason);
-               });
+               [this, b, taken, reason] { Flush(b, std::move(*taken), reason); });
 }
 
 InsertTarget Ingestor::TargetOf(Batch* batch) const {
@@ -375,19 +371,26 @@ InsertTarget Ingestor::TargetOf(Batch* batch) const {
                       .delay = batch->delay()};
 }
 
-void Ingestor::Flush(Batch* batch, clickhouse::BlockParts block, BatchCount counted,
-                     std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
-                     FlushReason reason) {
-  BatchCallers callers{.count = pendings.size()};
-  for (const auto& p : pendings) {
+void Ingestor::Flush(Batch* batch, Batch::Contents taken, FlushReason reason) {
+  BatchCallers callers{.query_id = std::move(taken.query_id), .count = taken.pendings.size()};
+  for (const auto& p : taken.pendings) {
     callers.waiting_rows += p->rows;
     callers.last_deadline = std::max(callers.last_deadline, p->deadline);
   }
-  const FlushOutcome out = flusher_.Run(TargetOf(batch), block, traces, callers, reason);
-  const uint64_t rows = counted.rows;
-  block = {};
-  // Callers in committed mode get the error; rows acknowledged in accepted mode are lost.
+  const uint64_t rows = taken.rows, bytes = taken.bytes;
+  FlushOutcome out;
+  {
+    // The parts go out as one block, each from its own memory where the columns allow it; the
+    // memory goes when the INSERT ends.
+    const clickhouse::BlockParts block(std::move(taken.parts));
+    out = flusher_.Run(TargetOf(batch), block, taken.traces, callers, reason);
+  }
+  // Callers in committed mode get the error; rows acknowledged in accepted mode are lost, and a
+  // repeat of their requests inserts them rather than being answered "deduplicated".
   const uint64_t dropped = out.status.ok() ? 0 : rows - callers.waiting_rows;
+  if (!out.status.ok()) {
+    for (const std::string& key : taken.accepted_keys) keys_.Forget(key);
+  }
   if (dropped > 0 && observer_ != nullptr) {
     observer_->RowsDropped(batch->label(), DropReason::kAcceptedFlushFailed, dropped);
   }
@@ -396,14 +399,14 @@ void Ingestor::Flush(Batch* batch, clickhouse::BlockParts block, BatchCount coun
     (out.status.ok() ? rows_committed_ : rows_failed_) += rows;
     rows_dropped_ += dropped;
   }
-  for (const auto& p : pendings) {
+  for (const auto& p : taken.pendings) {
     Complete(p, {.status = out.status,
                  .rows = out.status.ok() ? p->rows : 0,
                  .committed = out.status.ok(),
                  .query_id = out.query_id,
                  .commit_time = out.end});
   }
-  FinishFlush(batch, counted.bytes, counted.rows);
+  FinishFlush(batch, bytes, rows);
 }
 
 void Ingestor::FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) {

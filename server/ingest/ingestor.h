@@ -214,14 +214,7 @@ class Ingestor {
                            std::vector<std::function<void()>>* after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The rows and bytes a batch counted in the buffer for what it hands to a flush.
-  struct BatchCount {
-    uint64_t rows = 0;
-    uint64_t bytes = 0;
-  };
-  void Flush(Batch* batch, clickhouse::BlockParts block, BatchCount counted,
-             std::vector<std::shared_ptr<Pending>> pendings, BatchTraces traces,
-             FlushReason reason);
+  void Flush(Batch* batch, Batch::Contents taken, FlushReason reason);
   void FinishFlush(Batch* batch, uint64_t bytes, uint64_t rows) ABSL_LOCKS_EXCLUDED(mu_);
   // Persisted requests: Persist writes the converted rows to the spool; OnPersisted acks the
   // caller once they are durable and queues them for their table's spooled batch.

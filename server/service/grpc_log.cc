@@ -7,12 +7,14 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/logging.h"
 #include "server/log/log.h"
 
 namespace chgate::service {
 namespace {
 
 constexpr log::Component kLog("grpc");
+constexpr log::Component kProtobufLog("protobuf");
 
 std::atomic<uint64_t> handshake_failures{0};
 
@@ -37,9 +39,28 @@ void Forward(gpr_log_func_args* args) {
                  {{"text", args->message != nullptr ? args->message : ""}, {"source", source}});
 }
 
+void ForwardProtobuf(google::protobuf::LogLevel severity, const char* file, int line,
+                     const std::string& message) {
+  // "String field '...' contains invalid UTF-8 data when parsing a protocol buffer": a caller's
+  // request, answered as such (the parse's own log line adds nothing for the operator).
+  const bool callers = absl::StrContains(message, "invalid UTF-8 data when parsing");
+  const log::Level level = callers                                          ? log::Level::kDebug
+                           : severity >= google::protobuf::LOGLEVEL_ERROR   ? log::Level::kError
+                           : severity == google::protobuf::LOGLEVEL_WARNING ? log::Level::kWarn
+                                                                            : log::Level::kInfo;
+  const std::string source = absl::StrCat(file != nullptr ? file : "?", ":", line);
+  // One source line reports several events (the UTF-8 check, parsing or serializing, per
+  // field): the text, which names no value, is the event class.
+  kProtobufLog.Throttled(level, "protobuf library message", message,
+                         {{"text", message}, {"source", source}});
+}
+
 }  // namespace
 
-void RouteGrpcLogs() { gpr_set_log_function(Forward); }
+void RouteGrpcLogs() {
+  gpr_set_log_function(Forward);
+  google::protobuf::SetLogHandler(ForwardProtobuf);
+}
 
 uint64_t ApiHandshakeFailures() { return handshake_failures.load(std::memory_order_relaxed); }
 

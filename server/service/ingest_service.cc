@@ -308,6 +308,13 @@ class IngestService::StreamCall final
       absl::Status parsed = ParseInsert(slot->raw, slot->request, &slot->prepared);
       slot->raw.Clear();  // not read again
       if (!parsed.ok()) {
+        if (slot->prepared.refused_sequence.has_value()) {
+          // One bad value in a sound message: its request fails alone.
+          ++unacked_;
+          AckLocked(FailureAck(*slot->prepared.refused_sequence, parsed));
+          StartReadLocked();
+          return MaybeWriteLocked();
+        }
         // The message has no sequence to acknowledge: end the stream with the reason, after
         // the acks already owed.
         return DrainLocked(parsed);

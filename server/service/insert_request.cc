@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/ingest/value_error.h"
+#include "server/proto_convert/wire_check.h"
 #include "server/service/raw_messages.h"
 #include "text/status_macros.h"
 
@@ -81,6 +82,7 @@ absl::Status PrepareBlock(const v1::Block& block, PreparedInsert* out) {
 absl::Status ParseInsert(const grpc::ByteBuffer& raw, v1::InsertRequest* message,
                          PreparedInsert* out) {
   out->rows_in_place = false;
+  out->refused_sequence.reset();
   // Copied out of gRPC's slices, which may be parts of larger receive buffers that the memory
   // budget does not see: the copy is exactly the message, and gRPC's buffers go at once.
   std::vector<grpc::Slice> slices;
@@ -101,7 +103,22 @@ absl::Status ParseInsert(const grpc::ByteBuffer& raw, v1::InsertRequest* message
     out->wire_rows.Clear();
     std::string().swap(out->wire);
   }
-  return ParseRawMessage(raw, message);
+  absl::Status parsed = ParseRawMessage(raw, message);
+  if (parsed.ok()) return parsed;
+  // Why protobuf refused it, where the bytes say: a string field that is not UTF-8 is the
+  // caller's one bad value, answered as such (on a stream, for its sequence alone).
+  std::string wire;
+  for (std::string_view piece : pieces) wire.append(piece);
+  const proto_convert::WireCheck check =
+      proto_convert::CheckWire(wire, *v1::InsertRequest::descriptor());
+  if (!check.well_formed || check.bad_utf8_field.empty()) return parsed;
+  // Sound framing: no sequence field is sequence 0.
+  out->refused_sequence =
+      proto_convert::TopLevelVarint(wire, v1::InsertRequest::kSequenceFieldNumber).value_or(0);
+  return absl::InvalidArgumentError(
+      absl::StrCat("the request's field ", check.bad_utf8_field,
+                   " is not valid UTF-8: a protobuf string field must be (send arbitrary bytes as "
+                   "Value.bytes_value, or in a Column's data)"));
 }
 
 uint64_t ConvertingBytes(const v1::InsertRequest& message, size_t wire,

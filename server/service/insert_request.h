@@ -40,6 +40,9 @@ struct PreparedInsert {
   ingest::Request request;
   uint64_t row_count = 0;
   v1::AckMode requested_ack = v1::ACK_MODE_UNSPECIFIED;
+  // A request ParseInsert refused whose framing is sound (a string field that is not UTF-8): its
+  // sequence, so that a stream answers it alone and goes on.
+  std::optional<uint64_t> refused_sequence;
 
   // Frees the input (rows, received bytes, converted block) once the Ingestor has converted it;
   // the outcome needs only the plain fields.
@@ -54,7 +57,8 @@ struct PreparedInsert {
 // Reads `raw` into `message`: a request of rows in place (every field but the rows into
 // `message`, which gets an empty RowSet, and the rows into `out`, which keeps the received
 // bytes), anything else by protobuf's parse. InvalidArgument naming the message when the bytes
-// are not an InsertRequest.
+// are not an InsertRequest, or naming the field when one string field is not UTF-8 (then
+// out->refused_sequence is the request's sequence, when it has one).
 absl::Status ParseInsert(const grpc::ByteBuffer& raw, v1::InsertRequest* message,
                          PreparedInsert* out);
 

@@ -991,6 +991,68 @@ TEST_F(IngestorTest, AcceptedRowsOfAFailedFlushAreCountedAsDropped) {
   EXPECT_EQ(ingestor_->Stats().rows_dropped, 3u);
 }
 
+TEST_F(IngestorTest, AnAcceptedAckNamesTheQueryIdItsRowsGoOutUnder) {
+  Make(Options());
+  inserter_.script = {absl::UnavailableError("down")};  // the retry keeps the id
+  auto a = Rows(0, 2), b = Rows(2, 1);
+  Outcome* first = Submit(a, absl::Seconds(30), "events", AckMode::kAccepted);
+  Outcome* second = Submit(b, absl::Seconds(30), "events", AckMode::kAccepted);
+  ASSERT_TRUE(first->done && second->done);
+  EXPECT_TRUE(absl::StartsWith(first->result.query_id, "chgate-")) << first->result.query_id;
+  EXPECT_EQ(second->result.query_id, first->result.query_id) << "one batch, one INSERT";
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_EQ(inserter_.calls.size(), 2u);
+  EXPECT_EQ(inserter_.calls[0].attempt.query_id, first->result.query_id);
+  EXPECT_EQ(inserter_.calls[1].attempt.query_id, first->result.query_id);
+  // The next batch has an id of its own.
+  auto c = Rows(3, 1);
+  Outcome* third = Submit(c, absl::Seconds(30), "events", AckMode::kAccepted);
+  ASSERT_TRUE(third->done);
+  EXPECT_FALSE(third->result.query_id.empty());
+  EXPECT_NE(third->result.query_id, first->result.query_id);
+}
+
+TEST_F(IngestorTest, ARepeatOfAnAcceptedRequestWhoseRowsWereLostInsertsThem) {
+  Make(Options());
+  inserter_.script = {ClickHouseError(53, "Type mismatch")};
+  auto a = Rows(0, 3);
+  Outcome* first = Submit(a, absl::Seconds(30), "events", AckMode::kAccepted, "k");
+  ASSERT_TRUE(first->done);
+  EXPECT_TRUE(first->result.status.ok());
+  Outcome* repeat_before = Submit(a, absl::Seconds(30), "events", AckMode::kAccepted, "k");
+  EXPECT_TRUE(repeat_before->result.deduplicated) << "answered while its rows are buffered";
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_EQ(ingestor_->Stats().rows_dropped, 3u);
+  // The rows never reached ClickHouse: the key no longer answers for them.
+  Outcome* repeat = Submit(a, absl::Seconds(30), "events", AckMode::kAccepted, "k");
+  ASSERT_TRUE(repeat->done);
+  EXPECT_FALSE(repeat->result.deduplicated);
+  clock_.Advance(absl::Milliseconds(200));
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_EQ(inserter_.calls.size(), 2u);
+  EXPECT_EQ(inserter_.calls[1].rows_text, inserter_.calls[0].rows_text);
+  EXPECT_TRUE(Submit(a, absl::Seconds(30), "events", AckMode::kAccepted, "k")->result.deduplicated)
+      << "committed now";
+}
+
+TEST_F(IngestorTest, AZeroRowRequestIsAcknowledgedInTheModeAsked) {
+  Make(Options());
+  auto none = Rows(0, 0);
+  Outcome* committed = Submit(none, absl::Seconds(30), "events", AckMode::kCommitted);
+  Outcome* accepted = Submit(none, absl::Seconds(30), "events", AckMode::kAccepted);
+  ASSERT_TRUE(committed->done && accepted->done);
+  EXPECT_TRUE(committed->result.committed);
+  EXPECT_FALSE(committed->result.persisted);
+  EXPECT_FALSE(accepted->result.committed);
+  EXPECT_FALSE(accepted->result.persisted);
+  EXPECT_TRUE(inserter_.calls.empty());
+}
+
 TEST_F(IngestorTest, AcceptedRowsAreRetriedLikeAnyOthers) {
   // No caller waits for accepted rows: their flush still gets every attempt the retry budget
   // allows (it used to give up at the first transient error, losing the rows).
@@ -1211,6 +1273,19 @@ class PersistedTest : public IngestorTest {
   }
   std::string dir_;
 };
+
+TEST_F(PersistedTest, AZeroRowRequestIsAcknowledgedPersistedAndWritesNothing) {
+  Start(Options());
+  Outcome* none = SubmitPersisted(Rows(0, 0));
+  ASSERT_TRUE(none->done);
+  EXPECT_TRUE(none->result.status.ok()) << none->result.status;
+  EXPECT_TRUE(none->result.persisted);
+  EXPECT_FALSE(none->result.committed);
+  EXPECT_EQ(none->result.rows, 0u);
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  FlushDue();
+  EXPECT_TRUE(inserter_.calls.empty());
+}
 
 TEST_F(PersistedTest, AcksOnceDurableThenSendsTheRowsFromTheSpool) {
   IngestOptions options = Options();

@@ -512,6 +512,38 @@ TEST(IdempotencyKeysTest, SuccessfulKeysExpireAfterTheWindowAndBeyondTheCap) {
   EXPECT_EQ(keys.Take("c", &cb, &earlier), IdempotencyKeys::Claim::kDone);
 }
 
+TEST(IdempotencyKeysTest, AForgottenKeyRunsAgainAndItsOldExpiryLeavesTheNewClaimAlone) {
+  FakeClock clock;
+  IdempotencyKeys keys(&clock, absl::Minutes(10), 100);
+  Result earlier;
+  std::function<void(Result)> cb = [](Result) {};
+  ASSERT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+  keys.Finish("k", Committed(1));
+  // Its rows were lost after it was answered: a repeat runs again.
+  keys.Forget("k");
+  clock.Advance(absl::Minutes(5));
+  ASSERT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+  keys.Finish("k", Committed(2));
+  // The first success's window ends; the second's has 5 minutes left.
+  clock.Advance(absl::Minutes(6));
+  ASSERT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kDone);
+  EXPECT_EQ(earlier.rows, 2u);
+  clock.Advance(absl::Minutes(5));
+  EXPECT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+}
+
+TEST(IdempotencyKeysTest, ForgettingLeavesAKeyInFlightAlone) {
+  FakeClock clock;
+  IdempotencyKeys keys(&clock, absl::Minutes(10), 100);
+  Result earlier;
+  std::function<void(Result)> cb = [](Result) {};
+  ASSERT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+  keys.Forget("k");
+  std::function<void(Result)> repeat = [](Result) {};
+  EXPECT_EQ(keys.Take("k", &repeat, &earlier), IdempotencyKeys::Claim::kFollowing);
+  EXPECT_EQ(keys.Finish("k", Committed(1)).size(), 1u);
+}
+
 TEST(SchemaCacheTest, ServesAHeaderForItsTtlThenAsksAgain) {
   FakeClock clock;
   ScriptedInserter inserter;

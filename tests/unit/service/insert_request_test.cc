@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,13 +92,19 @@ TEST(InsertRequestTest, BlocksAndRefusedBytesTakeProtobufsParse) {
   PreparedInsert refused;
   absl::Status s = ParseInsert(Received(bad_bytes, {}), &message, &refused);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(absl::StrContains(s.message(), "not a valid chgate.v1.InsertRequest")) << s;
+  // Named precisely, with the request's sequence so that a stream answers it alone.
+  EXPECT_TRUE(absl::StrContains(s.message(),
+                                "field rows.rows[0].values[1].string_value is not valid UTF-8"))
+      << s;
+  EXPECT_EQ(refused.refused_sequence, std::optional<uint64_t>(bad.sequence()));
   EXPECT_FALSE(refused.rows_in_place);
   EXPECT_TRUE(refused.wire.empty());
 
   const std::string garbage = "\x1a\xff\xff\xff\x0f";
-  EXPECT_EQ(ParseInsert(Received(garbage, {2}), &message, &refused).code(),
-            absl::StatusCode::kInvalidArgument);
+  s = ParseInsert(Received(garbage, {2}), &message, &refused);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(s.message(), "not a valid chgate.v1.InsertRequest")) << s;
+  EXPECT_FALSE(refused.refused_sequence.has_value()) << "no sound framing, no sequence";
 }
 
 }  // namespace

@@ -22,12 +22,14 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "chgate/v1/chgate.grpc.pb.h"
@@ -37,6 +39,8 @@
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/text_form.h"
 #include "server/ingest/ingestor.h"
+#include "server/log/log.h"
+#include "server/service/grpc_log.h"
 #include "server/service/read_gate.h"
 #include "server/service/server.h"
 #include "server/service/status.h"
@@ -750,6 +754,64 @@ TEST_F(ServiceTest, InsertStreamRejectsOneRequestAndGoesOn) {
   EXPECT_EQ(acks[3].status().value_error().value(), "three");
   EXPECT_EQ(acks[4].status().code(), 0);
   EXPECT_EQ(acks[4].rows(), 1u);
+}
+
+// A string value that is not UTF-8 makes protobuf refuse the whole message; chgate names the
+// field, fails that request alone and reads on (the message's framing is sound).
+TEST_F(ServiceTest, AStringThatIsNotUtf8FailsItsRequestAloneNamingTheField) {
+  Start();
+  v1::InsertRequest not_utf8 = SmallRequest(2);
+  not_utf8.mutable_rows()->mutable_rows(0)->mutable_values(1)->set_string_value("caf\xe9");
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    auto stream = stub_->InsertStream(&context);
+    ASSERT_TRUE(stream->Write(SmallRequest(1)));
+    ASSERT_TRUE(stream->Write(not_utf8));
+    ASSERT_TRUE(stream->Write(SmallRequest(3)));
+    stream->WritesDone();
+    std::map<uint64_t, v1::InsertAck> acks;
+    v1::InsertAck ack;
+    while (stream->Read(&ack)) acks[ack.sequence()] = ack;
+    EXPECT_TRUE(stream->Finish().ok());
+    ASSERT_EQ(acks.size(), 3u);
+    EXPECT_EQ(acks[1].status().code(), 0);
+    EXPECT_EQ(acks[2].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+    EXPECT_THAT(acks[2].status().message(),
+                HasSubstr("rows.rows[0].values[1].string_value is not valid UTF-8"));
+    EXPECT_EQ(acks[3].status().code(), 0);
+    EXPECT_EQ(acks[3].rows(), 1u);
+  }
+  v1::InsertResponse response;
+  grpc::Status unary = Insert(not_utf8, &response);
+  EXPECT_EQ(unary.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(unary.error_message(), HasSubstr("string_value is not valid UTF-8"));
+}
+
+// protobuf's own line about such a request goes through chgate's logger, at debug level (the
+// caller has its answer), never raw to stderr.
+TEST(ProtobufLogTest, ProtobufsLinesGoThroughTheLoggerAndACallersBadStringIsDebug) {
+  std::ostringstream out;
+  log::Logger logger({.level = log::Level::kDebug,
+                      .format = log::Format::kJson,
+                      .out = &out,
+                      .sweep_interval = absl::ZeroDuration()});
+  log::SetLogger(&logger);
+  RouteGrpcLogs();
+  v1::InsertRequest request = SmallRequest(1);
+  request.mutable_rows()->mutable_rows(0)->mutable_values(1)->set_string_value("caf\xe9");
+  v1::InsertRequest parsed;
+  EXPECT_FALSE(parsed.ParseFromString(request.SerializeAsString()));
+  log::SetLogger(nullptr);
+  const std::string lines = out.str();
+  EXPECT_THAT(lines, HasSubstr("\"component\":\"protobuf\""));
+  EXPECT_THAT(lines, HasSubstr("when parsing a protocol buffer"));
+  // The parse's line is the caller's mistake: debug. (Serializing it was this test's own doing.)
+  for (const absl::string_view line : absl::StrSplit(lines, '\n')) {
+    if (absl::StrContains(line, "when parsing")) {
+      EXPECT_THAT(std::string(line), HasSubstr("\"level\":\"debug\""));
+    }
+  }
 }
 
 TEST_F(ServiceTest, FullBufferStopsReadingTheStreamUntilRoomReturns) {
