@@ -11,6 +11,7 @@
 
 #include <cfloat>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "server/ingest/value_error.h"
 #include "server/proto_convert/result_block.h"
 #include "tests/unit/clickhouse/fake_server.h"
+#include "text/value_parse.h"
 
 namespace chgate::proto_convert {
 namespace {
@@ -269,6 +271,58 @@ TEST(ConvertBlockTest, ConvenienceFormsAreRangeChecked) {
   v1::Column level = Col("Enum8('a' = 1, 'b' = 2)");
   level.add_int64s(3);
   EXPECT_EQ(ConvertOne(level, 1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// `data` is held to the Decimal's precision like the rows path and int64s: every width, both
+// signs, the largest value that fits and the first that does not.
+TEST(ConvertBlockTest, DecimalDataIsHeldToItsPrecision) {
+  v1::Column d32 = Col("Decimal(9, 2)");
+  d32.set_data(LittleEndian<int32_t>({999999999, -999999999}));
+  EXPECT_THAT(Converted(d32, 2), ::testing::ElementsAre("9999999.99", "-9999999.99"));
+  v1::Column d32_over = Col("Decimal(9, 2)");
+  d32_over.set_data(LittleEndian<int32_t>({1, -1000000000}));
+  absl::Status over = ConvertOne(d32_over, 2).status();
+  ASSERT_EQ(over.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(over.message(), HasSubstr("row 1"));
+  EXPECT_THAT(over.message(), HasSubstr("precision"));
+  ASSERT_TRUE(ingest::GetValueError(over).has_value());
+  EXPECT_EQ(ingest::GetValueError(over)->value, "-10000000.00");
+
+  v1::Column d64 = Col("Decimal(18, 0)");
+  d64.set_data(LittleEndian<int64_t>({999999999999999999, -999999999999999999}));
+  EXPECT_EQ(ConvertOne(d64, 2).status().code(), absl::StatusCode::kOk);
+  v1::Column d64_min = Col("Decimal(18, 0)");
+  d64_min.set_data(LittleEndian<int64_t>({std::numeric_limits<int64_t>::min()}));
+  EXPECT_EQ(ConvertOne(d64_min, 1).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Decimal(38, 0) in 16 bytes: 10^38 - 1 fits, 10^38 does not; Decimal(20, 0) has less room.
+  const text::Uint128 ten38 =
+      static_cast<text::Uint128>(10000000000000000000ULL) * 10000000000000000000ULL;  // 10^38
+  auto wide = [](const std::string& type, std::vector<text::Int128> values) {
+    v1::Column c = Col(type);
+    std::string data(values.size() * 16, '\0');
+    std::memcpy(data.data(), values.data(), data.size());
+    c.set_data(data);
+    return ConvertOne(c, values.size()).status().code();
+  };
+  const auto max38 = static_cast<text::Int128>(ten38 - 1);
+  EXPECT_EQ(wide("Decimal(38, 0)", {max38, -max38}), absl::StatusCode::kOk);
+  EXPECT_EQ(wide("Decimal(38, 0)", {static_cast<text::Int128>(ten38)}),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(wide("Decimal(20, 0)", {static_cast<text::Int128>(ten38 / 1000000000000000000ULL) - 1}),
+            absl::StatusCode::kOk);
+  EXPECT_EQ(wide("Decimal(20, 0)", {max38}), absl::StatusCode::kInvalidArgument);
+
+  // 32 bytes: Decimal(76, 0) takes any 10^76 - 1 but not a value with bit 253 set.
+  v1::Column d256 = Col("Decimal(76, 0)");
+  std::string big(32, '\0');
+  big[31] = 0x20;  // 2^253 > 10^76
+  d256.set_data(big);
+  EXPECT_EQ(ConvertOne(d256, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  v1::Column d256_small = Col("Decimal(76, 0)");
+  std::string minus_one(32, '\xff');
+  d256_small.set_data(minus_one);
+  EXPECT_THAT(Converted(d256_small, 1), ::testing::ElementsAre("-1"));
 }
 
 TEST(ConvertBlockTest, NestedErrorNamesTopLevelRowAndPosition) {
