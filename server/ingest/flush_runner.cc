@@ -100,7 +100,12 @@ void FlushRunner::Report(const InsertTarget& target, const absl::Status& status,
   }
   traces.AppendFields(&fields);
   if (!status.ok()) {
-    kLog.Throttled(log::Level::kError, "batch failed", target.label, fields);
+    // Rows lost (acknowledged in accepted mode), or a failure that is the operator's (ClickHouse
+    // unreachable, overloaded): an error. Rows refused for what they hold, every caller told: a
+    // warning (the callers have the error; the operator has nothing to mend).
+    const log::Level level =
+        rows > callers.waiting_rows || IsRetryable(status) ? log::Level::kError : log::Level::kWarn;
+    kLog.Throttled(level, "batch failed", target.label, fields);
   } else if (attempt.attempt > 1) {
     kLog.Throttled(log::Level::kInfo, "batch committed after retries", target.label, fields);
   } else {

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,7 @@
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/text_form.h"
+#include "server/log/log.h"
 #include "tests/unit/ingest/fake_clock.h"
 #include "tests/unit/ingest/quiet_observer.h"
 
@@ -1051,6 +1053,36 @@ TEST_F(IngestorTest, AZeroRowRequestIsAcknowledgedInTheModeAsked) {
   EXPECT_FALSE(accepted->result.committed);
   EXPECT_FALSE(accepted->result.persisted);
   EXPECT_TRUE(inserter_.calls.empty());
+}
+
+// A batch refused for its data with every caller told is the callers' business (a warning); one
+// that loses accepted rows is the operator's (an error).
+TEST_F(IngestorTest, ABatchFailureIsAnErrorOnlyWhenRowsAreLostOrTheServerIsAtFault) {
+  std::ostringstream out;
+  log::Logger logger(
+      {.format = log::Format::kJson, .out = &out, .clock = [this] { return clock_.Now(); }});
+  log::SetLogger(&logger);
+  Make(Options());
+  auto level_of_last_failure = [&](std::optional<AckMode> ack) {
+    inserter_.script = {ClickHouseError(53, "Type mismatch")};
+    auto rows = Rows(0, 2);
+    out.str("");
+    Submit(rows, absl::Seconds(30), "events", ack);
+    clock_.Advance(absl::Minutes(1));  // past the log's repeat interval: nothing is suppressed
+    ingestor_->Poll();
+    ingestor_->RunPending();
+    const std::string lines = out.str();
+    const size_t at = lines.find("\"msg\":\"batch failed\"");
+    if (at == std::string::npos) return std::string("none: ") + lines;
+    const size_t start = lines.rfind('\n', at) == std::string::npos ? 0 : lines.rfind('\n', at);
+    const std::string line = lines.substr(start, lines.find('\n', at) - start);
+    return std::string(absl::StrContains(line, "\"level\":\"error\"")  ? "error"
+                       : absl::StrContains(line, "\"level\":\"warn\"") ? "warn"
+                                                                       : line);
+  };
+  EXPECT_EQ(level_of_last_failure(AckMode::kCommitted), "warn");
+  EXPECT_EQ(level_of_last_failure(AckMode::kAccepted), "error");
+  log::SetLogger(nullptr);
 }
 
 TEST_F(IngestorTest, AcceptedRowsAreRetriedLikeAnyOthers) {
