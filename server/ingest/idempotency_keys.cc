@@ -52,7 +52,7 @@ std::vector<std::function<void(Result)>> IdempotencyKeys::Finish(const std::stri
   auto it = keys_.find(key);
   if (it == keys_.end()) return followers;
   followers = std::move(it->second.followers);
-  if (result.status.ok()) {
+  if (result.status.ok() && !it->second.lost) {
     RememberDoneLocked(key, result, clock_->Now());
   } else {
     keys_.erase(it);
@@ -79,8 +79,15 @@ void IdempotencyKeys::RememberDoneLocked(const std::string& key, Result result, 
 void IdempotencyKeys::Forget(const std::string& key) {
   absl::MutexLock lock(&mu_);
   auto it = keys_.find(key);
+  if (it == keys_.end()) return;
+  if (!it->second.done) {
+    // The answer is on its way (an accepted ack runs after its rows joined the batch): it must
+    // not be remembered.
+    it->second.lost = true;
+    return;
+  }
   // Its DoneKey stays in the queue until due; the generation keeps it from touching a later claim.
-  if (it != keys_.end() && it->second.done) keys_.erase(it);
+  keys_.erase(it);
 }
 
 void IdempotencyKeys::PopFrontLocked() {

@@ -50,7 +50,8 @@ class IdempotencyKeys {
   // A request known to have succeeded (found in the spool at a restart).
   void RememberDone(const std::string& key, Result result) ABSL_LOCKS_EXCLUDED(mu_);
   // A request answered as done whose rows did not reach ClickHouse after all: a repeat of it
-  // runs again instead of being answered "deduplicated". A key in flight is left alone.
+  // runs again instead of being answered "deduplicated". A key still in flight can only be that
+  // request's own (its rows were lost before its answer was recorded): its Finish forgets it.
   void Forget(const std::string& key) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -59,8 +60,9 @@ class IdempotencyKeys {
 
   struct Entry {
     bool done = false;
-    uint64_t generation = 0;                             // which DoneKey is this entry's, once done
-    Result result;                                       // once done (success only)
+    bool lost = false;        // forgotten while in flight: Finish does not remember it
+    uint64_t generation = 0;  // which DoneKey is this entry's, once done
+    Result result;            // once done (success only)
     std::vector<std::function<void(Result)>> followers;  // repeats waiting for the outcome
   };
   // Keys of successful requests in the order they finished, which is the order they expire in
