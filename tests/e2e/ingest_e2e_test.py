@@ -526,6 +526,40 @@ class BadRowsTest(ChgateTestCase):
                          ["1\t[1]\t['a']", "3\t[]\t[]", "4\t[5,6]\t['x','y']", "5\t[7]\t['z']"])
 
 
+class AckedQueryIdTest(ChgateTestCase):
+    """An ACCEPTED ack names the query id of the INSERT that carries its rows (the API says it is
+    known at the ack): ClickHouse's query_log has that INSERT, into that table, with those rows.
+    chgate connects as `audited`, whose profile logs every query."""
+
+    CHGATE_ARGS = ["--batch-max-delay=50ms", "--user=audited"]
+
+    def test_an_accepted_ack_names_the_insert_clickhouse_logged(self):
+        pb = self.pb
+        self.ch.recreate_table("acked_id", "id UInt64, s String")
+        table = self.table("acked_id")
+        reqs = [e2e.rows_request(table, ["id", "s"], [[V.u(i), V.s("x")]], sequence=i,
+                                 ack_mode=pb.ACK_MODE_ACCEPTED) for i in range(1, 4)]
+        acks = {a.sequence: a for a in self.stub.InsertStream(iter(reqs), timeout=30)}
+        self.assertEqual(sorted(acks), [1, 2, 3])
+        ids = set()
+        for a in acks.values():
+            self.assertEqual(a.status.code, 0, a)
+            self.assertEqual(a.ack_mode, pb.ACK_MODE_ACCEPTED)
+            self.assertRegex(a.query_id, r"^chgate-[0-9a-f]{32}$")
+            ids.add(a.query_id)
+        deadline = time.monotonic() + 30
+        while self.query_lines(f"SELECT count() FROM {table}") != ["3"]:
+            self.assertLess(time.monotonic(), deadline, "the accepted rows did not land")
+            time.sleep(0.1)
+        self.ch.query("SYSTEM FLUSH LOGS")
+        quoted = ", ".join(f"'{i}'" for i in sorted(ids))
+        logged = self.query_lines(
+            "SELECT query_id, sum(written_rows) FROM system.query_log WHERE type = 2 AND "
+            f"query_id IN ({quoted}) AND position(query, 'acked_id') > 0 GROUP BY query_id")
+        self.assertEqual(sorted(line.split("\t")[0] for line in logged), sorted(ids), logged)
+        self.assertEqual(sum(int(line.split("\t")[1]) for line in logged), 3, logged)
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. Concurrent streams
 # ---------------------------------------------------------------------------------------------
