@@ -38,41 +38,50 @@ const char* FixedFormName(FixedForm form) {
   return "?";
 }
 
-// Whether the little-endian two's-complement integer of `width` bytes (4, 8, 16 or 32) at `p` has
-// at most `precision` decimal digits: its magnitude is below 10^precision (precision <= 76, so
-// 10^precision < 2^253 fits the 4 limbs).
-bool WithinDecimalPrecision(const char* p, size_t width, int precision) {
-  constexpr size_t kLimbs = 4;
-  uint64_t magnitude[kLimbs] = {};
-  const size_t limbs = std::max<size_t>(1, width / 8);
-  if (width == 4) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    magnitude[0] = static_cast<uint64_t>(static_cast<int64_t>(v));
-  } else {
-    std::memcpy(magnitude, p, limbs * 8);
-  }
-  if (static_cast<int64_t>(magnitude[limbs - 1]) < 0) {  // negative: two's complement back
-    uint64_t carry = 1;
-    for (size_t i = 0; i < limbs; ++i) {
-      magnitude[i] = ~magnitude[i] + carry;
-      carry = carry != 0 && magnitude[i] == 0 ? 1 : 0;
+// 10^precision (precision <= 76, so it fits 4 limbs: 10^76 < 2^253), made once per column, and
+// whether a Decimal's stored integer has at most `precision` digits.
+class DecimalBound {
+ public:
+  explicit DecimalBound(int precision) {
+    for (int d = 0; d < precision; ++d) {
+      text::Uint128 carry = 0;
+      for (uint64_t& limb : bound_) {
+        const text::Uint128 product = static_cast<text::Uint128>(limb) * 10 + carry;
+        limb = static_cast<uint64_t>(product);
+        carry = product >> 64;
+      }
     }
   }
-  uint64_t bound[kLimbs] = {1, 0, 0, 0};  // 10^precision
-  for (int d = 0; d < precision; ++d) {
-    text::Uint128 carry = 0;
-    for (uint64_t& limb : bound) {
-      const text::Uint128 product = static_cast<text::Uint128>(limb) * 10 + carry;
-      limb = static_cast<uint64_t>(product);
-      carry = product >> 64;
+
+  // The little-endian two's-complement integer of `width` bytes (4, 8, 16 or 32) at `p`: is its
+  // magnitude below 10^precision?
+  bool Holds(const char* p, size_t width) const {
+    uint64_t magnitude[kLimbs] = {};
+    const size_t limbs = std::max<size_t>(1, width / 8);
+    if (width == 4) {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      magnitude[0] = static_cast<uint64_t>(static_cast<int64_t>(v));
+    } else {
+      std::memcpy(magnitude, p, limbs * 8);
     }
+    if (static_cast<int64_t>(magnitude[limbs - 1]) < 0) {  // negative: two's complement back
+      uint64_t carry = 1;
+      for (size_t i = 0; i < limbs; ++i) {
+        magnitude[i] = ~magnitude[i] + carry;
+        carry = carry != 0 && magnitude[i] == 0 ? 1 : 0;
+      }
+    }
+    for (size_t i = kLimbs; i-- > 0;) {
+      if (magnitude[i] != bound_[i]) return magnitude[i] < bound_[i];
+    }
+    return false;  // equal to 10^precision
   }
-  for (size_t i = kLimbs; i-- > 0;) {
-    if (magnitude[i] != bound[i]) return magnitude[i] < bound[i];
-  }
-  return false;  // equal to 10^precision
-}
+
+ private:
+  static constexpr size_t kLimbs = 4;
+  uint64_t bound_[kLimbs] = {1, 0, 0, 0};
+};
 
 // Which convenience form a fixed-width kind accepts (kNone: only `data`): the type facts say.
 FixedForm ConvenienceForm(clickhouse::FixedKind kind) {
@@ -154,9 +163,9 @@ class FixedNode final : public Node {
       case Kind::kDecimal: {
         // The rows path refuses more digits than the precision; ClickHouse would store them and
         // print a number the type cannot hold.
-        const int precision = dst_.params().precision;
+        const DecimalBound bound(dst_.params().precision);
         for (size_t r = 0; r < n; ++r) {
-          if (!WithinDecimalPrecision(p + r * width, width, precision)) {
+          if (!bound.Holds(p + r * width, width)) {
             std::string text;
             text::AppendDecimal(p + r * width, width, dst_.params().scale, &text);
             return BadValue(begin + r, text, "data", "more digits than the Decimal's precision");

@@ -1,7 +1,5 @@
 #include "server/proto_convert/wire_check.h"
 
-#include <vector>
-
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -21,7 +19,7 @@ constexpr int kMaxDepth = 100;
 
 class Walker {
  public:
-  explicit Walker(std::string* bad_utf8_field) : bad_(bad_utf8_field) {}
+  Walker(int varint_field, WireCheck* out) : varint_field_(varint_field), out_(out) {}
 
   // Reads fields until the current limit; false on broken framing.
   bool Message(CodedInputStream& in, const Descriptor& type, const std::string& at, int depth) {
@@ -30,10 +28,17 @@ class Walker {
     while (true) {
       const uint32_t tag = in.ReadTag();
       if (tag == 0) return in.BytesUntilLimit() == 0;
-      const FieldDescriptor* field = type.FindFieldByNumber(WireFormatLite::GetTagFieldNumber(tag));
-      const bool delimited =
-          WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
-      const bool walked = field != nullptr && delimited &&
+      const int number = WireFormatLite::GetTagFieldNumber(tag);
+      const WireFormatLite::WireType wire_type = WireFormatLite::GetTagWireType(tag);
+      if (depth == 0 && number == varint_field_ && wire_type == WireFormatLite::WIRETYPE_VARINT) {
+        uint64_t v = 0;
+        if (!in.ReadVarint64(&v)) return false;
+        out_->top_level_varint = v;
+        continue;
+      }
+      const FieldDescriptor* field = type.FindFieldByNumber(number);
+      const bool walked = field != nullptr &&
+                          wire_type == WireFormatLite::WIRETYPE_LENGTH_DELIMITED &&
                           (field->type() == FieldDescriptor::TYPE_STRING ||
                            field->type() == FieldDescriptor::TYPE_MESSAGE);
       if (!walked) {
@@ -41,22 +46,20 @@ class Walker {
         continue;
       }
       std::string path = at.empty() ? field->name() : absl::StrCat(at, ".", field->name());
-      if (field->is_repeated()) absl::StrAppend(&path, "[", index[field->number()]++, "]");
+      if (field->is_repeated()) absl::StrAppend(&path, "[", index[number]++, "]");
       uint32_t length = 0;
       if (!in.ReadVarint32(&length)) return false;
       if (field->type() == FieldDescriptor::TYPE_STRING) {
+        // The stream is over one flat buffer: the whole rest is directly readable.
         const void* data = nullptr;
         int available = 0;
-        std::string copy;
-        if (in.GetDirectBufferPointer(&data, &available) &&
-            static_cast<uint32_t>(available) >= length) {
-          const std::string_view text(static_cast<const char*>(data), length);
-          if (bad_->empty() && !text::IsValidUtf8(text)) *bad_ = path;
-          if (!in.Skip(static_cast<int>(length))) return false;
-        } else {
-          if (!in.ReadString(&copy, static_cast<int>(length))) return false;
-          if (bad_->empty() && !text::IsValidUtf8(copy)) *bad_ = path;
+        if (!in.GetDirectBufferPointer(&data, &available) ||
+            static_cast<uint32_t>(available) < length) {
+          return false;
         }
+        const std::string_view text(static_cast<const char*>(data), length);
+        if (out_->bad_utf8_field.empty() && !text::IsValidUtf8(text)) out_->bad_utf8_field = path;
+        if (!in.Skip(static_cast<int>(length))) return false;
         continue;
       }
       const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(length));
@@ -67,40 +70,19 @@ class Walker {
   }
 
  private:
-  std::string* const bad_;
+  const int varint_field_;
+  WireCheck* const out_;
 };
-
-CodedInputStream Over(std::string_view wire) {
-  return CodedInputStream(reinterpret_cast<const uint8_t*>(wire.data()),
-                          static_cast<int>(wire.size()));
-}
 
 }  // namespace
 
-WireCheck CheckWire(std::string_view wire, const Descriptor& type) {
+WireCheck CheckWire(std::string_view wire, const Descriptor& type, int varint_field) {
   WireCheck out;
-  CodedInputStream in = Over(wire);
+  CodedInputStream in(reinterpret_cast<const uint8_t*>(wire.data()), static_cast<int>(wire.size()));
   in.PushLimit(static_cast<int>(wire.size()));
-  out.well_formed = Walker(&out.bad_utf8_field).Message(in, type, "", 0);
+  out.well_formed = Walker(varint_field, &out).Message(in, type, "", 0);
+  if (!out.well_formed) out.top_level_varint.reset();
   return out;
-}
-
-std::optional<uint64_t> TopLevelVarint(std::string_view wire, int number) {
-  CodedInputStream in = Over(wire);
-  in.PushLimit(static_cast<int>(wire.size()));
-  std::optional<uint64_t> value;
-  while (true) {
-    const uint32_t tag = in.ReadTag();
-    if (tag == 0) return in.BytesUntilLimit() == 0 ? value : std::nullopt;
-    if (WireFormatLite::GetTagFieldNumber(tag) == number &&
-        WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_VARINT) {
-      uint64_t v = 0;
-      if (!in.ReadVarint64(&v)) return std::nullopt;
-      value = v;
-    } else if (!WireFormatLite::SkipField(&in, tag)) {
-      return std::nullopt;
-    }
-  }
 }
 
 }  // namespace chgate::proto_convert

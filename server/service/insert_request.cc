@@ -109,12 +109,11 @@ absl::Status ParseInsert(const grpc::ByteBuffer& raw, v1::InsertRequest* message
   // caller's one bad value, answered as such (on a stream, for its sequence alone).
   std::string wire;
   for (std::string_view piece : pieces) wire.append(piece);
-  const proto_convert::WireCheck check =
-      proto_convert::CheckWire(wire, *v1::InsertRequest::descriptor());
+  const proto_convert::WireCheck check = proto_convert::CheckWire(
+      wire, *v1::InsertRequest::descriptor(), v1::InsertRequest::kSequenceFieldNumber);
   if (!check.well_formed || check.bad_utf8_field.empty()) return parsed;
   // Sound framing: no sequence field is sequence 0.
-  out->refused_sequence =
-      proto_convert::TopLevelVarint(wire, v1::InsertRequest::kSequenceFieldNumber).value_or(0);
+  out->refused_sequence = check.top_level_varint.value_or(0);
   return absl::InvalidArgumentError(
       absl::StrCat("the request's field ", check.bad_utf8_field,
                    " is not valid UTF-8: a protobuf string field must be (send arbitrary bytes as "

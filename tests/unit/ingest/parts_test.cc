@@ -483,68 +483,68 @@ TEST(IdempotencyKeysTest, KeysAreScopedByIdentityAndTable) {
             IdempotencyKeys::Scoped("ab", {"", "c"}, "d"));
 }
 
-TEST(IdempotencyKeysTest, AFailedRequestsKeyIsForgottenSoItsRetryRuns) {
+// A key store on a fake clock (10-minute window) whose Take gives a callback of its own and
+// keeps the earlier result in `earlier`.
+struct Keys {
+  explicit Keys(size_t max_keys = 100) : keys(&clock, absl::Minutes(10), max_keys) {}
+  IdempotencyKeys::Claim Take(const std::string& key) {
+    std::function<void(Result)> cb = [](Result) {};
+    return keys.Take(key, &cb, &earlier);
+  }
   FakeClock clock;
-  IdempotencyKeys keys(&clock, absl::Minutes(10), 100);
+  IdempotencyKeys keys;
   Result earlier;
-  std::function<void(Result)> cb = [](Result) {};
-  ASSERT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
-  EXPECT_TRUE(keys.Finish("k", {.status = absl::UnavailableError("down")}).empty());
-  EXPECT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+};
+
+TEST(IdempotencyKeysTest, AFailedRequestsKeyIsForgottenSoItsRetryRuns) {
+  Keys k;
+  ASSERT_EQ(k.Take("k"), IdempotencyKeys::Claim::kOwner);
+  EXPECT_TRUE(k.keys.Finish("k", {.status = absl::UnavailableError("down")}).empty());
+  EXPECT_EQ(k.Take("k"), IdempotencyKeys::Claim::kOwner);
 }
 
 TEST(IdempotencyKeysTest, SuccessfulKeysExpireAfterTheWindowAndBeyondTheCap) {
-  FakeClock clock;
-  IdempotencyKeys keys(&clock, absl::Minutes(10), 3);
-  Result earlier;
-  std::function<void(Result)> cb = [](Result) {};
-  for (const char* k : {"a", "b", "c"}) {
-    ASSERT_EQ(keys.Take(k, &cb, &earlier), IdempotencyKeys::Claim::kOwner);
-    keys.Finish(k, Committed(1));
-    clock.Advance(absl::Minutes(1));
+  Keys k(3);
+  for (const char* key : {"a", "b", "c"}) {
+    ASSERT_EQ(k.Take(key), IdempotencyKeys::Claim::kOwner);
+    k.keys.Finish(key, Committed(1));
+    k.clock.Advance(absl::Minutes(1));
   }
-  keys.RememberDone("d", Committed(2));  // the fourth: "a", the oldest, goes
-  EXPECT_EQ(keys.Take("a", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
-  EXPECT_EQ(keys.Take("d", &cb, &earlier), IdempotencyKeys::Claim::kDone);
-  EXPECT_EQ(earlier.rows, 2u);
-  clock.Advance(absl::Minutes(8));  // "b" was done 10 minutes ago, "c" 9
-  EXPECT_EQ(keys.Take("b", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
-  EXPECT_EQ(keys.Take("c", &cb, &earlier), IdempotencyKeys::Claim::kDone);
+  k.keys.RememberDone("d", Committed(2));  // the fourth: "a", the oldest, goes
+  EXPECT_EQ(k.Take("a"), IdempotencyKeys::Claim::kOwner);
+  EXPECT_EQ(k.Take("d"), IdempotencyKeys::Claim::kDone);
+  EXPECT_EQ(k.earlier.rows, 2u);
+  k.clock.Advance(absl::Minutes(8));  // "b" was done 10 minutes ago, "c" 9
+  EXPECT_EQ(k.Take("b"), IdempotencyKeys::Claim::kOwner);
+  EXPECT_EQ(k.Take("c"), IdempotencyKeys::Claim::kDone);
 }
 
 TEST(IdempotencyKeysTest, AForgottenKeyRunsAgainAndItsOldExpiryLeavesTheNewClaimAlone) {
-  FakeClock clock;
-  IdempotencyKeys keys(&clock, absl::Minutes(10), 100);
-  Result earlier;
-  std::function<void(Result)> cb = [](Result) {};
-  ASSERT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
-  keys.Finish("k", Committed(1));
+  Keys k;
+  ASSERT_EQ(k.Take("k"), IdempotencyKeys::Claim::kOwner);
+  k.keys.Finish("k", Committed(1));
   // Its rows were lost after it was answered: a repeat runs again.
-  keys.Forget("k");
-  clock.Advance(absl::Minutes(5));
-  ASSERT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
-  keys.Finish("k", Committed(2));
+  k.keys.Forget("k");
+  k.clock.Advance(absl::Minutes(5));
+  ASSERT_EQ(k.Take("k"), IdempotencyKeys::Claim::kOwner);
+  k.keys.Finish("k", Committed(2));
   // The first success's window ends; the second's has 5 minutes left.
-  clock.Advance(absl::Minutes(6));
-  ASSERT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kDone);
-  EXPECT_EQ(earlier.rows, 2u);
-  clock.Advance(absl::Minutes(5));
-  EXPECT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+  k.clock.Advance(absl::Minutes(6));
+  ASSERT_EQ(k.Take("k"), IdempotencyKeys::Claim::kDone);
+  EXPECT_EQ(k.earlier.rows, 2u);
+  k.clock.Advance(absl::Minutes(5));
+  EXPECT_EQ(k.Take("k"), IdempotencyKeys::Claim::kOwner);
 }
 
 // An accepted request's rows can be lost (its batch's INSERT failed on another thread) before
 // its own answer is recorded: that answer must not be remembered either.
 TEST(IdempotencyKeysTest, AKeyForgottenBeforeItsAnswerIsRecordedIsNotRemembered) {
-  FakeClock clock;
-  IdempotencyKeys keys(&clock, absl::Minutes(10), 100);
-  Result earlier;
-  std::function<void(Result)> cb = [](Result) {};
-  ASSERT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
-  std::function<void(Result)> repeat = [](Result) {};
-  EXPECT_EQ(keys.Take("k", &repeat, &earlier), IdempotencyKeys::Claim::kFollowing);
-  keys.Forget("k");
-  EXPECT_EQ(keys.Finish("k", Committed(1)).size(), 1u) << "the follower still gets the answer";
-  EXPECT_EQ(keys.Take("k", &cb, &earlier), IdempotencyKeys::Claim::kOwner);
+  Keys k;
+  ASSERT_EQ(k.Take("k"), IdempotencyKeys::Claim::kOwner);
+  EXPECT_EQ(k.Take("k"), IdempotencyKeys::Claim::kFollowing);
+  k.keys.Forget("k");
+  EXPECT_EQ(k.keys.Finish("k", Committed(1)).size(), 1u) << "the follower still gets the answer";
+  EXPECT_EQ(k.Take("k"), IdempotencyKeys::Claim::kOwner);
 }
 
 TEST(SchemaCacheTest, ServesAHeaderForItsTtlThenAsksAgain) {

@@ -1,5 +1,6 @@
-// CheckWire and TopLevelVarint: the path of the first string field that is not UTF-8, through
-// nested and repeated messages and maps; broken framing is told apart from a bad string.
+// CheckWire: the path of the first string field that is not UTF-8, through
+// nested and repeated messages and maps, and the top-level sequence read on the way; broken
+// framing is told apart from a bad string.
 #include "server/proto_convert/wire_check.h"
 
 #include <gtest/gtest.h>
@@ -40,10 +41,11 @@ TEST(WireCheckTest, NamesTheFirstStringThatIsNotUtf8WithItsIndexes) {
   const std::string wire = WithBadBytes(request);
   v1::InsertRequest parsed;
   EXPECT_FALSE(parsed.ParseFromString(wire)) << "protobuf refuses it";
-  const WireCheck check = CheckWire(wire, *v1::InsertRequest::descriptor());
+  const WireCheck check =
+      CheckWire(wire, *v1::InsertRequest::descriptor(), v1::InsertRequest::kSequenceFieldNumber);
   EXPECT_TRUE(check.well_formed);
   EXPECT_EQ(check.bad_utf8_field, "rows.rows[2].values[1].string_value");
-  EXPECT_EQ(TopLevelVarint(wire, v1::InsertRequest::kSequenceFieldNumber), 42u);
+  EXPECT_EQ(check.top_level_varint, 42u);
 }
 
 TEST(WireCheckTest, ReachesIntoArraysAndMapsAndTopLevelStrings) {
@@ -67,8 +69,10 @@ TEST(WireCheckTest, AValidMessageHasNoFindingAndBrokenFramingIsNotWellFormed) {
   EXPECT_TRUE(fine.bad_utf8_field.empty());
   // Cut inside the last row: a length runs past the end.
   const std::string cut = wire.substr(0, wire.size() - 3);
-  EXPECT_FALSE(CheckWire(cut, *v1::InsertRequest::descriptor()).well_formed);
-  EXPECT_FALSE(TopLevelVarint(cut, v1::InsertRequest::kSequenceFieldNumber).has_value());
+  const WireCheck broken =
+      CheckWire(cut, *v1::InsertRequest::descriptor(), v1::InsertRequest::kSequenceFieldNumber);
+  EXPECT_FALSE(broken.well_formed);
+  EXPECT_FALSE(broken.top_level_varint.has_value());
   // A nested message whose last field runs past the nested length, though not past the end.
   EXPECT_FALSE(CheckWire(std::string("\x1a\x02\x0a\x05hello", 9), *v1::InsertRequest::descriptor())
                    .well_formed);
@@ -76,9 +80,9 @@ TEST(WireCheckTest, AValidMessageHasNoFindingAndBrokenFramingIsNotWellFormed) {
   // No sequence field: absent, though the framing is sound.
   v1::InsertRequest no_sequence = Request();
   no_sequence.clear_sequence();
-  EXPECT_FALSE(
-      TopLevelVarint(no_sequence.SerializeAsString(), v1::InsertRequest::kSequenceFieldNumber)
-          .has_value());
+  EXPECT_FALSE(CheckWire(no_sequence.SerializeAsString(), *v1::InsertRequest::descriptor(),
+                         v1::InsertRequest::kSequenceFieldNumber)
+                   .top_level_varint.has_value());
 }
 
 }  // namespace

@@ -365,6 +365,20 @@ class ServiceTest : public ::testing::Test {
     }
     return stub_->Insert(context, request, response);
   }
+  // Writes `requests` on one InsertStream, half-closes it and returns its acks by sequence; the
+  // stream must end OK.
+  std::map<uint64_t, v1::InsertAck> StreamAcks(const std::vector<v1::InsertRequest>& requests) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    auto stream = stub_->InsertStream(&context);
+    for (const v1::InsertRequest& request : requests) EXPECT_TRUE(stream->Write(request));
+    stream->WritesDone();
+    std::map<uint64_t, v1::InsertAck> acks;
+    v1::InsertAck ack;
+    while (stream->Read(&ack)) acks[ack.sequence()] = ack;
+    EXPECT_TRUE(stream->Finish().ok());
+    return acks;
+  }
 
   FakeInserter inserter_;
   std::unique_ptr<ingest::Ingestor> ingestor_;
@@ -728,22 +742,12 @@ TEST_F(ServiceTest, InsertStreamAcksABurstWhileTheStreamStaysOpen) {
 
 TEST_F(ServiceTest, InsertStreamRejectsOneRequestAndGoesOn) {
   Start();
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  auto stream = stub_->InsertStream(&context);
   v1::InsertRequest bad = SmallRequest(2);
   bad.set_table("nope");
   v1::InsertRequest invalid = SmallRequest(3);
   invalid.mutable_rows()->mutable_rows(0)->mutable_values(0)->set_string_value("three");
-  ASSERT_TRUE(stream->Write(SmallRequest(1)));
-  ASSERT_TRUE(stream->Write(bad));
-  ASSERT_TRUE(stream->Write(invalid));
-  ASSERT_TRUE(stream->Write(SmallRequest(4)));
-  stream->WritesDone();
-  std::map<uint64_t, v1::InsertAck> acks;
-  v1::InsertAck ack;
-  while (stream->Read(&ack)) acks[ack.sequence()] = ack;
-  EXPECT_TRUE(stream->Finish().ok());
+  std::map<uint64_t, v1::InsertAck> acks =
+      StreamAcks({SmallRequest(1), bad, invalid, SmallRequest(4)});
   ASSERT_EQ(acks.size(), 4u);
   EXPECT_EQ(acks[1].status().code(), 0);
   EXPECT_EQ(acks[2].status().code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
@@ -762,26 +766,14 @@ TEST_F(ServiceTest, AStringThatIsNotUtf8FailsItsRequestAloneNamingTheField) {
   Start();
   v1::InsertRequest not_utf8 = SmallRequest(2);
   not_utf8.mutable_rows()->mutable_rows(0)->mutable_values(1)->set_string_value("caf\xe9");
-  {
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    auto stream = stub_->InsertStream(&context);
-    ASSERT_TRUE(stream->Write(SmallRequest(1)));
-    ASSERT_TRUE(stream->Write(not_utf8));
-    ASSERT_TRUE(stream->Write(SmallRequest(3)));
-    stream->WritesDone();
-    std::map<uint64_t, v1::InsertAck> acks;
-    v1::InsertAck ack;
-    while (stream->Read(&ack)) acks[ack.sequence()] = ack;
-    EXPECT_TRUE(stream->Finish().ok());
-    ASSERT_EQ(acks.size(), 3u);
-    EXPECT_EQ(acks[1].status().code(), 0);
-    EXPECT_EQ(acks[2].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
-    EXPECT_THAT(acks[2].status().message(),
-                HasSubstr("rows.rows[0].values[1].string_value is not valid UTF-8"));
-    EXPECT_EQ(acks[3].status().code(), 0);
-    EXPECT_EQ(acks[3].rows(), 1u);
-  }
+  std::map<uint64_t, v1::InsertAck> acks = StreamAcks({SmallRequest(1), not_utf8, SmallRequest(3)});
+  ASSERT_EQ(acks.size(), 3u);
+  EXPECT_EQ(acks[1].status().code(), 0);
+  EXPECT_EQ(acks[2].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_THAT(acks[2].status().message(),
+              HasSubstr("rows.rows[0].values[1].string_value is not valid UTF-8"));
+  EXPECT_EQ(acks[3].status().code(), 0);
+  EXPECT_EQ(acks[3].rows(), 1u);
   v1::InsertResponse response;
   grpc::Status unary = Insert(not_utf8, &response);
   EXPECT_EQ(unary.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
