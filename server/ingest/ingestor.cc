@@ -40,6 +40,13 @@ Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
                                                               : options_.memory_budget_bytes / 8,
                .retry = options_.retry},
               &budget_, &retrier_, &schemas_, inserter, clock, observer),
+      intake_({.default_database = options_.default_database,
+               .default_ack = options_.default_ack,
+               .convert = options_.convert,
+               .has_spool = options_.spool != nullptr,
+               .background = options_.background},
+              &budget_, &schemas_, &keys_, &runner_, clock, observer,
+              [this](std::shared_ptr<Pending> p) { Route(std::move(p)); }),
       batcher_({.limits = options_.limits,
                 .table_limits = options_.table_limits,
                 .deadline_margin = options_.deadline_margin,
@@ -85,209 +92,19 @@ absl::Status Ingestor::CheckProgress(absl::Duration stall) const {
 
 bool Ingestor::RunPending() { return runner_.RunPending(); }
 
-void Ingestor::Complete(const std::shared_ptr<Pending>& p, Result result) {
-  if (p->done) return;
-  p->done = true;
-  if (p->reservation.bytes() > 0) {
-    p->reservation.Release();
-    PublishRequestBytes();
-  }
-  if (!p->idempotency_key.empty()) {
-    for (auto& f : keys_.Finish(p->idempotency_key, result)) {
-      Result copy = result;
-      copy.deduplicated = true;
-      f(std::move(copy));
-    }
-  }
-  if (observer_ != nullptr) {
-    const AckMode acked = result.persisted   ? AckMode::kPersisted
-                          : result.committed ? AckMode::kCommitted
-                                             : AckMode::kAccepted;
-    observer_->RequestDone(p->label, result.status, acked, p->rows);
-    if (result.status.ok() && result.committed) {
-      observer_->CommitLatency(p->label, clock_->Now() - p->received);
-    }
-  }
-  if (p->on_done) p->on_done(std::move(result));
-  p->on_done = nullptr;
-}
-
 absl::StatusOr<MemoryBudget::Reservation> Ingestor::Reserve(uint64_t bytes) {
-  std::optional<MemoryBudget::Reservation> reservation = budget_.TryReserve(bytes);
-  if (reservation.has_value()) {
-    PublishRequestBytes();
-    return *std::move(reservation);
-  }
-  if (observer_ != nullptr) {
-    observer_->MemoryRefused();
-    observer_->RequestDone("", absl::ResourceExhaustedError("memory budget"), AckMode::kAccepted,
-                           0);
-  }
-  return absl::ResourceExhaustedError(budget_.RefusalMessage(bytes));
+  return intake_.Reserve(bytes);
 }
 
-MemoryBudget::Reservation Ingestor::Hold(uint64_t bytes) {
-  MemoryBudget::Reservation reservation = budget_.Attach();
-  reservation.Resize(bytes);
-  PublishRequestBytes();
-  return reservation;
-}
-
-void Ingestor::PublishRequestBytes() const {
-  if (observer_ != nullptr) observer_->RequestBytes(budget_.requests());
-}
+MemoryBudget::Reservation Ingestor::Hold(uint64_t bytes) { return intake_.Hold(bytes); }
 
 void Ingestor::Submit(Request request, MemoryBudget::Reservation reservation,
                       std::function<void()> on_admitted, std::function<void(Result)> on_done) {
-  auto pending = std::make_shared<Pending>();
-  pending->reservation = reservation.attached() ? std::move(reservation) : budget_.Attach();
-  pending->received = clock_->Now();
-  pending->deadline = request.deadline;
-  pending->ack = request.ack.value_or(options_.default_ack);
-  pending->trace = request.trace;
-  pending->on_admitted = std::move(on_admitted);
-  pending->on_done = std::move(on_done);
-  if (pending->ack == AckMode::kPersisted && options_.spool == nullptr) {
-    return Complete(pending, {.status = absl::FailedPreconditionError(
-                                  "the persisted ack mode needs a spool: this chgate runs "
-                                  "without --spool-dir")});
-  }
-  // The common case, a table whose header is cached, converts on the caller's thread: no hand-off
-  // to a worker and no wake-up per request. Only work that may wait on ClickHouse (a header
-  // lookup) goes to the workers.
-  if (options_.background && HeaderIsFresh(request)) {
-    return Admit(std::move(pending), std::move(request), /*on_caller=*/true);
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    if (!shutting_down_) {
-      runner_.Post(TaskRunner::Queue::kConvert,
-                   [this, pending, request = std::move(request)]() mutable {
-                     Admit(pending, std::move(request));
-                   });
-      return;
-    }
-  }
-  Complete(pending, {.status = absl::UnavailableError("chgate is shutting down")});
+  intake_.Submit(std::move(request), std::move(reservation), std::move(on_admitted),
+                 std::move(on_done));
 }
 
-bool Ingestor::HeaderIsFresh(const Request& request) {
-  absl::StatusOr<TableId> table = ParseTableName(request.table, options_.default_database);
-  if (!table.ok()) return true;  // refused at once, without a lookup
-  {
-    absl::MutexLock lock(&mu_);
-    if (shutting_down_) return false;  // the queue path refuses it
-  }
-  return schemas_.IsFresh(*table, request.columns);
-}
-
-absl::Status Ingestor::Convert(const Request& request, const TableSchema& s, Pending* p) {
-  absl::StatusOr<std::unique_ptr<clickhouse::Block>> staged = Stage(request, s, options_.convert);
-  if (!staged.ok()) return staged.status();
-  p->staged = *std::move(staged);
-  return absl::OkStatus();
-}
-
-bool Ingestor::ClaimKey(const std::shared_ptr<Pending>& p, Request& request) {
-  const std::string key =
-      IdempotencyKeys::Scoped(request.identity, p->table, request.idempotency_key);
-  Result earlier;
-  switch (keys_.Take(key, &p->on_done, &earlier)) {
-    case IdempotencyKeys::Claim::kOwner:
-      p->idempotency_key = key;
-      return false;
-    case IdempotencyKeys::Claim::kDone:
-      if (request.release_input) request.release_input();
-      earlier.deduplicated = true;
-      Complete(p, std::move(earlier));
-      return true;
-    case IdempotencyKeys::Claim::kFollowing:
-      // The first request's outcome reaches this caller (its on_done was taken); a follower holds
-      // nothing while it waits.
-      p->done = true;
-      if (request.release_input) request.release_input();
-      p->reservation.Release();
-      PublishRequestBytes();
-      if (p->on_admitted) p->on_admitted();
-      return true;
-  }
-  return false;
-}
-
-void Ingestor::Admit(std::shared_ptr<Pending> p, Request request, bool on_caller) {
-  absl::StatusOr<TableId> table = ParseTableName(request.table, options_.default_database);
-  if (!table.ok()) return Complete(p, {.status = table.status()});
-  p->table = *table;
-  p->columns = request.columns;
-  // A request of no rows inserts nothing, so its key claims nothing: a later request with the
-  // same key and rows is not answered "deduplicated" with none of them.
-  const bool has_rows = (request.rows != nullptr && request.rows->row_count() > 0) ||
-                        (request.block != nullptr && request.block->rows() > 0);
-  if (!request.idempotency_key.empty() && has_rows && ClaimKey(p, request)) return;
-  p->key = TableColumnsKey(p->table, p->columns);
-  bool fetched = false;
-  absl::StatusOr<std::shared_ptr<const TableSchema>> schema =
-      schemas_.Get(p->table, p->columns, p->deadline, /*refresh=*/false, &fetched);
-  if (!schema.ok()) {
-    // A caller's mistake (no such table or column) is the caller's to see; ClickHouse being
-    // unreachable is the operator's.
-    if (IsRetryable(schema.status())) {
-      kLog.Throttled(log::Level::kWarn, "table header lookup failed; request refused", "",
-                     {{"table", absl::StrCat(p->table.database, ".", p->table.table)},
-                      {"code", ErrorCodeLabel(schema.status())},
-                      {"error", schema.status().message()}});
-    }
-    return Complete(p, {.status = schema.status()});
-  }
-  absl::Status converted = Convert(request, **schema, p.get());
-  if (!converted.ok() && !fetched && on_caller) {
-    // The refresh below waits on ClickHouse: not on the caller's thread.
-    runner_.Post(
-        TaskRunner::Queue::kConvert, [this, p, request = std::move(request), schema = *schema,
-                                      converted = std::move(converted)]() mutable {
-          AdmitConverted(std::move(p), std::move(request), std::move(schema), std::move(converted),
-                         /*fetched=*/false);
-        });
-    return;
-  }
-  AdmitConverted(std::move(p), std::move(request), *std::move(schema), std::move(converted),
-                 fetched);
-}
-
-void Ingestor::AdmitConverted(std::shared_ptr<Pending> p, Request request,
-                              std::shared_ptr<const TableSchema> schema, absl::Status converted,
-                              bool fetched) {
-  if (!converted.ok() && !fetched) {
-    // The rows were judged by a cached header; the table may have changed since (ALTER ...
-    // MODIFY COLUMN, ADD COLUMN). Ask the server once more before calling the rows bad.
-    absl::StatusOr<std::shared_ptr<const TableSchema>> fresh =
-        schemas_.Get(p->table, p->columns, p->deadline, /*refresh=*/true, &fetched);
-    if (!fresh.ok()) return Complete(p, {.status = fresh.status()});
-    if (!SameTypes(**fresh, *schema)) {
-      schema = *std::move(fresh);
-      converted = Convert(request, *schema, p.get());
-    }
-  }
-  // The message the rows came from is no longer needed: from here on the request holds only
-  // its converted columns.
-  if (request.release_input) request.release_input();
-  // Only tables that exist become metric labels.
-  p->label = absl::StrCat(p->table.database, ".", p->table.table);
-  p->schema = schema;
-  if (!converted.ok()) return Complete(p, {.status = converted});
-  p->rows = p->staged->rows();
-  p->bytes = p->staged->ByteSize();
-  p->reservation.Resize(p->bytes);
-  PublishRequestBytes();
-  if (p->rows == 0) {
-    // Nothing to commit: the table and columns were checked, which is all a zero-row request
-    // asks for. Its ack is in the mode asked (none of them promises anything of no rows).
-    if (p->on_admitted) p->on_admitted();
-    return Complete(p, {.status = absl::OkStatus(),
-                        .rows = 0,
-                        .committed = p->ack == AckMode::kCommitted,
-                        .persisted = p->ack == AckMode::kPersisted});
-  }
+void Ingestor::Route(std::shared_ptr<Pending> p) {
   if (p->ack == AckMode::kPersisted) return Persist(std::move(p));
   Append(std::move(p));
 }
@@ -298,7 +115,7 @@ void Ingestor::Append(std::shared_ptr<Pending> p) {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) {
       after.push_back([this, p] {
-        Complete(p, {.status = absl::UnavailableError("chgate is shutting down")});
+        intake_.Complete(p, {.status = absl::UnavailableError("chgate is shutting down")});
       });
     } else {
       admission_.Wait(p);
@@ -340,12 +157,12 @@ void Ingestor::AppendToBatchLocked(Batch& batch, const std::shared_ptr<Pending>&
   } else {
     after->push_back([this, p, admitted = std::move(admitted), query_id = batch.query_id()] {
       if (admitted) admitted();
-      Complete(
+      intake_.Complete(
           p,
           {.status = absl::OkStatus(), .rows = p->rows, .committed = false, .query_id = query_id});
     });
   }
-  PublishRequestBytes();
+  intake_.PublishRequestBytes();
   StartFlushIfFullLocked(batch);
 }
 
@@ -400,11 +217,11 @@ void Ingestor::Flush(Batch* batch, Batch::Contents taken, FlushReason reason) {
     rows_dropped_ += dropped;
   }
   for (const auto& p : taken.pendings) {
-    Complete(p, {.status = out.status,
-                 .rows = out.status.ok() ? p->rows : 0,
-                 .committed = out.status.ok(),
-                 .query_id = out.query_id,
-                 .commit_time = out.end});
+    intake_.Complete(p, {.status = out.status,
+                         .rows = out.status.ok() ? p->rows : 0,
+                         .committed = out.status.ok(),
+                         .query_id = out.query_id,
+                         .commit_time = out.end});
   }
   FinishFlush(batch, bytes, rows);
 }
@@ -445,9 +262,10 @@ bool Ingestor::Poll() {
                    "", {{"callers", expired.size()}, {"table", expired.front()->label}});
   }
   for (const auto& p : expired) {
-    Complete(p, {.status = absl::ResourceExhaustedError(
-                     "chgate's buffer stayed full until the request's deadline; nothing of it "
-                     "was buffered, so it is safe to retry")});
+    intake_.Complete(p,
+                     {.status = absl::ResourceExhaustedError(
+                          "chgate's buffer stayed full until the request's deadline; nothing of it "
+                          "was buffered, so it is safe to retry")});
   }
   return started || !expired.empty();
 }
@@ -497,9 +315,13 @@ void Ingestor::Shutdown(absl::Time deadline) {
     drain_deadline_ = std::min(drain_deadline_, deadline);
     if (!shutting_down_) {
       shutting_down_ = true;
+      intake_.Close();
       const Admission::Counts counts = admission_.counts();
-      drain_start = IngestStats{counts.buffered_rows, counts.buffered_bytes, counts.waiting,
-                                flushes_in_flight_, rows_dropped_};
+      drain_start = IngestStats{.buffered_rows = counts.buffered_rows,
+                                .buffered_bytes = counts.buffered_bytes,
+                                .waiting_requests = counts.waiting,
+                                .flushes_in_flight = flushes_in_flight_,
+                                .rows_dropped = rows_dropped_};
       committed_before = rows_committed_;
       failed_before = rows_failed_;
       refused = admission_.TakeAll();
@@ -514,8 +336,8 @@ void Ingestor::Shutdown(absl::Time deadline) {
                {"deadline_in", absl::Trunc(deadline - started, absl::Milliseconds(1))}});
   }
   for (const auto& p : refused) {
-    Complete(p,
-             {.status = absl::UnavailableError("chgate is shutting down; nothing was buffered")});
+    intake_.Complete(
+        p, {.status = absl::UnavailableError("chgate is shutting down; nothing was buffered")});
   }
   if (!options_.background) {
     RunPending();
@@ -548,8 +370,8 @@ void Ingestor::Shutdown(absl::Time deadline) {
     }
   }
   for (const auto& p : unflushed) {
-    Complete(p, {.status = absl::UnavailableError(
-                     "chgate shut down before these rows could be committed")});
+    intake_.Complete(p, {.status = absl::UnavailableError(
+                             "chgate shut down before these rows could be committed")});
   }
 }
 
@@ -575,7 +397,7 @@ void Ingestor::Persist(std::shared_ptr<Pending> p) {
       bridge_.Encode(p->table, p->columns, p->idempotency_key, std::move(p->staged));
   // Until it is written, the spool's queue holds the record: it stays counted as this request's.
   p->reservation.Resize(record.payload.size());
-  PublishRequestBytes();
+  intake_.PublishRequestBytes();
   if (p->on_admitted) {
     p->on_admitted();
     p->on_admitted = nullptr;
@@ -590,7 +412,7 @@ void Ingestor::Persist(std::shared_ptr<Pending> p) {
     kLog.Throttled(log::Level::kWarn, "spool refused a persisted request", p->label,
                    {{"table", p->label}, {"rows", p->rows}, {"error", st.message()}});
   }
-  Complete(p, {.status = st});
+  intake_.Complete(p, {.status = st});
 }
 
 void Ingestor::OnPersisted(const std::shared_ptr<Pending>& p, absl::StatusOr<SpoolEntry> entry) {
@@ -598,13 +420,14 @@ void Ingestor::OnPersisted(const std::shared_ptr<Pending>& p, absl::StatusOr<Spo
   if (!entry.ok()) {
     kLog.Throttled(log::Level::kError, "spool write failed; persisted request refused", p->label,
                    {{"table", p->label}, {"rows", p->rows}, {"error", entry.status().message()}});
-    return Complete(p, {.status = entry.status()});
+    return intake_.Complete(p, {.status = entry.status()});
   }
   {
     absl::MutexLock lock(&mu_);
     QueueSpooledLocked(batcher_.Spooled(p->table, p->columns, &p->key), *std::move(entry));
   }
-  Complete(p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false, .persisted = true});
+  intake_.Complete(
+      p, {.status = absl::OkStatus(), .rows = p->rows, .committed = false, .persisted = true});
 }
 
 void Ingestor::QueueSpooledLocked(Batch& batch, SpoolEntry entry) {

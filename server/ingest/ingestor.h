@@ -38,6 +38,7 @@
 #include "server/ingest/flush_runner.h"
 #include "server/ingest/idempotency_keys.h"
 #include "server/ingest/inserter.h"
+#include "server/ingest/intake.h"
 #include "server/ingest/memory_budget.h"
 #include "server/ingest/observer.h"
 #include "server/ingest/request.h"
@@ -188,23 +189,9 @@ class Ingestor {
   using Pending = PendingRequest;
 
   void SchedulerLoop();
-  // Converts the request and appends it to its table's batch. `on_caller`: running on the
-  // submitting thread (HeaderIsFresh was true), which must not wait on ClickHouse: rows the cached
-  // header refuses are then handed to a worker, which asks the server for the header again.
-  void Admit(std::shared_ptr<Pending> pending, Request request, bool on_caller = false);
-  // The rest of Admit once the request was converted (or refused) against `schema`.
-  void AdmitConverted(std::shared_ptr<Pending> p, Request request,
-                      std::shared_ptr<const TableSchema> schema, absl::Status converted,
-                      bool fetched);
-  // Whether the request's table header is cached and fresh, so Admit needs no lookup (false while
-  // shutting down: Submit's queue path refuses the request then).
-  bool HeaderIsFresh(const Request& request) ABSL_LOCKS_EXCLUDED(mu_);
-  // Claims the request's idempotency key (see IdempotencyKeys); true when the request is finished
-  // (an earlier one did the work, or it waits for the outcome of one in flight).
-  bool ClaimKey(const std::shared_ptr<Pending>& p, Request& request);
-  void PublishRequestBytes() const;
-  // Converts the request's rows or block into p->staged, laid out as `schema`.
-  absl::Status Convert(const Request& request, const TableSchema& schema, Pending* p);
+  // A request whose rows were converted (Intake's next step): to the spool when persisted,
+  // otherwise to its table's batch.
+  void Route(std::shared_ptr<Pending> p);
   void Append(std::shared_ptr<Pending> pending) ABSL_LOCKS_EXCLUDED(mu_);
   // Admits waiting requests that fit; their callbacks go to `after`, to run once mu_ is released.
   void AdmitWaitingLocked(std::vector<std::function<void()>>* after)
@@ -232,7 +219,6 @@ class Ingestor {
   // Starts the batch's flush when it reached its row or byte limit.
   void StartFlushIfFullLocked(Batch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   InsertTarget TargetOf(Batch* batch) const;
-  void Complete(const std::shared_ptr<Pending>& p, Result result);
 
   const IngestOptions options_;
   const uint64_t buffer_limit_;
@@ -241,15 +227,17 @@ class Ingestor {
   Clock* const clock_;
   IngestObserver* const observer_;  // may be null
   // The parts with state of their own, each behind its own lock. Lock order: mu_ is taken before
-  // the admission's, the runner's and the delays' locks (requests are admitted, work is posted
-  // and delays read under it) and is never held while calling the schema cache, the idempotency
-  // keys, the retrier or the spool bridge.
+  // the intake's, the admission's, the runner's and the delays' locks (the intake is closed,
+  // requests are admitted, work is posted and delays read under it) and is never held while calling
+  // the schema cache, the idempotency keys, the retrier or the spool bridge.
   SchemaCache schemas_;
   IdempotencyKeys keys_;
   InsertRetrier retrier_;
   FlushRunner flusher_;
   // Declared before the batches, whose spool entries hold blocks it counts.
   SpoolBridge bridge_;
+  // Requests from their callers to converted rows, and every caller's answer.
+  Intake intake_;
 
   // Guards the batches, the flush and row counts and the shutdown state; held while admitting,
   // so a request's admission and its append to a batch are one step.

@@ -1085,6 +1085,37 @@ TEST_F(IngestorTest, ABatchFailureIsAnErrorOnlyWhenRowsAreLostOrTheServerIsAtFau
   log::SetLogger(nullptr);
 }
 
+TEST_F(IngestorTest, TheDrainReportsOnlyWhatItDroppedNotEarlierLosses) {
+  // Rows lost before the drain began were reported when they were lost; the drain's line says
+  // what the drain itself flushed, failed and dropped (an operator reads it at every rollout).
+  std::ostringstream out;
+  log::Logger logger(
+      {.format = log::Format::kJson, .out = &out, .clock = [this] { return clock_.Now(); }});
+  log::SetLogger(&logger);
+  Make(Options());
+  inserter_.script = {ClickHouseError(53, "Type mismatch")};
+  auto lost = Rows(0, 3);
+  Submit(lost, absl::Seconds(30), "events", AckMode::kAccepted);
+  clock_.Advance(absl::Seconds(1));  // the batch is due
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_EQ(ingestor_->Stats().rows_dropped, 3u);
+  auto kept = Rows(10, 2);
+  Submit(kept, absl::Seconds(30), "events", AckMode::kAccepted);
+  out.str("");
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(5));
+  const std::string lines = out.str();
+  const size_t at = lines.find("\"msg\":\"drain finished\"");
+  ASSERT_NE(at, std::string::npos) << lines;
+  const size_t start = lines.rfind('\n', at) == std::string::npos ? 0 : lines.rfind('\n', at);
+  const std::string line = lines.substr(start, lines.find('\n', at) - start);
+  EXPECT_TRUE(absl::StrContains(line, "\"rows_dropped\":0")) << line;
+  EXPECT_TRUE(absl::StrContains(line, "\"rows_flushed\":2")) << line;
+  EXPECT_TRUE(absl::StrContains(line, "\"level\":\"info\"")) << line;
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 3u);
+  log::SetLogger(nullptr);
+}
+
 TEST_F(IngestorTest, AcceptedRowsAreRetriedLikeAnyOthers) {
   // No caller waits for accepted rows: their flush still gets every attempt the retry budget
   // allows (it used to give up at the first transient error, losing the rows).
