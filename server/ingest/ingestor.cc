@@ -466,7 +466,10 @@ void Ingestor::FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason
     for (const SpoolEntry& e : out.later) queued_rows -= e.rows;
     rows_dropped_ += out.lost_rows;
     rows_committed_ += out.committed;
-    spooled_rows_ -= std::min(spooled_rows_, queued_rows);
+    rows_failed_ += out.dead_lettered;
+    // Rows left pending in the spool (the drain ended first) are still there for the next
+    // start, and still counted as spooled.
+    spooled_rows_ -= std::min(spooled_rows_, queued_rows - std::min(queued_rows, out.left_rows));
   }
   FinishFlush(batch, 0, 0);
 }
@@ -502,10 +505,10 @@ RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records
     }
   }
   // A caller that resends a request it saw no answer for finds it done.
-  for (const RecoveryPlan::Queued& q : plan.queued) {
-    if (q.idempotency_key.empty()) continue;
-    keys_.RememberDone(q.idempotency_key,
-                       Result{.status = absl::OkStatus(), .rows = q.entry.rows, .persisted = true});
+  // So does one whose rows are in a batch sent before the crash, which goes out again as it was.
+  for (const RecoveryPlan::Key& k : plan.keys) {
+    keys_.RememberDone(k.idempotency_key,
+                       Result{.status = absl::OkStatus(), .rows = k.rows, .persisted = true});
   }
   // Batches are never removed, so the pointers stay valid without the lock.
   for (const auto& [batch, flush] : damaged) {

@@ -50,10 +50,14 @@ std::optional<clickhouse::Block> ConvertLosslessly(const clickhouse::Block& bloc
   return out;
 }
 
-std::optional<clickhouse::Block> ConvertToChangedTable(
-    Inserter* inserter, Clock* clock, const RetryPolicy& retry, const TableId& table,
-    const clickhouse::Block& block, const std::function<absl::Time()>& stop_at, bool* same_header) {
+std::optional<clickhouse::Block> ConvertToChangedTable(Inserter* inserter, Clock* clock,
+                                                       const RetryPolicy& retry,
+                                                       const TableId& table,
+                                                       const clickhouse::Block& block,
+                                                       const std::function<absl::Time()>& stop_at,
+                                                       bool* same_header, bool* undecided) {
   if (same_header != nullptr) *same_header = false;
+  if (undecided != nullptr) *undecided = false;
   std::vector<std::string> names;
   for (const clickhouse::NamedColumn& c : block.columns()) names.push_back(c.name);
   for (int tries = 0;; ++tries) {
@@ -64,7 +68,10 @@ std::optional<clickhouse::Block> ConvertToChangedTable(
     // Only an answer about the table decides; while ClickHouse does not answer, ask again.
     if (!IsRetryable(now.status()) || IsTableChangeError(now.status())) return std::nullopt;
     const absl::Time resume = clock->Now() + BackoffCap(retry, tries + 1);
-    if (resume >= stop_at()) return std::nullopt;
+    if (resume >= stop_at()) {
+      if (undecided != nullptr) *undecided = true;
+      return std::nullopt;
+    }
     clock->SleepUntil(resume);
   }
 }

@@ -28,11 +28,11 @@ std::optional<clickhouse::Block> ConvertLosslessly(const clickhouse::Block& bloc
 // otherwise, or when ClickHouse does not describe the table before `stop_at` (asked again with
 // backoff while it does not answer). `*same_header` (when given) is set when the table's header
 // is still the block's: the server's refusal was about the rows, not a change of the table.
-std::optional<clickhouse::Block> ConvertToChangedTable(Inserter* inserter, Clock* clock,
-                                                       const RetryPolicy& retry,
-                                                       const TableId& table,
-                                                       const clickhouse::Block& block,
-                                                       const std::function<absl::Time()>& stop_at,
-                                                       bool* same_header = nullptr);
+// `*undecided` (when given) is set when nullopt means only that stop_at passed before ClickHouse
+// described the table.
+std::optional<clickhouse::Block> ConvertToChangedTable(
+    Inserter* inserter, Clock* clock, const RetryPolicy& retry, const TableId& table,
+    const clickhouse::Block& block, const std::function<absl::Time()>& stop_at,
+    bool* same_header = nullptr, bool* undecided = nullptr);
 
 }  // namespace chgate::ingest

@@ -194,16 +194,16 @@ absl::Status InsertRetrier::InsertConverting(
   absl::Status status = Insert(target, block, attempt, stop_at, fields, too_many_parts);
   if (status.ok() || !IsDataError(status) || !IsTableChangeError(status)) return status;
   schemas->Forget(target.table);
-  bool same_header = false;
+  bool same_header = false, undecided = false;
   std::optional<clickhouse::Block> converted;
   {
     // Several parts are gathered for the conversion only, and freed before the converted block
     // is sent (BlockParts::Gathered would keep the copy as long as the parts).
     std::optional<clickhouse::Block> gathered;
     if (block.parts().size() > 1) gathered = clickhouse::Block::Concat(block.parts());
-    converted =
-        ConvertToChangedTable(inserter_, clock_, policy_, target.table,
-                              gathered ? *gathered : block.Gathered(), stop_at, &same_header);
+    converted = ConvertToChangedTable(inserter_, clock_, policy_, target.table,
+                                      gathered ? *gathered : block.Gathered(), stop_at,
+                                      &same_header, &undecided);
   }
   // The table is as the rows were checked against: the refusal is about the rows.
   if (same_header) return status;
@@ -215,6 +215,13 @@ absl::Status InsertRetrier::InsertConverting(
     return Insert(
         target, clickhouse::BlockParts(std::make_unique<clickhouse::Block>(*std::move(converted))),
         attempt, stop_at, fields, too_many_parts);
+  }
+  if (undecided) {
+    // Whether the new columns take the rows is not known: not a verdict on the rows.
+    return absl::UnavailableError(absl::StrCat(
+        "the table changed after these rows were checked against it, and ClickHouse did not "
+        "describe it before the deadline (",
+        status.message(), ")"));
   }
   if (!on_change.abort_unconvertible) return status;
   return absl::AbortedError(absl::StrCat(

@@ -82,7 +82,8 @@ class InsertRetrier {
   // Insert, and when the table changed under the block (a data error that is a table change),
   // `schemas` forgets the table and the block goes again, converted to the table's new header,
   // where nothing is lost (see ConvertToChangedTable). A refusal with the header unchanged is
-  // about the rows and stays as it is.
+  // about the rows and stays as it is. When ClickHouse does not describe the table before
+  // stop_at(), the answer is Unavailable: nothing is known against the rows.
   absl::Status InsertConverting(const InsertTarget& target, const clickhouse::BlockParts& block,
                                 InsertAttempt& attempt, const std::function<absl::Time()>& stop_at,
                                 const std::function<void(std::vector<log::Field>*)>& fields,

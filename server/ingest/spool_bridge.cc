@@ -100,7 +100,28 @@ absl::Status SpoolBridge::Append(Record record,
 // ---------------------------------------------------------------------------------------------
 // Sending a spooled batch.
 
+absl::StatusOr<std::string> SpoolBridge::ReadRecord(const SpoolTarget& target, uint64_t lsn,
+                                                    const std::function<absl::Time()>& stop_at) {
+  for (int tries = 0;; ++tries) {
+    absl::StatusOr<std::string> payload = options_.spool->Read(lsn);
+    if (payload.ok() || absl::IsDataLoss(payload.status()) || absl::IsNotFound(payload.status()) ||
+        absl::IsFailedPrecondition(payload.status())) {
+      return payload;
+    }
+    // Not the record's fault (no file descriptor or memory now, an I/O error): its rows are
+    // not given up for it.
+    kLog.Throttled(log::Level::kError, "spooled record could not be read; the batch waits",
+                   target.label,
+                   {{"table", target.label}, {"lsn", lsn}, {"error", payload.status().message()}});
+    const absl::Time resume = clock_->Now() + BackoffCap(options_.retry, tries + 1);
+    if (resume >= stop_at()) return payload;
+    clock_->SleepUntil(resume);
+    TaskRunner::MarkProgress(clock_);
+  }
+}
+
 clickhouse::BlockParts SpoolBridge::Read(const SpoolTarget& target, SpooledFlush& flush,
+                                         const std::function<absl::Time()>& stop_at,
                                          SpooledOutcome* outcome) {
   // The readable records' blocks: those kept since their sync (alive as long as their entries in
   // `flush`) and those read back, which the BlockParts owns. They go out as one block, written
@@ -110,11 +131,14 @@ clickhouse::BlockParts SpoolBridge::Read(const SpoolTarget& target, SpooledFlush
   std::vector<SpoolEntry> kept;
   std::vector<uint64_t> lost;
   const auto lose = [&](const SpoolEntry& e) {
-    if (observer_ != nullptr) {
-      observer_->RowsDropped(target.label, DropReason::kSpoolDamaged, e.rows);
-    }
     lost.push_back(e.lsn);
     outcome->lost_rows += e.rows;
+  };
+  // Reported once they are known lost: a flush left in the spool (below) is read again later.
+  const auto report_lost = [&] {
+    if (observer_ != nullptr && outcome->lost_rows > 0) {
+      observer_->RowsDropped(target.label, DropReason::kSpoolDamaged, outcome->lost_rows);
+    }
   };
   for (size_t i = 0; i < flush.entries.size(); ++i) {
     SpoolEntry& e = flush.entries[i];
@@ -125,7 +149,26 @@ clickhouse::BlockParts SpoolBridge::Read(const SpoolTarget& target, SpooledFlush
     if (e.cached != nullptr) {
       src = e.cached->block.get();
     } else {
-      absl::StatusOr<std::string> payload = options_.spool->Read(e.lsn);
+      absl::StatusOr<std::string> payload = ReadRecord(target, e.lsn, stop_at);
+      if (!payload.ok() && !absl::IsDataLoss(payload.status()) &&
+          !absl::IsNotFound(payload.status())) {
+        // Out of time (or the spool closed) with the record still pending: the flush stays in
+        // the spool, as if it had not started (but for a new flush's records already found
+        // unreadable: those are gone).
+        outcome->status = payload.status();
+        if (flush.intent_lsn != 0) outcome->lost_rows = 0;
+        for (const SpoolEntry& left : flush.entries) {
+          if (flush.intent_lsn != 0 ||
+              std::find(lost.begin(), lost.end(), left.lsn) == lost.end()) {
+            outcome->left_rows += left.rows;
+          }
+        }
+        if (flush.intent_lsn == 0) {
+          MarkCommitted(lost, "unreadable");
+          report_lost();
+        }
+        return {};
+      }
       one = std::make_unique<clickhouse::Block>();
       h = payload.ok() ? DecodeSpoolRecord(*payload, one.get()) : payload.status();
       if (h.ok() && h->kind != SpoolRecordKind::kRows) {
@@ -162,10 +205,12 @@ clickhouse::BlockParts SpoolBridge::Read(const SpoolTarget& target, SpooledFlush
     // block to ClickHouse (a duplicate of what the first attempt may have written). The caller
     // sets the batch aside, marking it committed in one record with its intent.
     flush.unreadable = std::move(lost);
+    report_lost();
     return {};
   }
   flush.entries = std::move(kept);
   MarkCommitted(lost, "unreadable");
+  report_lost();
   return clickhouse::BlockParts(std::move(parts), std::move(decoded));
 }
 
@@ -199,9 +244,13 @@ SpooledOutcome SpoolBridge::Send(const SpoolTarget& target, SpooledFlush& flush,
   const absl::Time start = clock_->Now();
   SpooledOutcome out;
   // Read the records first: their columns decide how many go into this INSERT.
-  clickhouse::BlockParts block = Read(target, flush, &out);
+  clickhouse::BlockParts block = Read(target, flush, stop_at, &out);
   if (!flush.unreadable.empty()) {
-    SetAsideDamagedIntent(target, flush);
+    if (std::optional<uint64_t> set_aside = SetAsideDamagedIntent(target, flush)) {
+      out.dead_lettered = *set_aside;
+    } else {
+      for (const SpoolEntry& e : flush.entries) out.left_rows += e.rows;
+    }
     return out;
   }
   if (block.parts().empty()) return out;
@@ -270,8 +319,15 @@ void SpoolBridge::Settle(const SpoolTarget& target, SpooledFlush& flush, FlushRe
     if (observer_ != nullptr) {
       observer_->FlushFailed(target.label, out.status, clickhouse::ClickHouseCode(out.status));
     }
-    WriteDeadLetter(target, flush, out.rows, out.status);
+    if (WriteDeadLetter(target, flush, out.rows, out.status)) {
+      out.dead_lettered = out.rows;
+    } else {
+      out.left_rows = out.rows;
+    }
   } else {
+    // So does a refusal for a changed table whose new header could not be read before the drain
+    // ended (InsertConverting answers Unavailable then): the rows may well fit it.
+    out.left_rows = out.rows;
     // The drain ended (or the spool closed) first: the records stay pending in the spool and go
     // out after the restart, under the same identity if the intent was written.
     kLog.Warn("spooled batch left in the spool for the next start",
@@ -341,7 +397,8 @@ void SpoolBridge::CheckDedupWindow(const SpoolTarget& target) {
 // ---------------------------------------------------------------------------------------------
 // Setting batches aside.
 
-void SpoolBridge::SetAsideDamagedIntent(const SpoolTarget& target, const SpooledFlush& flush) {
+std::optional<uint64_t> SpoolBridge::SetAsideDamagedIntent(const SpoolTarget& target,
+                                                           const SpooledFlush& flush) {
   uint64_t rows = 0;
   for (const SpoolEntry& e : flush.entries) {
     if (std::find(flush.unreadable.begin(), flush.unreadable.end(), e.lsn) ==
@@ -358,15 +415,18 @@ void SpoolBridge::SetAsideDamagedIntent(const SpoolTarget& target, const Spooled
        {"unreadable_lsns", lsns},
        {"readable_records", flush.entries.size() - flush.unreadable.size()},
        {"readable_rows", rows}});
-  WriteDeadLetter(
-      target, flush, rows,
-      absl::DataLossError(absl::StrCat("records ", lsns, " of batch intent ", flush.intent_lsn,
-                                       " are unreadable in the spool")));
+  if (!WriteDeadLetter(
+          target, flush, rows,
+          absl::DataLossError(absl::StrCat("records ", lsns, " of batch intent ", flush.intent_lsn,
+                                           " are unreadable in the spool")))) {
+    return std::nullopt;
+  }
+  return rows;
 }
 
-void SpoolBridge::WriteDeadLetter(const SpoolTarget& target, const SpooledFlush& flush,
+bool SpoolBridge::WriteDeadLetter(const SpoolTarget& target, const SpooledFlush& flush,
                                   uint64_t rows, const absl::Status& status) {
-  spool::FileOps* ops = spool::DefaultFileOps();
+  spool::FileOps* ops = options_.spool->file_ops();
   const std::string dir = options_.spool->dead_letter_dir();
   const std::string name = DeadLetterFileName(flush.intent_lsn);
   ingest::DeadLetter letter{.table = target.table,
@@ -391,7 +451,7 @@ void SpoolBridge::WriteDeadLetter(const SpoolTarget& target, const SpooledFlush&
   }
   const std::string out = EncodeDeadLetter(letter);
   letter.payloads.clear();
-  if (st.ok()) st = ops->MakeDir(dir);
+  if (st.ok()) st = spool::MakeDirDurably(ops, dir);
   if (st.ok()) st = spool::WriteFileAtomically(ops, dir, name, out);
   if (st.ok()) options_.spool->AddSetAside(out.size());
   if (!st.ok()) {
@@ -403,7 +463,7 @@ void SpoolBridge::WriteDeadLetter(const SpoolTarget& target, const SpooledFlush&
          {"rows", rows},
          {"clickhouse_error", status.message()},
          {"error", st.message()}});
-    return;
+    return false;
   }
   std::vector<uint64_t> done;
   for (const SpoolEntry& e : flush.entries) done.push_back(e.lsn);
@@ -420,6 +480,7 @@ void SpoolBridge::WriteDeadLetter(const SpoolTarget& target, const SpooledFlush&
               {"file", absl::StrCat("dead-letter/", name)},
               {"code", ErrorCodeLabel(status)},
               {"error", status.message()}});
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -460,7 +521,12 @@ RecoveryPlan SpoolBridge::Plan(const std::vector<spool::SpoolRecord>& records, a
   summary.unreadable = unreadable.size();
   MarkCommitted(unreadable, "unreadable");
   summary.records = rows.size();
-  for (const auto& [lsn, f] : rows) summary.rows += f.header.rows;
+  for (const auto& [lsn, f] : rows) {
+    summary.rows += f.header.rows;
+    if (!f.header.idempotency_key.empty()) {
+      plan.keys.push_back({f.header.idempotency_key, f.header.rows});
+    }
+  }
   std::vector<uint64_t> empty_intents;
   for (const auto& [intent_lsn, f] : intents) {
     SpooledFlush flush{.intent_lsn = intent_lsn};
@@ -496,7 +562,7 @@ RecoveryPlan SpoolBridge::Plan(const std::vector<spool::SpoolRecord>& records, a
   }
   for (const auto& [lsn, f] : rows) {
     plan.queued.push_back({RecoveryPlan::Table{f.header.table, f.header.columns},
-                           SpoolEntry{lsn, f.header.rows, f.size, now}, f.header.idempotency_key});
+                           SpoolEntry{lsn, f.header.rows, f.size, now}});
   }
   MarkCommitted(empty_intents, "empty intents'");
   return plan;

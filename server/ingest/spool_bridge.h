@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,14 @@ struct SpooledOutcome {
   uint64_t rows = 0;       // in the block sent
   uint64_t committed = 0;  // rows ClickHouse committed
   uint64_t lost_rows = 0;  // of records that could not be read back
-  uint64_t bytes = 0;      // of the block sent
+  // Rows moved to the dead-letter directory (refused by ClickHouse for their data, or a damaged
+  // intent's readable records).
+  uint64_t dead_lettered = 0;
+  // Rows of this flush's records still pending in the spool after it: the drain ended (or the
+  // spool closed) before they were settled, or they could not be set aside. They go out after
+  // the next start.
+  uint64_t left_rows = 0;
+  uint64_t bytes = 0;  // of the block sent
   // Records whose columns differ from the first's: the table changed between their requests;
   // they go in the next INSERT.
   std::vector<SpoolEntry> later;
@@ -112,12 +120,19 @@ struct RecoveryPlan {
   struct Queued {
     Table to;
     SpoolEntry entry;
-    std::string idempotency_key;  // of the request, when it had one (scoped)
+  };
+  // A persisted request's idempotency key (scoped) and its rows.
+  struct Key {
+    std::string idempotency_key;
+    uint64_t rows = 0;
   };
   RecoverySummary summary;
   std::vector<Replay> replays;  // intents to send again as they were, in LSN order
   std::vector<Replay> damaged;  // intents some of whose records are gone: to set aside
   std::vector<Queued> queued;   // records without an intent, in LSN order
+  // The keys of every readable pending record, queued or in an intent: their requests were
+  // acknowledged, so a resend under the same key is answered, not spooled again.
+  std::vector<Key> keys;
 };
 
 class SpoolBridge {
@@ -155,7 +170,9 @@ class SpoolBridge {
                       const std::function<absl::Time()>& stop_at);
   // Sets aside a replayed intent some of whose records are unreadable or gone: its readable
   // records go to the dead-letter directory with the intent; the loss is logged with the LSNs.
-  void SetAsideDamagedIntent(const SpoolTarget& target, const SpooledFlush& flush);
+  // Returns the readable rows set aside, or nullopt when they could not be (they stay pending).
+  std::optional<uint64_t> SetAsideDamagedIntent(const SpoolTarget& target,
+                                                const SpooledFlush& flush);
 
   // Sorts the records the spool's Open handed back (headers only; payloads are read as needed).
   // Unreadable records and intents without any record are marked committed here.
@@ -166,8 +183,15 @@ class SpoolBridge {
  private:
   friend struct CachedBlock;
 
+  // The flush's readable records as one block. Unreadable records are lost (a new flush) or make
+  // the intent damaged (a replay); an error that may pass (not DataLoss or NotFound: a file that
+  // cannot be opened now, an I/O error) is retried with backoff until stop_at(), and then leaves
+  // the whole flush in the spool (outcome->left_rows, and an empty block).
   clickhouse::BlockParts Read(const SpoolTarget& target, SpooledFlush& flush,
-                              SpooledOutcome* outcome);
+                              const std::function<absl::Time()>& stop_at, SpooledOutcome* outcome);
+  // One record's payload, retrying errors that may pass until stop_at().
+  absl::StatusOr<std::string> ReadRecord(const SpoolTarget& target, uint64_t lsn,
+                                         const std::function<absl::Time()>& stop_at);
   // Writes the intent of `flush` (its records in order), retrying with backoff until stop_at().
   absl::Status WriteIntent(const SpoolTarget& target, SpooledFlush& flush, uint64_t rows,
                            const std::function<absl::Time()>& stop_at);
@@ -176,7 +200,8 @@ class SpoolBridge {
   void Settle(const SpoolTarget& target, SpooledFlush& flush, FlushReason reason,
               const InsertAttempt& attempt, absl::Duration elapsed, SpooledOutcome& out);
   void CheckDedupWindow(const SpoolTarget& target) ABSL_LOCKS_EXCLUDED(mu_);
-  void WriteDeadLetter(const SpoolTarget& target, const SpooledFlush& flush, uint64_t rows,
+  // Whether the records were moved (false: they stay pending in the spool).
+  bool WriteDeadLetter(const SpoolTarget& target, const SpooledFlush& flush, uint64_t rows,
                        const absl::Status& status);
   void MarkCommitted(const std::vector<uint64_t>& lsns, const char* what);
 

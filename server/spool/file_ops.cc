@@ -161,6 +161,27 @@ absl::Status ErrnoStatus(int error_number, const char* call, const std::string& 
                       absl::StrCat(call, " ", path, ": ", std::strerror(error_number)));
 }
 
+namespace {
+
+absl::Status SyncDirectory(FileOps* ops, const std::string& dir) {
+  absl::StatusOr<int> fd = ops->Open(dir, O_RDONLY | O_DIRECTORY, 0);
+  if (!fd.ok()) return fd.status();
+  const absl::Status st = ops->Sync(*fd);
+  (void)ops->Close(*fd);
+  return st;
+}
+
+}  // namespace
+
+absl::Status MakeDirDurably(FileOps* ops, const std::string& path) {
+  if (absl::Status made = ops->MakeDir(path); !made.ok()) return made;
+  const size_t slash = path.find_last_of('/');
+  const std::string parent = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : path.substr(0, slash);
+  return SyncDirectory(ops, parent);
+}
+
 absl::Status WriteFileAtomically(FileOps* ops, const std::string& dir, const std::string& name,
                                  std::string_view data) {
   const std::string path = absl::StrCat(dir, "/", name);
@@ -181,11 +202,7 @@ absl::Status WriteFileAtomically(FileOps* ops, const std::string& dir, const std
   if (st.ok()) st = closed;
   if (st.ok()) st = ops->Rename(tmp, path);
   if (!st.ok()) return st;
-  absl::StatusOr<int> dfd = ops->Open(dir, O_RDONLY | O_DIRECTORY, 0);
-  if (!dfd.ok()) return dfd.status();
-  st = ops->Sync(*dfd);
-  (void)ops->Close(*dfd);
-  return st;
+  return SyncDirectory(ops, dir);
 }
 
 }  // namespace chgate::spool

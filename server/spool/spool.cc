@@ -34,7 +34,7 @@ absl::StatusOr<Spool::Opened> Spool::Open(std::string dir, SpoolOptions options)
   if (options.min_free_bytes == 0) options.min_free_bytes = 2 * options.segment_bytes;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   FileOps* ops = options.file_ops;
-  CHGATE_RETURN_IF_ERROR(ops->MakeDir(dir));
+  CHGATE_RETURN_IF_ERROR(MakeDirDurably(ops, dir));
 
   std::unique_ptr<Spool> spool(new Spool(dir, std::move(options)));
   const std::string lock_path = absl::StrCat(dir, "/LOCK");

@@ -195,6 +195,8 @@ class Spool {
   // Where batches refused for good are kept (<dir>/dead-letter): their bytes, and those of
   // quarantined files, count against max_bytes.
   std::string dead_letter_dir() const { return dir_ + "/dead-letter"; }
+  // The file operations the spool uses (SpoolOptions::file_ops), for files written beside it.
+  FileOps* file_ops() const { return ops_; }
   // Counts `bytes` just written to the dead-letter directory at once (the periodic scan would
   // find them later).
   void AddSetAside(uint64_t bytes);

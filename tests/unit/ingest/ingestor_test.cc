@@ -2,6 +2,7 @@
 // budget, the retry schedule, permanent vs transient errors and shutdown.
 #include "server/ingest/ingestor.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/clickhouse/columns/fixed.h"
@@ -26,6 +28,7 @@
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/text_form.h"
 #include "server/log/log.h"
+#include "server/spool/file_ops.h"
 #include "tests/unit/ingest/fake_clock.h"
 #include "tests/unit/ingest/quiet_observer.h"
 
@@ -1057,6 +1060,15 @@ TEST_F(IngestorTest, AZeroRowRequestIsAcknowledgedInTheModeAsked) {
 
 // A batch refused for its data with every caller told is the callers' business (a warning); one
 // that loses accepted rows is the operator's (an error).
+// The last JSON log line in `lines` whose message is `msg` ("" when there is none).
+std::string LineWith(const std::string& lines, const std::string& msg) {
+  const size_t at = lines.rfind(absl::StrCat("\"msg\":\"", msg, "\""));
+  if (at == std::string::npos) return "";
+  const size_t nl = lines.rfind('\n', at);
+  const size_t start = nl == std::string::npos ? 0 : nl + 1;
+  return lines.substr(start, lines.find('\n', at) - start);
+}
+
 TEST_F(IngestorTest, ABatchFailureIsAnErrorOnlyWhenRowsAreLostOrTheServerIsAtFault) {
   std::ostringstream out;
   log::Logger logger(
@@ -1071,11 +1083,8 @@ TEST_F(IngestorTest, ABatchFailureIsAnErrorOnlyWhenRowsAreLostOrTheServerIsAtFau
     clock_.Advance(absl::Minutes(1));  // past the log's repeat interval: nothing is suppressed
     ingestor_->Poll();
     ingestor_->RunPending();
-    const std::string lines = out.str();
-    const size_t at = lines.find("\"msg\":\"batch failed\"");
-    if (at == std::string::npos) return std::string("none: ") + lines;
-    const size_t start = lines.rfind('\n', at) == std::string::npos ? 0 : lines.rfind('\n', at);
-    const std::string line = lines.substr(start, lines.find('\n', at) - start);
+    const std::string line = LineWith(out.str(), "batch failed");
+    if (line.empty()) return std::string("none: ") + out.str();
     return std::string(absl::StrContains(line, "\"level\":\"error\"")  ? "error"
                        : absl::StrContains(line, "\"level\":\"warn\"") ? "warn"
                                                                        : line);
@@ -1104,11 +1113,8 @@ TEST_F(IngestorTest, TheDrainReportsOnlyWhatItDroppedNotEarlierLosses) {
   Submit(kept, absl::Seconds(30), "events", AckMode::kAccepted);
   out.str("");
   ingestor_->Shutdown(clock_.Now() + absl::Seconds(5));
-  const std::string lines = out.str();
-  const size_t at = lines.find("\"msg\":\"drain finished\"");
-  ASSERT_NE(at, std::string::npos) << lines;
-  const size_t start = lines.rfind('\n', at) == std::string::npos ? 0 : lines.rfind('\n', at);
-  const std::string line = lines.substr(start, lines.find('\n', at) - start);
+  const std::string line = LineWith(out.str(), "drain finished");
+  ASSERT_FALSE(line.empty()) << out.str();
   EXPECT_TRUE(absl::StrContains(line, "\"rows_dropped\":0")) << line;
   EXPECT_TRUE(absl::StrContains(line, "\"rows_flushed\":2")) << line;
   EXPECT_TRUE(absl::StrContains(line, "\"level\":\"info\"")) << line;
@@ -1653,6 +1659,225 @@ TEST_F(PersistedTest, PersistedNeedsASpoolAndAFullSpoolRefusesWithResourceExhaus
   FlushDue();
   ingestor_->RunPending();
   EXPECT_TRUE(SubmitPersisted(Rows(0, 1))->result.status.ok());
+}
+
+// The kernel's file calls, with reads that fail on demand, and a journal of the directory
+// operations (mkdir, a directory's fsync, rename) in the order they happened.
+class FlakyFileOps final : public spool::FileOps {
+ public:
+  void FailReads(int n) {
+    absl::MutexLock l(&mu_);
+    failing_reads_ = n;
+  }
+  std::vector<std::string> journal() {
+    absl::MutexLock l(&mu_);
+    return journal_;
+  }
+
+  absl::StatusOr<int> Open(const std::string& path, int flags, int mode) override {
+    absl::StatusOr<int> fd = real_->Open(path, flags, mode);
+    if (fd.ok() && (flags & O_DIRECTORY) != 0) {
+      absl::MutexLock l(&mu_);
+      dirs_[*fd] = path;
+    }
+    return fd;
+  }
+  absl::Status Close(int fd) override {
+    {
+      absl::MutexLock l(&mu_);
+      dirs_.erase(fd);
+    }
+    return real_->Close(fd);
+  }
+  absl::StatusOr<size_t> Write(int fd, const void* data, size_t size) override {
+    return real_->Write(fd, data, size);
+  }
+  absl::StatusOr<size_t> ReadAt(int fd, void* data, size_t size, uint64_t offset) override {
+    {
+      absl::MutexLock l(&mu_);
+      if (failing_reads_ > 0) {
+        --failing_reads_;
+        return spool::ErrnoStatus(EMFILE, "pread", "(injected)");
+      }
+    }
+    return real_->ReadAt(fd, data, size, offset);
+  }
+  absl::Status DataSync(int fd) override { return real_->DataSync(fd); }
+  absl::Status Sync(int fd) override {
+    {
+      absl::MutexLock l(&mu_);
+      if (auto it = dirs_.find(fd); it != dirs_.end()) journal_.push_back("sync " + it->second);
+    }
+    return real_->Sync(fd);
+  }
+  absl::Status Truncate(int fd, uint64_t size) override { return real_->Truncate(fd, size); }
+  absl::StatusOr<uint64_t> FileSize(int fd) override { return real_->FileSize(fd); }
+  absl::StatusOr<uint64_t> FreeBytes(const std::string& path) override {
+    return real_->FreeBytes(path);
+  }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
+    return real_->ListDir(dir);
+  }
+  absl::Status Rename(const std::string& from, const std::string& to) override {
+    {
+      absl::MutexLock l(&mu_);
+      journal_.push_back("rename " + to);
+    }
+    return real_->Rename(from, to);
+  }
+  absl::Status Unlink(const std::string& path) override { return real_->Unlink(path); }
+  absl::Status MakeDir(const std::string& path) override {
+    {
+      absl::MutexLock l(&mu_);
+      journal_.push_back("mkdir " + path);
+    }
+    return real_->MakeDir(path);
+  }
+  absl::Status LockExclusive(int fd) override { return real_->LockExclusive(fd); }
+
+ private:
+  spool::FileOps* const real_ = spool::DefaultFileOps();
+  absl::Mutex mu_;
+  int failing_reads_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int, std::string> dirs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> journal_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(PersistedTest, AResendOfARequestWhoseBatchWasSentBeforeACrashIsAnsweredNotSpooledAgain) {
+  Start(Options());
+  Outcome* first = SubmitPersisted(Rows(0, 3), "key-1");
+  ASSERT_TRUE(first->result.status.ok());
+  // The batch's intent is written and its INSERT sent; whether ClickHouse committed it, chgate
+  // never heard before it died.
+  for (int i = 0; i < 100; ++i) inserter_.script.push_back(absl::UnavailableError("reset"));
+  clock_.Advance(absl::Milliseconds(250));
+  ingestor_->Poll();
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(2));
+  ASSERT_GE(inserter_.calls.size(), 1u);
+  const std::string identity = inserter_.calls[0].attempt.deduplication_key;
+  Crash();
+  inserter_.calls.clear();
+  inserter_.script.clear();
+  EXPECT_EQ(Start(Options()).intents, 1u);
+  // The caller saw no ack and sends the request again under its key.
+  Outcome* again = SubmitPersisted(Rows(0, 3), "key-1");
+  ASSERT_TRUE(again->done);
+  EXPECT_TRUE(again->result.status.ok()) << again->result.status;
+  EXPECT_TRUE(again->result.deduplicated);
+  EXPECT_TRUE(again->result.persisted);
+  EXPECT_EQ(again->result.rows, 3u);
+  FlushDue();
+  FlushDue();
+  // Only the batch sent before the crash goes out, under its identity: nothing new.
+  ASSERT_GE(inserter_.calls.size(), 1u);
+  for (const InsertCall& call : inserter_.calls) {
+    EXPECT_EQ(call.attempt.deduplication_key, identity);
+  }
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+}
+
+TEST_F(PersistedTest, RowsTheDrainLeavesInTheSpoolStayCountedAsSpooled) {
+  Start(Options());
+  SubmitPersisted(Rows(0, 3));
+  SubmitPersisted(Rows(3, 2));
+  EXPECT_EQ(ingestor_->Stats().spooled_rows, 5u);
+  for (int i = 0; i < 1000; ++i) inserter_.script.push_back(absl::UnavailableError("down"));
+  clock_.Advance(absl::Milliseconds(250));
+  ingestor_->Poll();
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(2));  // ClickHouse stays down past it
+  ASSERT_GE(inserter_.calls.size(), 1u);
+  EXPECT_EQ(spool_->Stats().pending_records, 3u);  // two records and the batch's intent
+  EXPECT_EQ(ingestor_->Stats().spooled_rows, 5u);
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 0u);
+}
+
+TEST_F(PersistedTest, ABatchSetAsideDuringTheDrainMakesItsLogLineAnError) {
+  std::ostringstream out;
+  log::Logger logger(
+      {.format = log::Format::kJson, .out = &out, .clock = [this] { return clock_.Now(); }});
+  log::SetLogger(&logger);
+  Start(Options());
+  SubmitPersisted(Rows(0, 3));
+  inserter_.script = {ClickHouseError(53, "Type mismatch")};
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(5));
+  ASSERT_TRUE(std::filesystem::exists(dir_ + "/dead-letter"));
+  const std::string line = LineWith(out.str(), "drain finished");
+  EXPECT_THAT(line, HasSubstr("\"level\":\"error\""));
+  EXPECT_THAT(line, HasSubstr("\"rows_failed\":3"));
+  EXPECT_THAT(line, HasSubstr("\"rows_left_in_spool\":0"));
+  log::SetLogger(nullptr);
+}
+
+TEST_F(PersistedTest, ARecordThatCannotBeReadForAMomentIsReadAgainNotGivenUp) {
+  static FlakyFileOps ops;  // outlives the fixture's spool
+  IngestOptions o = Options();
+  o.spool_cache_bytes = 1;  // no block kept in memory: each is read back from the spool
+  Start(o, spool::SpoolOptions{.file_ops = &ops});
+  SubmitPersisted(Rows(0, 2));
+  SubmitPersisted(Rows(2, 2));
+  ops.FailReads(3);  // no file descriptor to spare, say
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(inserter_.calls[0].rows_text, "0\txxx\n1\txxx\n2\txxx\n3\txxx\n");
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 0u);
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  // Still failing when the drain ends: the batch waits in the spool for the next start.
+  SubmitPersisted(Rows(4, 2));
+  ops.FailReads(1000000);
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(2));
+  ops.FailReads(0);
+  EXPECT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 0u);
+  EXPECT_EQ(ingestor_->Stats().spooled_rows, 2u);
+  EXPECT_EQ(spool_->Stats().pending_records, 1u);
+  Crash();  // before `ops` goes
+}
+
+TEST_F(PersistedTest, TheDeadLetterDirectoryIsDurableBeforeABatchIsMovedIntoIt) {
+  static FlakyFileOps ops;  // outlives the fixture's spool
+  Start(Options(), spool::SpoolOptions{.file_ops = &ops});
+  SubmitPersisted(Rows(0, 3));
+  inserter_.script = {ClickHouseError(53, "Type mismatch")};
+  FlushDue();
+  ASSERT_TRUE(std::filesystem::exists(dir_ + "/dead-letter"));
+  // The new directory's entry is synced in the spool directory before the letter is written in
+  // it (and the spool's records of the batch let go only after that).
+  const std::vector<std::string> journal = ops.journal();
+  const auto mkdir = std::find(journal.begin(), journal.end(), "mkdir " + dir_ + "/dead-letter");
+  ASSERT_NE(mkdir, journal.end());
+  const auto synced = std::find(mkdir, journal.end(), "sync " + dir_);
+  const auto renamed = std::find_if(mkdir, journal.end(), [](const std::string& e) {
+    return absl::StartsWith(e, "rename ") && absl::StrContains(e, "/dead-letter/");
+  });
+  ASSERT_NE(renamed, journal.end());
+  EXPECT_LT(synced, renamed) << absl::StrJoin(journal, "\n");
+  Crash();  // before `ops` goes
+}
+
+TEST_F(PersistedTest, ATableChangeTheDrainHasNoTimeToLookAtLeavesTheBatchInTheSpool) {
+  inserter_.id_type = "UInt32";
+  inserter_.check_types = true;
+  Start(Options());
+  SubmitPersisted(IdRow("UInt32", 7));
+  // ALTER TABLE events MODIFY COLUMN id UInt64, then ClickHouse stops answering lookups: whether
+  // the new column takes the rows is not learnt before the drain ends.
+  inserter_.id_type = "UInt64";
+  inserter_.describe_error = absl::UnavailableError("connection refused");
+  ingestor_->Shutdown(clock_.Now() + absl::Seconds(2));
+  ASSERT_GE(inserter_.calls.size(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/dead-letter"));
+  EXPECT_EQ(spool_->Stats().pending_records, 2u);  // the record and the batch's intent
+  EXPECT_EQ(ingestor_->Stats().spooled_rows, 1u);
+  // After the restart the table answers, and the rows go in converted.
+  Crash();
+  inserter_.describe_error = absl::OkStatus();
+  inserter_.calls.clear();
+  Start(Options());
+  FlushDue();
+  ASSERT_FALSE(inserter_.calls.empty());
+  EXPECT_EQ(inserter_.calls.back().rows_text, "7\tx\n");
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/dead-letter"));
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ class SimulatedDisk final : public FileOps {
   };
   enum class Crash { kPowerLoss, kProcess };
 
-  SimulatedDisk() = default;
+  SimulatedDisk() { state_.dirs.insert("/"); }  // the root, whose entries the spool syncs too
   // A disk holding what `crash` at `from`'s snapshot left.
   SimulatedDisk(const State& from, Crash crash) {
     const auto& entries = crash == Crash::kPowerLoss ? from.durable_entries : from.entries;
