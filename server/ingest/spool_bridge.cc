@@ -26,6 +26,8 @@ constexpr absl::Duration kReplayHorizon = absl::Minutes(5);
 // How often a table's deduplication window is looked at again (after a failed look: sooner).
 constexpr absl::Duration kDedupCheckInterval = absl::Hours(1);
 constexpr absl::Duration kDedupRetryInterval = absl::Minutes(10);
+// How long a start keeps reading a record whose read fails with an error that may pass.
+constexpr absl::Duration kStartReadPatience = absl::Minutes(1);
 
 bool SameColumns(const clickhouse::Block& a, const clickhouse::Block& b) {
   if (a.column_count() != b.column_count()) return false;
@@ -100,7 +102,7 @@ absl::Status SpoolBridge::Append(Record record,
 // ---------------------------------------------------------------------------------------------
 // Sending a spooled batch.
 
-absl::StatusOr<std::string> SpoolBridge::ReadRecord(const SpoolTarget& target, uint64_t lsn,
+absl::StatusOr<std::string> SpoolBridge::ReadRecord(const std::string& label, uint64_t lsn,
                                                     const std::function<absl::Time()>& stop_at) {
   for (int tries = 0;; ++tries) {
     absl::StatusOr<std::string> payload = options_.spool->Read(lsn);
@@ -110,9 +112,8 @@ absl::StatusOr<std::string> SpoolBridge::ReadRecord(const SpoolTarget& target, u
     }
     // Not the record's fault (no file descriptor or memory now, an I/O error): its rows are
     // not given up for it.
-    kLog.Throttled(log::Level::kError, "spooled record could not be read; the batch waits",
-                   target.label,
-                   {{"table", target.label}, {"lsn", lsn}, {"error", payload.status().message()}});
+    kLog.Throttled(log::Level::kError, "spooled record could not be read; the batch waits", label,
+                   {{"table", label}, {"lsn", lsn}, {"error", payload.status().message()}});
     const absl::Time resume = clock_->Now() + BackoffCap(options_.retry, tries + 1);
     if (resume >= stop_at()) return payload;
     clock_->SleepUntil(resume);
@@ -149,7 +150,7 @@ clickhouse::BlockParts SpoolBridge::Read(const SpoolTarget& target, SpooledFlush
     if (e.cached != nullptr) {
       src = e.cached->block.get();
     } else {
-      absl::StatusOr<std::string> payload = ReadRecord(target, e.lsn, stop_at);
+      absl::StatusOr<std::string> payload = ReadRecord(target.label, e.lsn, stop_at);
       if (!payload.ok() && !absl::IsDataLoss(payload.status()) &&
           !absl::IsNotFound(payload.status())) {
         // Out of time (or the spool closed) with the record still pending: the flush stays in
@@ -504,7 +505,10 @@ RecoveryPlan SpoolBridge::Plan(const std::vector<spool::SpoolRecord>& records, a
       h = DecodeSpoolRecord(r.head);
     }
     if (!h.ok() && payload.empty()) {
-      read = options_.spool->Read(r.lsn);
+      // Read again while the error may pass, for a while: the start waits rather than dropping
+      // acknowledged rows for a moment without a file descriptor.
+      const absl::Time give_up = clock_->Now() + kStartReadPatience;
+      read = ReadRecord("(table not yet known)", r.lsn, [give_up] { return give_up; });
       if (read.ok()) payload = *read;
     }
     if (!h.ok()) {

@@ -190,7 +190,7 @@ class SpoolBridge {
   clickhouse::BlockParts Read(const SpoolTarget& target, SpooledFlush& flush,
                               const std::function<absl::Time()>& stop_at, SpooledOutcome* outcome);
   // One record's payload, retrying errors that may pass until stop_at().
-  absl::StatusOr<std::string> ReadRecord(const SpoolTarget& target, uint64_t lsn,
+  absl::StatusOr<std::string> ReadRecord(const std::string& label, uint64_t lsn,
                                          const std::function<absl::Time()>& stop_at);
   // Writes the intent of `flush` (its records in order), retrying with backoff until stop_at().
   absl::Status WriteIntent(const SpoolTarget& target, SpooledFlush& flush, uint64_t rows,

@@ -1833,6 +1833,23 @@ TEST_F(PersistedTest, ARecordThatCannotBeReadForAMomentIsReadAgainNotGivenUp) {
   Crash();  // before `ops` goes
 }
 
+TEST_F(PersistedTest, ARecordThatCannotBeReadForAMomentAtTheStartIsReadAgainNotDropped) {
+  static FlakyFileOps ops;  // outlives the fixture's spool
+  Start(Options(), spool::SpoolOptions{.file_ops = &ops});
+  SubmitPersisted(Rows(0, 2));
+  Crash();
+  // The spool's own scan reads the segments; the records' headers are read back after it.
+  const RecoverySummary summary =
+      Start(Options(), spool::SpoolOptions{.file_ops = &ops}, [] { ops.FailReads(3); });
+  EXPECT_EQ(summary.records, 1u);
+  EXPECT_EQ(summary.unreadable, 0u);
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  EXPECT_EQ(inserter_.calls[0].rows_text, "0\txxx\n1\txxx\n");
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  Crash();  // before `ops` goes
+}
+
 TEST_F(PersistedTest, TheDeadLetterDirectoryIsDurableBeforeABatchIsMovedIntoIt) {
   static FlakyFileOps ops;  // outlives the fixture's spool
   Start(Options(), spool::SpoolOptions{.file_ops = &ops});
