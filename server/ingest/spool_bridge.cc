@@ -326,11 +326,11 @@ void SpoolBridge::Settle(const SpoolTarget& target, SpooledFlush& flush, FlushRe
       out.left_rows = out.rows;
     }
   } else {
-    // So does a refusal for a changed table whose new header could not be read before the drain
-    // ended (InsertConverting answers Unavailable then): the rows may well fit it.
-    out.left_rows = out.rows;
     // The drain ended (or the spool closed) first: the records stay pending in the spool and go
-    // out after the restart, under the same identity if the intent was written.
+    // out after the restart, under the same identity if the intent was written. So does a
+    // refusal for a changed table whose new columns ClickHouse did not give before the drain
+    // ended (InsertConverting answers Unavailable then): the rows may well fit them.
+    out.left_rows = out.rows;
     kLog.Warn("spooled batch left in the spool for the next start",
               {{"table", target.label},
                {"rows", out.rows},

@@ -161,17 +161,13 @@ absl::Status ErrnoStatus(int error_number, const char* call, const std::string& 
                       absl::StrCat(call, " ", path, ": ", std::strerror(error_number)));
 }
 
-namespace {
-
 absl::Status SyncDirectory(FileOps* ops, const std::string& dir) {
   absl::StatusOr<int> fd = ops->Open(dir, O_RDONLY | O_DIRECTORY, 0);
   if (!fd.ok()) return fd.status();
   const absl::Status st = ops->Sync(*fd);
-  (void)ops->Close(*fd);
-  return st;
+  const absl::Status closed = ops->Close(*fd);
+  return st.ok() ? closed : st;
 }
-
-}  // namespace
 
 absl::Status MakeDirDurably(FileOps* ops, const std::string& path) {
   if (absl::Status made = ops->MakeDir(path); !made.ok()) return made;

@@ -51,6 +51,10 @@ class FileOps {
 absl::Status WriteFileAtomically(FileOps* ops, const std::string& dir, const std::string& name,
                                  std::string_view data);
 
+// fsync of the directory `dir` (opened, synced, closed): its entries' creations, renames and
+// deletions survive a crash.
+absl::Status SyncDirectory(FileOps* ops, const std::string& dir);
+
 // mkdir(2) of `path` (OK when it exists), then fsync of its parent directory, so the new entry
 // survives a crash as the files later written and synced in it do.
 absl::Status MakeDirDurably(FileOps* ops, const std::string& path);

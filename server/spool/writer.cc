@@ -428,12 +428,6 @@ void Spool::DeleteCommittedSegments() {
   (void)SyncDir();  // a deletion lost in a crash is redone by the next Open
 }
 
-absl::Status Spool::SyncDir() {
-  CHGATE_ASSIGN_OR_RETURN(const int fd, ops_->Open(dir_, O_RDONLY | O_DIRECTORY, 0));
-  const absl::Status st = ops_->Sync(fd);
-  const absl::Status closed = ops_->Close(fd);
-  CHGATE_RETURN_IF_ERROR(st);
-  return closed;
-}
+absl::Status Spool::SyncDir() { return SyncDirectory(ops_, dir_); }
 
 }  // namespace chgate::spool

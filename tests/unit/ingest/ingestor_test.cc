@@ -1058,49 +1058,64 @@ TEST_F(IngestorTest, AZeroRowRequestIsAcknowledgedInTheModeAsked) {
   EXPECT_TRUE(inserter_.calls.empty());
 }
 
+// chgate's log lines, as JSON, while it lives (the process-wide logger is put back after, also
+// when an assertion ends the test early).
+class CapturedLog {
+ public:
+  explicit CapturedLog(Clock* clock)
+      : logger_({.format = log::Format::kJson, .out = &out_, .clock = [clock] {
+                   return clock->Now();
+                 }}) {
+    log::SetLogger(&logger_);
+  }
+  ~CapturedLog() { log::SetLogger(nullptr); }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+
+  std::string text() const { return out_.str(); }
+  void Clear() { out_.str(""); }
+  // The last line whose message is `msg` ("" when there is none).
+  std::string LineWith(const std::string& msg) const {
+    const std::string lines = out_.str();
+    const size_t at = lines.rfind(absl::StrCat("\"msg\":\"", msg, "\""));
+    if (at == std::string::npos) return "";
+    const size_t nl = lines.rfind('\n', at);
+    const size_t start = nl == std::string::npos ? 0 : nl + 1;
+    return lines.substr(start, lines.find('\n', at) - start);
+  }
+
+ private:
+  std::ostringstream out_;
+  log::Logger logger_;
+};
+
 // A batch refused for its data with every caller told is the callers' business (a warning); one
 // that loses accepted rows is the operator's (an error).
-// The last JSON log line in `lines` whose message is `msg` ("" when there is none).
-std::string LineWith(const std::string& lines, const std::string& msg) {
-  const size_t at = lines.rfind(absl::StrCat("\"msg\":\"", msg, "\""));
-  if (at == std::string::npos) return "";
-  const size_t nl = lines.rfind('\n', at);
-  const size_t start = nl == std::string::npos ? 0 : nl + 1;
-  return lines.substr(start, lines.find('\n', at) - start);
-}
-
 TEST_F(IngestorTest, ABatchFailureIsAnErrorOnlyWhenRowsAreLostOrTheServerIsAtFault) {
-  std::ostringstream out;
-  log::Logger logger(
-      {.format = log::Format::kJson, .out = &out, .clock = [this] { return clock_.Now(); }});
-  log::SetLogger(&logger);
+  CapturedLog captured(&clock_);
   Make(Options());
   auto level_of_last_failure = [&](std::optional<AckMode> ack) {
     inserter_.script = {ClickHouseError(53, "Type mismatch")};
     auto rows = Rows(0, 2);
-    out.str("");
+    captured.Clear();
     Submit(rows, absl::Seconds(30), "events", ack);
     clock_.Advance(absl::Minutes(1));  // past the log's repeat interval: nothing is suppressed
     ingestor_->Poll();
     ingestor_->RunPending();
-    const std::string line = LineWith(out.str(), "batch failed");
-    if (line.empty()) return std::string("none: ") + out.str();
+    const std::string line = captured.LineWith("batch failed");
+    if (line.empty()) return std::string("none: ") + captured.text();
     return std::string(absl::StrContains(line, "\"level\":\"error\"")  ? "error"
                        : absl::StrContains(line, "\"level\":\"warn\"") ? "warn"
                                                                        : line);
   };
   EXPECT_EQ(level_of_last_failure(AckMode::kCommitted), "warn");
   EXPECT_EQ(level_of_last_failure(AckMode::kAccepted), "error");
-  log::SetLogger(nullptr);
 }
 
 TEST_F(IngestorTest, TheDrainReportsOnlyWhatItDroppedNotEarlierLosses) {
   // Rows lost before the drain began were reported when they were lost; the drain's line says
   // what the drain itself flushed, failed and dropped (an operator reads it at every rollout).
-  std::ostringstream out;
-  log::Logger logger(
-      {.format = log::Format::kJson, .out = &out, .clock = [this] { return clock_.Now(); }});
-  log::SetLogger(&logger);
+  CapturedLog captured(&clock_);
   Make(Options());
   inserter_.script = {ClickHouseError(53, "Type mismatch")};
   auto lost = Rows(0, 3);
@@ -1111,15 +1126,14 @@ TEST_F(IngestorTest, TheDrainReportsOnlyWhatItDroppedNotEarlierLosses) {
   ASSERT_EQ(ingestor_->Stats().rows_dropped, 3u);
   auto kept = Rows(10, 2);
   Submit(kept, absl::Seconds(30), "events", AckMode::kAccepted);
-  out.str("");
+  captured.Clear();
   ingestor_->Shutdown(clock_.Now() + absl::Seconds(5));
-  const std::string line = LineWith(out.str(), "drain finished");
-  ASSERT_FALSE(line.empty()) << out.str();
+  const std::string line = captured.LineWith("drain finished");
+  ASSERT_FALSE(line.empty()) << captured.text();
   EXPECT_TRUE(absl::StrContains(line, "\"rows_dropped\":0")) << line;
   EXPECT_TRUE(absl::StrContains(line, "\"rows_flushed\":2")) << line;
   EXPECT_TRUE(absl::StrContains(line, "\"level\":\"info\"")) << line;
   EXPECT_EQ(ingestor_->Stats().rows_dropped, 3u);
-  log::SetLogger(nullptr);
 }
 
 TEST_F(IngestorTest, AcceptedRowsAreRetriedLikeAnyOthers) {
@@ -1792,20 +1806,16 @@ TEST_F(PersistedTest, RowsTheDrainLeavesInTheSpoolStayCountedAsSpooled) {
 }
 
 TEST_F(PersistedTest, ABatchSetAsideDuringTheDrainMakesItsLogLineAnError) {
-  std::ostringstream out;
-  log::Logger logger(
-      {.format = log::Format::kJson, .out = &out, .clock = [this] { return clock_.Now(); }});
-  log::SetLogger(&logger);
+  CapturedLog captured(&clock_);
   Start(Options());
   SubmitPersisted(Rows(0, 3));
   inserter_.script = {ClickHouseError(53, "Type mismatch")};
   ingestor_->Shutdown(clock_.Now() + absl::Seconds(5));
   ASSERT_TRUE(std::filesystem::exists(dir_ + "/dead-letter"));
-  const std::string line = LineWith(out.str(), "drain finished");
+  const std::string line = captured.LineWith("drain finished");
   EXPECT_THAT(line, HasSubstr("\"level\":\"error\""));
   EXPECT_THAT(line, HasSubstr("\"rows_failed\":3"));
   EXPECT_THAT(line, HasSubstr("\"rows_left_in_spool\":0"));
-  log::SetLogger(nullptr);
 }
 
 TEST_F(PersistedTest, ARecordThatCannotBeReadForAMomentIsReadAgainNotGivenUp) {
