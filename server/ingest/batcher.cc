@@ -60,10 +60,11 @@ std::optional<FlushReason> Batcher::AfterFlush(const Batch& batch, bool draining
   return std::nullopt;
 }
 
-std::vector<std::pair<Batch*, FlushReason>> Batcher::Due(absl::Time now) {
+std::vector<std::pair<Batch*, FlushReason>> Batcher::Due(absl::Time now, SpooledBatches spooled) {
   std::vector<std::pair<Batch*, FlushReason>> due;
   for (auto& [key, batch] : batches_) {
     if (batch->flushing || batch->rows() == 0) continue;
+    if (spooled == SpooledBatches::kHeld && batch->spooled()) continue;
     if (batch->Due(settings_.deadline_margin) <= now) {
       due.emplace_back(batch.get(), batch->DueByDeadline(settings_.deadline_margin)
                                         ? FlushReason::kDeadline
@@ -73,9 +74,10 @@ std::vector<std::pair<Batch*, FlushReason>> Batcher::Due(absl::Time now) {
   return due;
 }
 
-absl::Time Batcher::NextDue(absl::Time limit) const {
+absl::Time Batcher::NextDue(absl::Time limit, SpooledBatches spooled) const {
   for (const auto& [key, batch] : batches_) {
-    if (!batch->flushing) limit = std::min(limit, batch->Due(settings_.deadline_margin));
+    if (batch->flushing || (spooled == SpooledBatches::kHeld && batch->spooled())) continue;
+    limit = std::min(limit, batch->Due(settings_.deadline_margin));
   }
   return limit;
 }

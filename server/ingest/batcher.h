@@ -55,11 +55,15 @@ class Batcher {
   // Why `batch` is to be flushed again right after its flush ended: a replay waiting, the drain,
   // a limit, or its due time passed; none when it can wait.
   std::optional<FlushReason> AfterFlush(const Batch& batch, bool draining, absl::Time now) const;
+  // Whether spooled batches are looked at by Due and NextDue: after the drain's deadline their
+  // records wait in the spool for the next start, so they are never due again.
+  enum class SpooledBatches { kIncluded, kHeld };
   // The batches that are idle, hold rows and are due at `now`, with why (a caller's deadline or
   // the rows' age).
-  std::vector<std::pair<Batch*, FlushReason>> Due(absl::Time now);
+  std::vector<std::pair<Batch*, FlushReason>> Due(
+      absl::Time now, SpooledBatches spooled = SpooledBatches::kIncluded);
   // The earliest due time of an idle batch, or `limit` when that is earlier.
-  absl::Time NextDue(absl::Time limit) const;
+  absl::Time NextDue(absl::Time limit, SpooledBatches spooled = SpooledBatches::kIncluded) const;
   // Whether no batch holds rows (flushes in flight aside).
   bool Empty() const;
 

@@ -249,7 +249,7 @@ bool Ingestor::Poll() {
   {
     absl::MutexLock lock(&mu_);
     const absl::Time now = clock_->Now();
-    for (auto [batch, reason] : batcher_.Due(now)) {
+    for (auto [batch, reason] : batcher_.Due(now, SpooledFlushesLocked())) {
       StartFlushLocked(*batch, reason);
       started = true;
     }
@@ -276,8 +276,9 @@ void Ingestor::SchedulerLoop() {
     absl::MutexLock lock(&mu_);
     scheduler_beat_.store(absl::ToUnixNanos(clock_->Now()), std::memory_order_relaxed);
     if (stop_scheduler_) return;
-    const absl::Time next = std::min(batcher_.NextDue(clock_->Now() + absl::Milliseconds(50)),
-                                     admission_.NextDeadline(options_.deadline_margin));
+    const absl::Time next =
+        std::min(batcher_.NextDue(clock_->Now() + absl::Milliseconds(50), SpooledFlushesLocked()),
+                 admission_.NextDeadline(options_.deadline_margin));
     auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_scheduler_; };
     // A wait for as long as the clock says, not until one of its instants: with a manual clock
     // (tests) the instant means nothing to the real time the mutex waits in.
@@ -436,10 +437,15 @@ void Ingestor::QueueSpooledLocked(Batch& batch, SpoolEntry entry) {
   StartFlushIfFullLocked(batch);
 }
 
+Batcher::SpooledBatches Ingestor::SpooledFlushesLocked() const {
+  // After the drain the records wait in the spool for the next start.
+  return shutting_down_ && clock_->Now() >= drain_deadline_ ? Batcher::SpooledBatches::kHeld
+                                                            : Batcher::SpooledBatches::kIncluded;
+}
+
 void Ingestor::StartSpooledFlushLocked(Batch& batch, FlushReason reason) {
   if (batch.flushing || !batch.HasSpooledWork()) return;
-  // After the drain the records wait in the spool for the next start.
-  if (shutting_down_ && clock_->Now() >= drain_deadline_) return;
+  if (SpooledFlushesLocked() == Batcher::SpooledBatches::kHeld) return;
   bool replay = false;
   SpooledFlush flush = batch.TakeSpooled(batcher_.LimitsFor(batch.label()), &replay);
   if (replay) reason = FlushReason::kReplay;

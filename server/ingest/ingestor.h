@@ -209,6 +209,8 @@ class Ingestor {
   void OnPersisted(const std::shared_ptr<Pending>& p, absl::StatusOr<SpoolEntry> entry);
   void QueueSpooledLocked(Batch& batch, SpoolEntry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartSpooledFlushLocked(Batch& batch, FlushReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether spooled batches may still be flushed: not after the drain's deadline.
+  Batcher::SpooledBatches SpooledFlushesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One INSERT of spooled records (SpoolBridge::Send), then the batch's accounting.
   void FlushSpooled(Batch* batch, SpooledFlush flush, FlushReason reason);
   SpoolTarget SpoolTargetOf(const Batch& batch) const;

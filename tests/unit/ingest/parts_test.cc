@@ -446,6 +446,29 @@ TEST(BatcherTest, SpooledBatchesAreApartFromTheInMemoryOnesOfTheirTable) {
   EXPECT_TRUE(batcher.Empty());
 }
 
+TEST(BatcherTest, SpooledBatchesHeldAfterTheDrainAreNeitherDueNorWaitedFor) {
+  Batcher batcher(TwoLimits(), nullptr);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  Batch& memory = batcher.Get("k.t", "db.t", {"db", "t"});
+  memory.Append(Rows(1, 10, absl::InfiniteFuture()), t0 + absl::Milliseconds(100));
+  Batch& spooled = batcher.Spooled({"db", "s"}, {"id"});
+  spooled.Queue(SpoolEntry{.lsn = 7, .rows = 3, .bytes = 30, .appended = t0});
+
+  const absl::Time late = t0 + absl::Seconds(10);
+  EXPECT_EQ(batcher.NextDue(late), t0 + absl::Milliseconds(200));
+  EXPECT_EQ(batcher.Due(late).size(), 2u);
+  // Held: the spooled batch's records stay in the spool; only the in-memory batch counts, so
+  // the scheduler sleeps until it is due rather than waking for rows it may not send.
+  EXPECT_EQ(batcher.NextDue(late, Batcher::SpooledBatches::kHeld), t0 + absl::Milliseconds(300));
+  EXPECT_THAT(batcher.Due(late, Batcher::SpooledBatches::kHeld),
+              ::testing::ElementsAre(std::pair<Batch*, FlushReason>(&memory, FlushReason::kAge)));
+  memory.Take();
+  EXPECT_EQ(batcher.NextDue(late, Batcher::SpooledBatches::kHeld), late)
+      << "nothing left to wait for";
+  EXPECT_TRUE(batcher.Due(late, Batcher::SpooledBatches::kHeld).empty());
+  EXPECT_EQ(spooled.rows(), 3u) << "the records are still there";
+}
+
 Result Committed(uint64_t rows) {
   return {.status = absl::OkStatus(), .rows = rows, .committed = true, .query_id = "q"};
 }
