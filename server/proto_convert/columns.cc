@@ -34,9 +34,9 @@ class StringNode final : public Node {
       for (uint64_t i = begin; i < end; ++i) dst_.Append(src_.strings(static_cast<int>(i)));
       return absl::OkStatus();
     }
-    dst_.Reserve(end - begin, columnar::RowEnd(src_.offsets(), end - 1) -
-                                  columnar::RowBegin(src_.offsets(), begin));
-    for (uint64_t i = begin; i < end; ++i) dst_.Append(columnar::StringAt(src_, i));
+    // BuildString checked the offsets against `data` (non-decreasing, the last at its end).
+    dst_.AppendSlices(src_.data(), src_.offsets().data() + begin, end - begin,
+                      columnar::RowBegin(src_.offsets(), begin));
     return absl::OkStatus();
   }
 

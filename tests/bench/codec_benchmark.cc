@@ -20,6 +20,7 @@
 #include "server/clickhouse/compression/frame.h"
 #include "server/clickhouse/protocol/revision.h"
 #include "server/ingest/convert.h"
+#include "server/proto_convert/values.h"
 #include "tests/unit/ingest/test_values.h"
 
 namespace chgate::clickhouse {
@@ -255,6 +256,33 @@ void BM_ConvertRows(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(count * state.iterations()));
 }
 BENCHMARK(BM_ConvertRows)->Arg(1000);
+
+// A columnar request's String (data + offsets) and UInt64 (data) columns into native columns:
+// chgate's per-row work for columnar Blocks.
+void BM_ConvertProtoBlock(benchmark::State& state) {
+  const size_t count = static_cast<size_t>(state.range(0));
+  v1::Column ids, msgs;
+  ids.set_type("UInt64");
+  msgs.set_type("String");
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t id = i * 2654435761u;
+    ids.mutable_data()->append(reinterpret_cast<const char*>(&id), sizeof(id));
+    msgs.mutable_data()->append(Hex16(i * 0x9E3779B97F4A7C15ull));
+    msgs.add_offsets(msgs.data().size());
+  }
+  ColumnPtr id_column = *CreateColumn("UInt64");
+  ColumnPtr msg_column = *CreateColumn("String");
+  for (auto _ : state) {
+    id_column->Truncate(0);
+    msg_column->Truncate(0);
+    absl::Status status = proto_convert::AppendProtoColumn(ids, count, "id", id_column.get());
+    if (status.ok())
+      status = proto_convert::AppendProtoColumn(msgs, count, "msg", msg_column.get());
+    if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(count * state.iterations()));
+}
+BENCHMARK(BM_ConvertProtoBlock)->Arg(1000);
 
 }  // namespace
 }  // namespace chgate::clickhouse

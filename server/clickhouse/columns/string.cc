@@ -1,5 +1,7 @@
 #include "server/clickhouse/columns/string.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/fixed.h"
 #include "text/status_macros.h"
@@ -10,6 +12,46 @@ ColumnString::ColumnString() : Column("String", TypeAst{.name = "String"}) {}
 
 ColumnString::ColumnString(std::string type_name, TypeAst type)
     : Column(std::move(type_name), std::move(type)) {}
+
+void ColumnString::AppendSlices(std::string_view data, const uint64_t* ends, size_t rows,
+                                uint64_t first_begin) {
+  if (rows == 0) return;
+  // The length prefixes' size first (one byte each below 128), so the buffer grows once.
+  size_t prefix_bytes = 0;
+  uint64_t begin = first_begin;
+  for (size_t i = 0; i < rows; ++i) {
+    prefix_bytes += VarUIntSize(ends[i] - begin);
+    begin = ends[i];
+  }
+  const size_t value_bytes = ends[rows - 1] - first_begin;
+  const size_t old_size = wire_.size();
+  // kSlack more bytes of room: a short value is copied as one 16-byte move when `data` has 16
+  // bytes from its start (the bytes past its end are overwritten by what follows, or unused).
+  constexpr size_t kSlack = 16;
+  char* out = wire_.Prepare(prefix_bytes + value_bytes + kSlack);
+  const size_t old_rows = ends_.size();
+  ends_.resize(old_rows + rows);
+  uint64_t* row_ends = ends_.data() + old_rows;
+  size_t written = 0;
+  begin = first_begin;
+  for (size_t i = 0; i < rows; ++i) {
+    const uint64_t size = ends[i] - begin;
+    if (size < 0x80) {
+      out[written++] = static_cast<char>(size);
+    } else {
+      written += EncodeVarUInt(size, out + written);
+    }
+    if (size <= kSlack && begin + kSlack <= data.size()) {
+      std::memcpy(out + written, data.data() + begin, kSlack);
+    } else {
+      std::memcpy(out + written, data.data() + begin, size);
+    }
+    written += size;
+    row_ends[i] = old_size + written;
+    begin = ends[i];
+  }
+  wire_.Commit(written);
+}
 
 std::string_view ColumnString::At(size_t row) const {
   size_t begin = row == 0 ? 0 : ends_[row - 1];

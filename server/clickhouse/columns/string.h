@@ -30,6 +30,10 @@ class ColumnString final : public Column {
       ends_.reserve(std::max(ends_.size() + rows, ends_.capacity() * 2));
     }
   }
+  // Appends `rows` values cut from `data`: value i runs from the end of value i-1 (`first_begin`
+  // for the first) to `ends[i]`. The ends must not decrease and stay within `data`; one
+  // reservation for all of them.
+  void AppendSlices(std::string_view data, const uint64_t* ends, size_t rows, uint64_t first_begin);
   std::string_view At(size_t row) const;
   // Wire bytes (length prefixes included) of rows [begin, end).
   uint64_t WireBytes(size_t begin, size_t end) const {

@@ -209,6 +209,40 @@ TEST(ColumnRoundTripTest, Strings) {
   EXPECT_NE(Hex(ColumnBytes(*s)).find("ac02" + Hex(std::string(300, 'x'))), std::string::npos);
 }
 
+TEST(ColumnStringTest, SlicesOfConcatenatedBytesAppendAsEachValueWould) {
+  // Sizes around the short copy (16 bytes) and the one-byte length prefix (127/128), the last
+  // value ending at data's end (no 16 bytes after it), and a first value not at 0.
+  const std::vector<size_t> sizes = {0, 1, 15, 16, 17, 3, 127, 128, 300, 0, 16, 2};
+  std::string data = "skipped";
+  const uint64_t first_begin = data.size();
+  std::vector<uint64_t> ends;
+  std::vector<std::string> values;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    values.push_back(std::string(sizes[i], static_cast<char>('a' + i)));
+    data += values.back();
+    ends.push_back(data.size());
+  }
+  ColumnPtr sliced = Make("String");
+  ColumnPtr one_by_one = Make("String");
+  As<ColumnString>(sliced).Append("already here");
+  As<ColumnString>(one_by_one).Append("already here");
+  As<ColumnString>(sliced).AppendSlices(data, ends.data(), ends.size(), first_begin);
+  for (const std::string& v : values) As<ColumnString>(one_by_one).Append(v);
+  As<ColumnString>(sliced).AppendSlices(data, ends.data(), 0, first_begin);  // nothing
+  // Appends after the slices land after them, not over the slack the copy used.
+  As<ColumnString>(sliced).Append("after");
+  As<ColumnString>(one_by_one).Append("after");
+
+  ASSERT_EQ(sliced->Size(), values.size() + 2);
+  EXPECT_EQ(As<ColumnString>(sliced).At(0), "already here");
+  for (size_t i = 0; i < values.size(); ++i) {
+    EXPECT_EQ(As<ColumnString>(sliced).At(i + 1), values[i]) << "row " << i + 1;
+  }
+  EXPECT_EQ(As<ColumnString>(sliced).At(values.size() + 1), "after");
+  EXPECT_EQ(Hex(ColumnBytes(*sliced)), Hex(ColumnBytes(*one_by_one)));
+  EXPECT_EQ(sliced->ByteSize(), one_by_one->ByteSize());
+}
+
 TEST(ColumnRoundTripTest, FixedStringPadsWithZeros) {
   ColumnPtr fs = Make("FixedString(4)");
   As<ColumnFixed>(fs).AppendRaw("abcd");
