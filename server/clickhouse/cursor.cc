@@ -33,7 +33,7 @@ absl::StatusOr<bool> Cursor::WaitUnlessInterrupted() {
   }
 }
 
-const Block* Cursor::Next() {
+Block* Cursor::Next() {
   if (interrupted()) return nullptr;
   while (!done_) {
     if (options_.interrupted) {

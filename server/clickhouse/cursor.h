@@ -1,7 +1,9 @@
 // Cursor: pulls a SELECT's blocks one at a time from a Connection, so the caller decides when to
 // read more (a slow consumer stops reading the socket, and TCP flow control slows the server).
 // The block returned by Next() is owned by the connection and valid until the following Next():
-// its columns are reused from block to block, so steady-state reading allocates nothing.
+// its columns are reused from block to block, so steady-state reading allocates nothing. The
+// caller may take the memory of its columns (ColumnFixed::SwapValues) to keep a block's values
+// past that point; the next block is then decoded into what the columns hold instead.
 //
 //   Cursor cursor(conn, {.query = "SELECT ..."});
 //   while (const Block* block = cursor.Next()) { ... }
@@ -45,7 +47,7 @@ class Cursor {
   Cursor& operator=(const Cursor&) = delete;
 
   // The next non-empty data block, or nullptr at the end of the result or on error.
-  const Block* Next();
+  Block* Next();
   // OK after the whole result was read; the error otherwise (a server Exception mapped by
   // ExceptionToStatus, or an I/O or protocol error).
   const absl::Status& status() const { return status_; }

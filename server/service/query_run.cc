@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/clickhouse/columns/fixed.h"
 #include "server/clickhouse/protocol/error_codes.h"
 #include "server/clickhouse/protocol/packets.h"
 #include "server/clickhouse/protocol/revision.h"
@@ -75,23 +76,118 @@ size_t TargetBytes(const v1::QueryRequest& request, const QueryServiceOptions& o
 
 // ---- ResponseBuilder ----
 
-ResponseBuilder::ResponseBuilder(size_t target, std::function<bool(v1::QueryResponse)> send,
-                                 std::function<v1::Block*()> take_block, ingest::Clock* clock)
-    : target_(target), send_(std::move(send)), take_block_(std::move(take_block)), clock_(clock) {}
+clickhouse::ByteBuffer ColumnBufferPool::Take() {
+  absl::MutexLock lock(&mu_);
+  if (spare_.empty()) return {};
+  clickhouse::ByteBuffer buffer = std::move(spare_.back());
+  spare_.pop_back();
+  return buffer;
+}
 
-bool ResponseBuilder::Add(const clickhouse::Block& block) {
-  const size_t rows = block.rows();
+std::shared_ptr<const clickhouse::ByteBuffer> ColumnBufferPool::Hold(
+    clickhouse::ByteBuffer buffer) {
+  return std::shared_ptr<const clickhouse::ByteBuffer>(
+      new clickhouse::ByteBuffer(std::move(buffer)),
+      [pool = shared_from_this()](const clickhouse::ByteBuffer* held) {
+        pool->Return(const_cast<clickhouse::ByteBuffer*>(held));
+      });
+}
+
+void ColumnBufferPool::Return(clickhouse::ByteBuffer* buffer) {
+  std::unique_ptr<clickhouse::ByteBuffer> owned(buffer);
+  owned->clear();
+  absl::MutexLock lock(&mu_);
+  if (spare_.size() < keep_) spare_.push_back(std::move(*owned));
+}
+
+namespace {
+
+// A column at least this large goes out from its own memory (below it, copying costs less than
+// lending its buffer).
+constexpr size_t kHeldColumnBytes = 64 << 10;
+// Buffers the pool keeps: about what a query's messages hold at once (its buffered bytes and
+// the write in flight, in blocks of half a megabyte).
+constexpr size_t kSpareColumnBuffers = 16;
+
+// Whether `column`'s values go to the client as they are in its buffer: fixed-width values the
+// API carries in ClickHouse's layout (UUID is reordered, Nothing has none), in memory the column
+// owns (not a view of a decompressed frame, which the next frame overwrites).
+bool HoldsWholeValues(const clickhouse::Column& column) {
+  if (column.kind() != clickhouse::ColumnKind::kFixed) return false;
+  const auto& fixed = static_cast<const clickhouse::ColumnFixed&>(column);
+  return fixed.fixed_kind() != clickhouse::FixedKind::kUuid &&
+         fixed.fixed_kind() != clickhouse::FixedKind::kNothing && !fixed.values().is_view() &&
+         fixed.values().size() >= kHeldColumnBytes;
+}
+
+}  // namespace
+
+ResponseBuilder::ResponseBuilder(size_t target, std::function<bool(QueryMessage)> send,
+                                 std::function<v1::Block*()> take_block, ingest::Clock* clock)
+    : target_(target),
+      send_(std::move(send)),
+      take_block_(std::move(take_block)),
+      clock_(clock),
+      buffers_(std::make_shared<ColumnBufferPool>(kSpareColumnBuffers)) {}
+
+void ResponseBuilder::HoldColumns(clickhouse::Block* block) {
+  held_.assign(block->column_count(), nullptr);
+  for (size_t i = 0; i < block->column_count(); ++i) {
+    clickhouse::Column& column = *block->column(i).column;
+    if (!HoldsWholeValues(column)) continue;
+    clickhouse::ByteBuffer values = buffers_->Take();
+    static_cast<clickhouse::ColumnFixed&>(column).SwapValues(&values);
+    held_[i] = buffers_->Hold(std::move(values));
+  }
+}
+
+void ResponseBuilder::Append(const clickhouse::Block& block, size_t begin, size_t end) {
+  v1::Block* dst = pending_.response.mutable_block();
+  if (dst->columns_size() == 0) {
+    for (const clickhouse::NamedColumn& c : block.columns()) {
+      proto_convert::InitResultColumn(*c.column, c.name, dst->add_columns());
+    }
+  }
+  const size_t dst_rows = dst->rows();
+  for (size_t i = 0; i < block.column_count(); ++i) {
+    const clickhouse::Column& src = *block.column(i).column;
+    const int at = static_cast<int>(i);
+    if (held_[i] != nullptr) {
+      const size_t width = static_cast<const clickhouse::ColumnFixed&>(src).width();
+      pending_.Hold(at, {.owner = held_[i],
+                         .data = held_[i]->data() + begin * width,
+                         .size = (end - begin) * width});
+    } else if (pending_.held_column(at) != nullptr) {
+      // Rows copied after held ones (a small block): a range of their own. Only whole-value
+      // fixed-width columns are ever held, so the bytes are the column's.
+      const auto& fixed = static_cast<const clickhouse::ColumnFixed&>(src);
+      auto copy = std::make_shared<std::string>(fixed.RawAt(begin), (end - begin) * fixed.width());
+      HeldBytes range{.data = copy->data(), .size = copy->size()};
+      range.owner = std::move(copy);
+      pending_.Hold(at, std::move(range));
+    } else {
+      proto_convert::AppendResultRows(src, begin, end, dst_rows, dst->mutable_columns(at));
+    }
+  }
+  dst->set_rows(dst_rows + (end - begin));
+}
+
+bool ResponseBuilder::Add(clickhouse::Block* block) {
+  const size_t rows = block->rows();  // before a column's values move out
+  HoldColumns(block);
+  const clickhouse::Block& src = *block;
+  bool sent = true;
   size_t begin = 0;
   while (begin < rows) {
     const size_t room = target_ > pending_bytes_ ? target_ - pending_bytes_ : 0;
     size_t end = rows;
-    size_t bytes = Estimate(block, begin, end);
+    size_t bytes = Estimate(src, begin, end);
     if (bytes > room) {
       // The largest end whose rows fit the room (estimates grow with the row range).
       size_t lo = begin, hi = rows;
       while (lo < hi) {
         const size_t mid = lo + (hi - lo + 1) / 2;
-        if (Estimate(block, begin, mid) <= room) {
+        if (Estimate(src, begin, mid) <= room) {
           lo = mid;
         } else {
           hi = mid - 1;
@@ -100,30 +196,37 @@ bool ResponseBuilder::Add(const clickhouse::Block& block) {
       end = lo;
       if (end == begin) {
         if (pending_rows() > 0) {
-          if (!Flush()) return false;
+          if (!Flush()) {
+            sent = false;
+            break;
+          }
           continue;
         }
         end = begin + 1;  // one row larger than the target still goes, alone
       }
-      bytes = Estimate(block, begin, end);
+      bytes = Estimate(src, begin, end);
     }
     if (pending_rows() == 0) {
       pending_since_ = clock_->Now();
-      if (!pending_.has_block()) pending_.set_allocated_block(take_block_());
+      if (!pending_.response.has_block()) pending_.response.set_allocated_block(take_block_());
     }
-    proto_convert::AppendResultBlock(block, begin, end, pending_.mutable_block());
+    Append(src, begin, end);
     pending_bytes_ += bytes;
     begin = end;
-    if (pending_bytes_ >= target_ - target_ / 8 && !Flush()) return false;
+    if (pending_bytes_ >= target_ - target_ / 8 && !Flush()) {
+      sent = false;
+      break;
+    }
   }
-  return true;
+  held_.clear();  // the messages hold what they reference
+  return sent;
 }
 
 bool ResponseBuilder::Flush() {
   if (pending_rows() == 0) return true;
-  const uint64_t rows = pending_.block().rows();
-  v1::QueryResponse out = std::move(pending_);
-  pending_.Clear();
+  const uint64_t rows = pending_.response.block().rows();
+  QueryMessage out = std::move(pending_);
+  pending_ = QueryMessage();
   pending_bytes_ = 0;
   ++blocks_;
   rows_ += rows;
@@ -150,7 +253,7 @@ QueryRun::QueryRun(QueryCall* call, clickhouse::Pool* pool, const QueryServiceOp
       request_(call->request()),
       builder_(
           TargetBytes(request_, options_),
-          [this](v1::QueryResponse response) { return Send(std::move(response)); },
+          [this](QueryMessage message) { return Send(std::move(message)); },
           [this] { return call_->TakeBlock(); }, clock) {}
 
 absl::Status QueryRun::Run() {
@@ -329,10 +432,10 @@ bool QueryRun::Interrupted() {
 }
 
 absl::Status QueryRun::Stream() {
-  const clickhouse::Block* block = cursor_->Next();
+  clickhouse::Block* block = cursor_->Next();
   while (block != nullptr) {
     if (!header_status_.ok() || send_failed_) break;
-    if (!builder_.Add(*block)) {
+    if (!builder_.Add(block)) {
       send_failed_ = true;
       break;
     }
@@ -443,10 +546,12 @@ void QueryRun::ReleaseConnection() {
   conn_ = clickhouse::PooledConnection();
 }
 
-bool QueryRun::Send(v1::QueryResponse response) {
-  const uint64_t rows = response.has_block() ? response.block().rows() : 0;
+bool QueryRun::Send(v1::QueryResponse response) { return Send(QueryMessage(std::move(response))); }
+
+bool QueryRun::Send(QueryMessage message) {
+  const uint64_t rows = message.response.has_block() ? message.response.block().rows() : 0;
   size_t bytes = 0;
-  if (!call_->Send(std::move(response), &bytes)) return false;
+  if (!call_->Send(std::move(message), &bytes)) return false;
   if (observer_ != nullptr) observer_->Streamed(rows, bytes);
   return true;
 }

@@ -10,11 +10,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.pb.h"
 #include "server/clickhouse/block.h"
@@ -23,6 +26,7 @@
 #include "server/ingest/clock.h"
 #include "server/service/observers.h"
 #include "server/service/query_service.h"
+#include "server/service/response_wire.h"
 #include "text/trace_context.h"
 
 namespace chgate::service {
@@ -39,10 +43,11 @@ class QueryCall {
   virtual bool cancelled() const = 0;
   // Cancelled because the server is shutting down.
   virtual bool shutting_down() const = 0;
-  // Queues `response` for the client (waiting while the call's buffer is full) and sets `*bytes`
+  // Queues `message` for the client (waiting while the call's buffer is full) and sets `*bytes`
   // to its serialized size. Returns false when nothing more will be written (cancelled, a failed
-  // write, or the buffer stayed full until the deadline).
-  virtual bool Send(v1::QueryResponse response, size_t* bytes) = 0;
+  // write, or the buffer stayed full until the deadline). Its held data stays valid while the
+  // message (or what it is serialized into) holds it.
+  virtual bool Send(QueryMessage message, size_t* bytes) = 0;
   // An empty Block for the next response (possibly with buffers reused); the caller owns it.
   virtual v1::Block* TakeBlock() = 0;
   // The caller's trace (W3C traceparent from the call's metadata), sent to ClickHouse with the
@@ -50,20 +55,46 @@ class QueryCall {
   virtual std::optional<text::TraceContext> trace() const { return std::nullopt; }
 };
 
+// Native column buffers lent from the cursor to response messages: a buffer held by messages
+// comes back when the last of them is written and released, and is given to the cursor's column
+// for a later block (fresh half-megabyte buffers for every block would cost page faults).
+// Thread-safe: buffers come back on gRPC's threads.
+class ColumnBufferPool : public std::enable_shared_from_this<ColumnBufferPool> {
+ public:
+  explicit ColumnBufferPool(size_t keep) : keep_(keep) {}
+  // A cleared buffer, with the capacity of one returned earlier when there is one.
+  clickhouse::ByteBuffer Take();
+  // Shares `buffer` read-only; it comes back here (kept if fewer than `keep` are spare) when the
+  // last reference is released.
+  std::shared_ptr<const clickhouse::ByteBuffer> Hold(clickhouse::ByteBuffer buffer);
+
+ private:
+  void Return(clickhouse::ByteBuffer* buffer);
+
+  const size_t keep_;
+  absl::Mutex mu_;
+  std::vector<clickhouse::ByteBuffer> spare_ ABSL_GUARDED_BY(mu_);
+};
+
 // Builds one query's responses: merges and splits blocks into messages of about `target` bytes.
 // Rows wait in a pending message until it is nearly full or Flush is called; pending_since()
 // says, by `clock`, when the oldest of them arrived.
 class ResponseBuilder {
  public:
-  ResponseBuilder(size_t target, std::function<bool(v1::QueryResponse)> send,
+  ResponseBuilder(size_t target, std::function<bool(QueryMessage)> send,
                   std::function<v1::Block*()> take_block, ingest::Clock* clock);
 
-  // Adds every row of `block`; sends full messages. Returns false once sending failed.
-  bool Add(const clickhouse::Block& block);
+  // Adds every row of `block`; sends full messages. Returns false once sending failed. A large
+  // fixed-width column (not UUID) goes out from its own memory: its buffer moves into the
+  // messages and the column gets another (so `block` must be a cursor's block, read before the
+  // cursor's next one, and its values are gone afterwards).
+  bool Add(clickhouse::Block* block);
   // Sends the rows gathered so far, if any. Returns false when sending failed.
   bool Flush();
 
-  uint64_t pending_rows() const { return pending_.has_block() ? pending_.block().rows() : 0; }
+  uint64_t pending_rows() const {
+    return pending_.response.has_block() ? pending_.response.block().rows() : 0;
+  }
   // When the oldest pending row was added.
   absl::Time pending_since() const { return pending_since_; }
   // Rows and messages sent so far.
@@ -72,12 +103,19 @@ class ResponseBuilder {
 
  private:
   static size_t Estimate(const clickhouse::Block& block, size_t begin, size_t end);
+  // Takes the buffers of `block`'s columns that go out from their own memory into held_.
+  void HoldColumns(clickhouse::Block* block);
+  // Appends rows [begin, end) of `block` to the pending message.
+  void Append(const clickhouse::Block& block, size_t begin, size_t end);
 
   const size_t target_;
-  const std::function<bool(v1::QueryResponse)> send_;
+  const std::function<bool(QueryMessage)> send_;
   const std::function<v1::Block*()> take_block_;
   ingest::Clock* const clock_;
-  v1::QueryResponse pending_;
+  const std::shared_ptr<ColumnBufferPool> buffers_;
+  // For the block being added: per column, its values when they go out from their own memory.
+  std::vector<std::shared_ptr<const clickhouse::ByteBuffer>> held_;
+  QueryMessage pending_;
   size_t pending_bytes_ = 0;
   absl::Time pending_since_;
   uint64_t rows_ = 0;
@@ -147,6 +185,7 @@ class QueryRun {
   void ReleaseConnection();
 
   bool Send(v1::QueryResponse response);
+  bool Send(QueryMessage message);
   void SendProgress(const clickhouse::Progress& progress);
   bool DeadlinePassed() const;
 

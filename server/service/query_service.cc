@@ -59,10 +59,10 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
 
   // Queues `response` for writing, waiting while the query's buffered bytes are at the limit.
   // False when the call was cancelled or a write failed (nothing more will be written).
-  bool Send(v1::QueryResponse response, size_t* bytes) override {
-    const size_t size = response.ByteSizeLong();
+  bool Send(QueryMessage message, size_t* bytes) override {
+    const size_t size = message.ByteSize();
     *bytes = size;
-    v1::QueryResponse* start = nullptr;
+    QueryMessage* start = nullptr;
     bool timed_out = false;
     {
       absl::MutexLock lock(&mu_);
@@ -73,7 +73,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
       }
       if (cancelled() || write_failed_) return false;
       if (!timed_out) {
-        queue_.push_back({std::move(response), size});
+        queue_.push_back({std::move(message), size});
         queued_bytes_ += size;
       }
       if (!writing_) {
@@ -108,7 +108,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
   v1::Block* TakeBlock() override { return recycler_->Take().release(); }
 
   void OnWriteDone(bool ok) override {
-    v1::QueryResponse* next = nullptr;
+    QueryMessage* next = nullptr;
     std::optional<grpc::Status> finish;
     {
       absl::MutexLock lock(&mu_);
@@ -155,7 +155,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
   // Starts writing `message` (the front of the queue); one write is in flight at a time, so
   // writing_bytes_ is free. A Block in `message` moves into the serialized bytes, which reference
   // its buffers, and comes back to recycler_ when gRPC has released them.
-  void Write(v1::QueryResponse& message) {
+  void Write(QueryMessage& message) {
     SerializeQueryResponse(&message, recycler_, &writing_bytes_);
     StartWrite(&writing_bytes_);
   }
@@ -173,7 +173,7 @@ class QueryExecutor::Call final : public grpc::ServerWriteReactor<grpc::ByteBuff
   absl::CondVar cv_;
   // Responses not yet written; while writing_, the front one is being written.
   struct Queued {
-    v1::QueryResponse message;
+    QueryMessage message;
     size_t bytes;  // its serialized size, computed once in Send
   };
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);

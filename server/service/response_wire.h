@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -40,10 +41,50 @@ class BlockRecycler {
 // Fields at least this long are referenced rather than copied into the framing.
 inline constexpr size_t kReferencedFieldBytes = 2048;
 
-// Serializes `message` into `out` (replacing its contents), byte-identical to
-// message.SerializeAsString(). A Block in `message` (block, totals or extremes) is moved out of
-// it: its large fields are referenced by `out`'s slices, and it goes to `recycler` (when not
-// null) once every slice is released. Other message kinds are serialized by protobuf.
+// Bytes that stay valid and unchanged while `owner` is held.
+struct HeldBytes {
+  std::shared_ptr<const void> owner;
+  const char* data = nullptr;
+  size_t size = 0;
+};
+
+// A response whose Block may leave the `data` of some top-level columns outside the message:
+// the native column memory a result was read into, written to the client from where it is
+// (no copy into the message). Such a column's `data` in `response` stays empty; its value is
+// the concatenation of its held ranges.
+struct QueryMessage {
+  QueryMessage() = default;
+  explicit QueryMessage(v1::QueryResponse r) : response(std::move(r)) {}
+
+  struct HeldColumn {
+    int column = 0;  // index in the Block's columns
+    std::vector<HeldBytes> ranges;
+    size_t bytes = 0;  // sum of the ranges' sizes
+  };
+
+  // Appends `range` to the held data of `column` (of the response's Block), first moving any
+  // `data` the column already has in the message into a held range of its own.
+  void Hold(int column, HeldBytes range);
+  // The held column `column`, or null when its data is in the message.
+  HeldColumn* held_column(int column);
+  // The serialized size (as SerializeQueryResponse writes it, held data included). Sets the
+  // message's cached sizes.
+  size_t ByteSize();
+  // Copies the held data into the message's columns (what a parser of the bytes would see).
+  void Materialize();
+
+  v1::QueryResponse response;
+  std::vector<HeldColumn> held;  // by increasing column
+};
+
+// Serializes `message` into `out` (replacing its contents), byte-identical to the
+// SerializeAsString() of the materialized message. A Block in it (block, totals or extremes) is
+// moved out: its large fields and held ranges are referenced by `out`'s slices, the held ranges'
+// owners are kept until the last slice is released, and the Block then goes to `recycler` (when not
+// null). Other message kinds are serialized by protobuf.
+void SerializeQueryResponse(QueryMessage* message, std::shared_ptr<BlockRecycler> recycler,
+                            grpc::ByteBuffer* out);
+// The same for a message without held data.
 void SerializeQueryResponse(v1::QueryResponse* message, std::shared_ptr<BlockRecycler> recycler,
                             grpc::ByteBuffer* out);
 

@@ -33,6 +33,9 @@ class ColumnFixed final : public Column {
   const char* data() const { return values_.data(); }
   ByteBuffer& values() { return values_; }
   const ByteBuffer& values() const { return values_; }
+  // Exchanges the column's values with `other` (so a reader can keep a decoded result's memory
+  // and give the column another buffer to decode the next block into).
+  void SwapValues(ByteBuffer* other) { std::swap(values_, *other); }
 
   // Typed access; sizeof(T) must equal width().
   template <typename T>

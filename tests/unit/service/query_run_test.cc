@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +22,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "server/clickhouse/columns/fixed.h"
+#include "server/clickhouse/columns/string.h"
 #include "server/clickhouse/pool.h"
 #include "server/clickhouse/protocol/client_reader.h"
 #include "server/clickhouse/protocol/error_codes.h"
@@ -61,12 +64,13 @@ class FakeCall final : public QueryCall {
   absl::Time deadline() const override { return deadline_; }
   bool cancelled() const override { return cancelled_.load(); }
   bool shutting_down() const override { return false; }
-  bool Send(v1::QueryResponse response, size_t* bytes) override {
-    *bytes = response.ByteSizeLong();
+  bool Send(QueryMessage message, size_t* bytes) override {
+    *bytes = message.ByteSize();
+    message.Materialize();
     absl::MutexLock lock(&mu_);
     if (sends_left_ == 0) return false;
     --sends_left_;
-    responses_.push_back(std::move(response));
+    responses_.push_back(std::move(message.response));
     return true;
   }
   v1::Block* TakeBlock() override { return new v1::Block(); }
@@ -172,20 +176,23 @@ class QueryRunTest : public ::testing::Test {
   std::unique_ptr<ch::Pool> pool_;
 };
 
+bool AddBlock(ResponseBuilder& builder, ch::Block block) { return builder.Add(&block); }
+
 TEST(ResponseBuilderTest, PendingRowsDateFromTheFirstOneAndGoOutTogether) {
   FakeClock clock;
   std::vector<v1::QueryResponse> sent;
   ResponseBuilder builder(
       1 << 20,
-      [&](v1::QueryResponse r) {
-        sent.push_back(std::move(r));
+      [&](QueryMessage m) {
+        m.Materialize();
+        sent.push_back(std::move(m.response));
         return true;
       },
       [] { return new v1::Block(); }, &clock);
   const absl::Time first = clock.Now();
-  ASSERT_TRUE(builder.Add(cht::MakeBlock({{"x", cht::UInt64Column({1, 2})}})));
+  ASSERT_TRUE(AddBlock(builder, cht::MakeBlock({{"x", cht::UInt64Column({1, 2})}})));
   clock.Advance(absl::Milliseconds(15));
-  ASSERT_TRUE(builder.Add(cht::MakeBlock({{"x", cht::UInt64Column({3})}})));
+  ASSERT_TRUE(AddBlock(builder, cht::MakeBlock({{"x", cht::UInt64Column({3})}})));
   EXPECT_TRUE(sent.empty());
   EXPECT_EQ(builder.pending_rows(), 3u);
   EXPECT_EQ(builder.pending_since(), first);
@@ -197,7 +204,7 @@ TEST(ResponseBuilderTest, PendingRowsDateFromTheFirstOneAndGoOutTogether) {
   EXPECT_EQ(builder.blocks(), 1u);
   // The next pending rows date from their own arrival.
   clock.Advance(absl::Milliseconds(15));
-  ASSERT_TRUE(builder.Add(cht::MakeBlock({{"x", cht::UInt64Column({4})}})));
+  ASSERT_TRUE(AddBlock(builder, cht::MakeBlock({{"x", cht::UInt64Column({4})}})));
   EXPECT_EQ(builder.pending_since(), first + absl::Milliseconds(30));
 }
 
@@ -207,12 +214,14 @@ TEST(ResponseBuilderTest, SplitsABlockLargerThanTheTarget) {
   // 8 bytes a row: four rows fill a 32-byte message.
   ResponseBuilder builder(
       32,
-      [&](v1::QueryResponse r) {
-        sent.push_back(std::move(r));
+      [&](QueryMessage m) {
+        m.Materialize();
+        sent.push_back(std::move(m.response));
         return true;
       },
       [] { return new v1::Block(); }, &clock);
-  ASSERT_TRUE(builder.Add(cht::MakeBlock({{"x", cht::UInt64Column({1, 2, 3, 4, 5, 6, 7, 8})}})));
+  ASSERT_TRUE(
+      AddBlock(builder, cht::MakeBlock({{"x", cht::UInt64Column({1, 2, 3, 4, 5, 6, 7, 8})}})));
   ASSERT_TRUE(builder.Flush());
   uint64_t rows = 0;
   for (const v1::QueryResponse& r : sent) {
@@ -222,6 +231,134 @@ TEST(ResponseBuilderTest, SplitsABlockLargerThanTheTarget) {
   EXPECT_GT(sent.size(), 1u);
   EXPECT_EQ(rows, 8u);
   EXPECT_EQ(builder.blocks(), sent.size());
+}
+
+// A block of `rows` rows: n UInt64 (first + i), s String ("v<i>"), u UUID.
+ch::Block NumbersBlock(uint64_t first, size_t rows) {
+  ch::ColumnPtr n = cht::MakeColumn("UInt64");
+  ch::ColumnPtr str = cht::MakeColumn("String");
+  ch::ColumnPtr u = cht::MakeColumn("UUID");
+  for (uint64_t i = first; i < first + rows; ++i) {
+    static_cast<ch::ColumnFixed&>(*n).Append(i);
+    static_cast<ch::ColumnString&>(*str).Append("v" + std::to_string(i));
+    const uint64_t halves[2] = {i, ~i};
+    static_cast<ch::ColumnFixed&>(*u).AppendRaw(halves);
+  }
+  return cht::MakeBlock({{"n", n}, {"s", str}, {"u", u}});
+}
+
+TEST(ResponseBuilderTest, LargeFixedColumnsGoOutFromTheBlocksOwnMemory) {
+  FakeClock clock;
+  std::vector<QueryMessage> sent;
+  // 16,000 rows of about 39 bytes in the response: two full messages of 256 KiB and a rest that
+  // waits for more.
+  ResponseBuilder builder(
+      256 << 10,
+      [&](QueryMessage m) {
+        sent.push_back(std::move(m));
+        return true;
+      },
+      [] { return new v1::Block(); }, &clock);
+  ch::Block large = NumbersBlock(0, 16000);
+  const char* const values = static_cast<const ch::ColumnFixed&>(*large.column(0).column).data();
+  ASSERT_TRUE(builder.Add(&large));
+  // The numbers' buffer moved into the messages; the column is ready for the next block.
+  EXPECT_EQ(large.column(0).column->Size(), 0u);
+  EXPECT_EQ(large.column(1).column->Size(), 16000u) << "only whole-value fixed columns move";
+  // A small block after it is copied, in order, into the same pending message.
+  ch::Block small = NumbersBlock(16000, 10);
+  ASSERT_TRUE(builder.Add(&small));
+  EXPECT_EQ(small.column(0).column->Size(), 10u);
+  ASSERT_TRUE(builder.Flush());
+  ASSERT_EQ(sent.size(), 3u);
+
+  uint64_t next = 0;
+  size_t referenced = 0;
+  for (QueryMessage& m : sent) {
+    ASSERT_EQ(m.held.size(), 1u) << "only the UInt64 column is held";
+    EXPECT_EQ(m.held[0].column, 0);
+    for (const HeldBytes& range : m.held[0].ranges) {
+      if (range.data >= values && range.data < values + 16000 * 8) ++referenced;
+    }
+    const size_t size = m.ByteSize();
+    m.Materialize();
+    EXPECT_EQ(size, m.response.ByteSizeLong());
+    const v1::Block& block = m.response.block();
+    ASSERT_EQ(block.columns_size(), 3);
+    ASSERT_EQ(block.columns(0).data().size(), block.rows() * 8);
+    ASSERT_EQ(block.columns(2).data().size(), block.rows() * 16);
+    ASSERT_EQ(static_cast<uint64_t>(block.columns(1).offsets_size()), block.rows());
+    for (uint64_t r = 0; r < block.rows(); ++r, ++next) {
+      uint64_t v;
+      std::memcpy(&v, block.columns(0).data().data() + r * 8, 8);
+      ASSERT_EQ(v, next);
+      const uint64_t begin = r == 0 ? 0 : block.columns(1).offsets(static_cast<int>(r) - 1);
+      ASSERT_EQ(block.columns(1).data().substr(
+                    begin, block.columns(1).offsets(static_cast<int>(r)) - begin),
+                "v" + std::to_string(next));
+    }
+  }
+  EXPECT_EQ(next, 16010u);
+  EXPECT_EQ(referenced, sent.size()) << "each message references the block's own values";
+}
+
+TEST(ResponseBuilderTest, AHeldBufferComesBackForALaterBlockWhenItsMessagesAreGone) {
+  FakeClock clock;
+  std::vector<QueryMessage> sent;
+  ResponseBuilder builder(
+      1 << 20,
+      [&](QueryMessage m) {
+        sent.push_back(std::move(m));
+        return true;
+      },
+      [] { return new v1::Block(); }, &clock);
+  auto values_of = [](const ch::Block& block) {
+    return static_cast<const ch::ColumnFixed&>(*block.column(0).column).values().data();
+  };
+  ch::Block first = NumbersBlock(0, 10000);
+  ASSERT_TRUE(builder.Add(&first));
+  ASSERT_TRUE(builder.Flush());
+  ch::Block second = NumbersBlock(0, 10000);
+  ASSERT_TRUE(builder.Add(&second));
+  ASSERT_TRUE(builder.Flush());
+  // While messages hold both buffers, nothing comes back: the column gets an empty one.
+  ch::Block third = NumbersBlock(0, 10000);
+  const char* const third_values = values_of(third);
+  ASSERT_TRUE(builder.Add(&third));
+  EXPECT_EQ(static_cast<const ch::ColumnFixed&>(*third.column(0).column).values().capacity(), 0u);
+  ASSERT_TRUE(builder.Flush());
+  sent.clear();  // written and released: the three buffers go back, `third`'s last
+  ch::Block fourth = NumbersBlock(0, 10000);
+  ASSERT_TRUE(builder.Add(&fourth));
+  const ch::ByteBuffer& given =
+      static_cast<const ch::ColumnFixed&>(*fourth.column(0).column).values();
+  EXPECT_EQ(given.size(), 0u);
+  EXPECT_GE(given.capacity(), 10000u * 8);
+  EXPECT_EQ(values_of(fourth), third_values) << "the most recently returned buffer is reused";
+}
+
+TEST(ColumnBufferPoolTest, ABufferComesBackWhenItsLastReferenceGoesAndAtMostTheLimitIsKept) {
+  auto pool = std::make_shared<ColumnBufferPool>(1);
+  ch::ByteBuffer buffer;
+  buffer.resize(1000);
+  const char* const memory = buffer.data();
+  std::shared_ptr<const ch::ByteBuffer> held = pool->Hold(std::move(buffer));
+  std::shared_ptr<const ch::ByteBuffer> also = held;
+  held.reset();
+  EXPECT_EQ(pool->Take().capacity(), 0u) << "still referenced";
+  also.reset();
+  ch::ByteBuffer back = pool->Take();
+  EXPECT_EQ(back.size(), 0u);
+  EXPECT_GE(back.capacity(), 1000u);
+  EXPECT_EQ(back.data(), memory);
+
+  ch::ByteBuffer x, y;
+  x.resize(10);
+  y.resize(10);
+  pool->Hold(std::move(x)).reset();
+  pool->Hold(std::move(y)).reset();  // freed: one is kept
+  EXPECT_GT(pool->Take().capacity(), 0u);
+  EXPECT_EQ(pool->Take().capacity(), 0u);
 }
 
 TEST_F(QueryRunTest, StreamsHeaderRowsAndSummaryTimedByTheClock) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -154,6 +155,83 @@ TEST(ResponseWireTest, TheRecyclerKeepsAtMostItsLimit) {
   recycler.Return(std::move(b));  // freed: one is kept
   EXPECT_EQ(recycler.Take().get(), kept);
   EXPECT_NE(recycler.Take().get(), nullptr);
+}
+
+// A held range over its own copy of `bytes`; `watch` sees when the range's owner is released.
+HeldBytes HeldCopy(const std::string& bytes, std::weak_ptr<const void>* watch = nullptr) {
+  auto owned = std::make_shared<const std::string>(bytes);
+  HeldBytes range{.data = owned->data(), .size = owned->size()};
+  if (watch != nullptr) *watch = owned;
+  range.owner = std::move(owned);
+  return range;
+}
+
+std::string Fixed64(uint64_t first, size_t rows) {
+  std::string out;
+  for (uint64_t i = first; i < first + rows; ++i) {
+    out.append(reinterpret_cast<const char*>(&i), sizeof(i));
+  }
+  return out;
+}
+
+TEST(ResponseWireTest, HeldColumnDataIsWrittenAsIfItWereInTheMessage) {
+  for (size_t rows : {1, 100, 5000}) {
+    SCOPED_TRACE(rows);
+    // Columns 0 and 3 (both UInt64) hold their data outside the message, in ranges short and
+    // long, the first of column 0 moved out of the message by Hold.
+    QueryMessage message(EveryShape(rows));
+    v1::Block* block = message.response.mutable_block();
+    FillFixed(block->add_columns(), "m", 0);
+    const std::string a = block->columns(0).data();
+    const std::string b = Fixed64(7, 300), c = Fixed64(1000, rows), d = Fixed64(5, 3);
+    std::weak_ptr<const void> watch_c;
+    message.Hold(0, HeldCopy(b));
+    message.Hold(0, HeldCopy(c, &watch_c));
+    message.Hold(block->columns_size() - 1, HeldCopy(d));
+    message.Hold(block->columns_size() - 1, HeldCopy(""));
+    ASSERT_EQ(message.held.size(), 2u);
+    EXPECT_EQ(message.held[0].column, 0);
+    EXPECT_EQ(message.held[0].bytes, a.size() + b.size() + c.size());
+    EXPECT_TRUE(message.response.block().columns(0).data().empty());
+
+    QueryMessage materialized = message;
+    materialized.Materialize();
+    EXPECT_EQ(materialized.response.block().columns(0).data(), a + b + c);
+    EXPECT_EQ(materialized.response.block().columns(block->columns_size() - 1).data(), d);
+    const std::string expected = materialized.response.SerializeAsString();
+    EXPECT_EQ(message.ByteSize(), expected.size());
+
+    auto out = std::make_unique<grpc::ByteBuffer>();
+    SerializeQueryResponse(&message, nullptr, out.get());
+    EXPECT_EQ(Flatten(*out), expected);
+    EXPECT_TRUE(message.held.empty()) << "the ranges move into the serialized bytes";
+    materialized = QueryMessage();
+    EXPECT_FALSE(watch_c.expired()) << "released while the bytes still reference it";
+    out.reset();
+    EXPECT_TRUE(watch_c.expired());
+  }
+}
+
+TEST(ResponseWireTest, LongHeldRangesAreReferencedNotCopied) {
+  QueryMessage message;
+  message.response.mutable_block()->set_rows(1000);
+  FillFixed(message.response.mutable_block()->add_columns(), "n", 0);
+  const std::string values = Fixed64(0, 1000);
+  auto owned = std::make_shared<const std::string>(values);
+  const char* const data = owned->data();
+  message.Hold(0, {.owner = owned, .data = data, .size = 4000});
+  message.Hold(0, {.owner = owned, .data = data + 4000, .size = 4000});
+  owned.reset();
+  grpc::ByteBuffer out;
+  SerializeQueryResponse(&message, nullptr, &out);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(out.Dump(&slices).ok());
+  size_t referenced = 0;
+  for (const grpc::Slice& s : slices) {
+    const auto* begin = reinterpret_cast<const char*>(s.begin());
+    if (begin == data || begin == data + 4000) ++referenced;
+  }
+  EXPECT_EQ(referenced, 2u);
 }
 
 }  // namespace
