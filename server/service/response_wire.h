@@ -1,10 +1,13 @@
 // Serializing a QueryResponse for gRPC without copying its column data: the bytes are exactly
 // what protobuf's serializer produces, but the large fields of a Block (a column's `data`,
 // `nulls` and `offsets`) go into the grpc::ByteBuffer as slices that point into the message's own
-// buffers, so a result value is copied once (from the native column into the message) instead of
-// twice. The Block then belongs to the slices: it is handed back through a BlockRecycler when
-// gRPC has released the last of them, which may be after the write completed (the transport
-// keeps the slices until the socket has taken them). Thread-safe.
+// buffers, and a column whose data is held outside the message (QueryMessage: a large
+// fixed-width result column, still in the native column's buffer) is written from there. A
+// result value is thus copied into the message at most once, and a fixed-width one not at all.
+// The Block and the held buffers then belong to the slices: the Block is handed back through a
+// BlockRecycler and the held buffers released when gRPC has released the last of them, which may
+// be after the write completed (the transport keeps the slices until the socket has taken
+// them). Thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
