@@ -176,19 +176,24 @@ class QueryRunTest : public ::testing::Test {
   std::unique_ptr<ch::Pool> pool_;
 };
 
+// A builder of messages of about `target` bytes that keeps what it sends in `sent`.
+ResponseBuilder CollectingBuilder(size_t target, std::vector<QueryMessage>* sent,
+                                  FakeClock* clock) {
+  return ResponseBuilder(
+      target,
+      [sent](QueryMessage m) {
+        sent->push_back(std::move(m));
+        return true;
+      },
+      [] { return new v1::Block(); }, clock);
+}
+
 bool AddBlock(ResponseBuilder& builder, ch::Block block) { return builder.Add(&block); }
 
 TEST(ResponseBuilderTest, PendingRowsDateFromTheFirstOneAndGoOutTogether) {
   FakeClock clock;
-  std::vector<v1::QueryResponse> sent;
-  ResponseBuilder builder(
-      1 << 20,
-      [&](QueryMessage m) {
-        m.Materialize();
-        sent.push_back(std::move(m.response));
-        return true;
-      },
-      [] { return new v1::Block(); }, &clock);
+  std::vector<QueryMessage> sent;
+  ResponseBuilder builder = CollectingBuilder(1 << 20, &sent, &clock);
   const absl::Time first = clock.Now();
   ASSERT_TRUE(AddBlock(builder, cht::MakeBlock({{"x", cht::UInt64Column({1, 2})}})));
   clock.Advance(absl::Milliseconds(15));
@@ -199,7 +204,7 @@ TEST(ResponseBuilderTest, PendingRowsDateFromTheFirstOneAndGoOutTogether) {
 
   ASSERT_TRUE(builder.Flush());
   ASSERT_EQ(sent.size(), 1u);
-  EXPECT_EQ(sent[0].block().rows(), 3u);
+  EXPECT_EQ(sent[0].response.block().rows(), 3u);
   EXPECT_EQ(builder.rows(), 3u);
   EXPECT_EQ(builder.blocks(), 1u);
   // The next pending rows date from their own arrival.
@@ -210,23 +215,16 @@ TEST(ResponseBuilderTest, PendingRowsDateFromTheFirstOneAndGoOutTogether) {
 
 TEST(ResponseBuilderTest, SplitsABlockLargerThanTheTarget) {
   FakeClock clock;
-  std::vector<v1::QueryResponse> sent;
+  std::vector<QueryMessage> sent;
   // 8 bytes a row: four rows fill a 32-byte message.
-  ResponseBuilder builder(
-      32,
-      [&](QueryMessage m) {
-        m.Materialize();
-        sent.push_back(std::move(m.response));
-        return true;
-      },
-      [] { return new v1::Block(); }, &clock);
+  ResponseBuilder builder = CollectingBuilder(32, &sent, &clock);
   ASSERT_TRUE(
       AddBlock(builder, cht::MakeBlock({{"x", cht::UInt64Column({1, 2, 3, 4, 5, 6, 7, 8})}})));
   ASSERT_TRUE(builder.Flush());
   uint64_t rows = 0;
-  for (const v1::QueryResponse& r : sent) {
-    EXPECT_LE(r.block().rows() * 8, 32u);
-    rows += r.block().rows();
+  for (const QueryMessage& m : sent) {
+    EXPECT_LE(m.response.block().rows() * 8, 32u);
+    rows += m.response.block().rows();
   }
   EXPECT_GT(sent.size(), 1u);
   EXPECT_EQ(rows, 8u);
@@ -252,13 +250,7 @@ TEST(ResponseBuilderTest, LargeFixedColumnsGoOutFromTheBlocksOwnMemory) {
   std::vector<QueryMessage> sent;
   // 16,000 rows of about 39 bytes in the response: two full messages of 256 KiB and a rest that
   // waits for more.
-  ResponseBuilder builder(
-      256 << 10,
-      [&](QueryMessage m) {
-        sent.push_back(std::move(m));
-        return true;
-      },
-      [] { return new v1::Block(); }, &clock);
+  ResponseBuilder builder = CollectingBuilder(256 << 10, &sent, &clock);
   ch::Block large = NumbersBlock(0, 16000);
   const char* const values = static_cast<const ch::ColumnFixed&>(*large.column(0).column).data();
   ASSERT_TRUE(builder.Add(&large));
@@ -305,13 +297,7 @@ TEST(ResponseBuilderTest, LargeFixedColumnsGoOutFromTheBlocksOwnMemory) {
 TEST(ResponseBuilderTest, AHeldBufferComesBackForALaterBlockWhenItsMessagesAreGone) {
   FakeClock clock;
   std::vector<QueryMessage> sent;
-  ResponseBuilder builder(
-      1 << 20,
-      [&](QueryMessage m) {
-        sent.push_back(std::move(m));
-        return true;
-      },
-      [] { return new v1::Block(); }, &clock);
+  ResponseBuilder builder = CollectingBuilder(1 << 20, &sent, &clock);
   auto values_of = [](const ch::Block& block) {
     return static_cast<const ch::ColumnFixed&>(*block.column(0).column).values().data();
   };
