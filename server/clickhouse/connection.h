@@ -166,7 +166,7 @@ class Connection {
   ServerPacketReader reader_;
   GatherWriter out_;
   GatherWriter body_;
-  std::vector<char> frames_;
+  ByteBuffer frames_;
   std::optional<FrameCompressor> compressor_;
   HelloParams hello_;
   ServerInfo server_;

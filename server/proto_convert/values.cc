@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/columns/factory.h"
 #include "server/ingest/value_error.h"
@@ -105,6 +106,29 @@ absl::Status AppendProtoColumn(const v1::Column& src, uint64_t rows, std::string
   return root->Append(0, rows);
 }
 
+namespace {
+
+// An empty column of `type`, cloned from one built on this thread for the same name: a client
+// names its columns' types again in every request, and parsing a type name costs several times
+// the clone. Names of at most kMaxCachedName bytes are kept, at most kMaxCachedTypes of them (all
+// dropped when full), so the cache stays small whatever callers send.
+absl::StatusOr<clickhouse::ColumnPtr> NewColumn(const std::string& type) {
+  constexpr size_t kMaxCachedName = 512;
+  constexpr size_t kMaxCachedTypes = 128;
+  thread_local absl::flat_hash_map<std::string, clickhouse::ColumnPtr> prototypes;
+  if (const auto it = prototypes.find(type); it != prototypes.end()) {
+    return it->second->CloneEmpty();
+  }
+  CHGATE_ASSIGN_OR_RETURN(clickhouse::ColumnPtr column, clickhouse::CreateColumn(type));
+  if (type.size() <= kMaxCachedName) {
+    if (prototypes.size() >= kMaxCachedTypes) prototypes.clear();
+    prototypes.emplace(type, column->CloneEmpty());
+  }
+  return column;
+}
+
+}  // namespace
+
 absl::Status ConvertBlock(const v1::Block& block, std::span<const std::string> names,
                           clickhouse::Block* out) {
   CHGATE_CHECK(names.size() == static_cast<size_t>(block.columns_size()));
@@ -120,7 +144,7 @@ absl::Status ConvertBlock(const v1::Block& block, std::span<const std::string> n
               "e.g. \"Nullable(String)\")")),
           {.column = name});
     }
-    absl::StatusOr<clickhouse::ColumnPtr> column = clickhouse::CreateColumn(src.type());
+    absl::StatusOr<clickhouse::ColumnPtr> column = NewColumn(src.type());
     if (!column.ok()) {
       return ingest::WithValueError(
           absl::Status(

@@ -179,7 +179,7 @@ void BM_CompressFrame(benchmark::State& state) {
   const auto method = static_cast<CompressionMethod>(state.range(0));
   std::string input = CompressibleBytes(kMaxFrameInput);
   FrameCompressor compressor(method);
-  std::vector<char> out;
+  ByteBuffer out;
   std::span<const char> piece(input.data(), input.size());
   for (auto _ : state) {
     out.clear();
@@ -198,7 +198,7 @@ void BM_DecompressFrame(benchmark::State& state) {
   const auto method = static_cast<CompressionMethod>(state.range(0));
   std::string input = CompressibleBytes(kMaxFrameInput);
   FrameCompressor compressor(method);
-  std::vector<char> frame;
+  ByteBuffer frame;
   std::span<const char> piece(input.data(), input.size());
   (void)compressor.Compress(std::span<const std::span<const char>>(&piece, 1), &frame);
   auto header = ParseFrameHeader(frame.data());

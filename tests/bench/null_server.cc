@@ -36,8 +36,8 @@ void WriteServerHello(uint64_t revision, GatherWriter& out) {
 }
 
 // Appends a Data packet with `body` (an encoded block), compressed with `compressor` if given.
-absl::Status AppendData(std::string_view body, FrameCompressor* compressor,
-                        std::vector<char>* frames, GatherWriter& out) {
+absl::Status AppendData(std::string_view body, FrameCompressor* compressor, ByteBuffer* frames,
+                        GatherWriter& out) {
   out.WriteVarUInt(static_cast<uint64_t>(ServerCode::kData));
   out.WriteString("");
   if (compressor == nullptr) {
@@ -130,7 +130,7 @@ void NullServer::Serve(int fd) {
   // in the receive buffer), as a server writing to a Null table would.
   reader.set_discard_data(true);
   GatherWriter out;
-  std::vector<char> frames;
+  ByteBuffer frames;
   std::optional<FrameCompressor> compressor;
   auto send = [&]() {
     absl::Status st = socket.WriteAll(out.spans(), kTimeout);

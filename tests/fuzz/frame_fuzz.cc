@@ -27,11 +27,13 @@ constexpr size_t kMaxDecompressed = size_t{16} << 20;
 void CheckRoundTrip(CompressionMethod method, const std::string& data) {
   if (data.size() > chgate::clickhouse::kMaxFrameInput) return;
   FrameCompressor compressor(method);
-  std::vector<char> frame;
+  chgate::clickhouse::ByteBuffer compressed;
   const std::span<const char> piece(data);
-  if (!compressor.Compress(std::span<const std::span<const char>>(&piece, 1), &frame).ok()) {
+  if (!compressor.Compress(std::span<const std::span<const char>>(&piece, 1), &compressed).ok()) {
     std::abort();
   }
+  // A heap copy of exactly the frame, so that a read past its end is caught.
+  const std::vector<char> frame(compressed.data(), compressed.data() + compressed.size());
   const auto header = chgate::clickhouse::ParseFrameHeader(frame.data(), kMaxDecompressed);
   if (!header.ok() ||
       frame.size() != chgate::clickhouse::kFrameChecksumSize + header->compressed_size) {

@@ -47,9 +47,11 @@ void Format(const Block& block) {
 
 void AppendFrame(FrameCompressor& compressor, std::string_view body, std::vector<char>* out) {
   const std::span<const char> piece(body.data(), body.size());
-  if (!compressor.Compress(std::span<const std::span<const char>>(&piece, 1), out).ok()) {
+  chgate::clickhouse::ByteBuffer frame;
+  if (!compressor.Compress(std::span<const std::span<const char>>(&piece, 1), &frame).ok()) {
     __builtin_trap();
   }
+  out->insert(out->end(), frame.data(), frame.data() + frame.size());
 }
 
 }  // namespace

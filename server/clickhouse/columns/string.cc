@@ -1,5 +1,6 @@
 #include "server/clickhouse/columns/string.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -29,9 +30,11 @@ void ColumnString::AppendSlices(std::string_view data, const uint64_t* ends, siz
   // bytes from its start (the bytes past its end are overwritten by what follows, or unused).
   constexpr size_t kSlack = 16;
   char* out = wire_.Prepare(prefix_bytes + value_bytes + kSlack);
-  const size_t old_rows = ends_.size();
-  ends_.resize(old_rows + rows);
-  uint64_t* row_ends = ends_.data() + old_rows;
+  // Room for the ends without zero-filling it, grown geometrically (push_back below never
+  // reallocates).
+  if (ends_.capacity() < ends_.size() + rows) {
+    ends_.reserve(std::max(ends_.size() + rows, ends_.capacity() * 2));
+  }
   size_t written = 0;
   begin = first_begin;
   for (size_t i = 0; i < rows; ++i) {
@@ -47,7 +50,7 @@ void ColumnString::AppendSlices(std::string_view data, const uint64_t* ends, siz
       std::memcpy(out + written, data.data() + begin, size);
     }
     written += size;
-    row_ends[i] = old_size + written;
+    ends_.push_back(old_size + written);
     begin = ends[i];
   }
   wire_.Commit(written);

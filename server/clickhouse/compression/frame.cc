@@ -189,7 +189,7 @@ FrameCompressor::FrameCompressor(FrameCompressor&&) noexcept = default;
 FrameCompressor& FrameCompressor::operator=(FrameCompressor&&) noexcept = default;
 
 absl::Status FrameCompressor::Compress(std::span<const std::span<const char>> pieces,
-                                       std::vector<char>* out) {
+                                       ByteBuffer* out) {
   size_t total = 0;
   for (const std::span<const char> piece : pieces) {
     if (piece.size() > kMaxFrameInput - total) {
@@ -215,11 +215,9 @@ absl::Status FrameCompressor::Compress(std::span<const std::span<const char>> pi
           "compression frame: unknown method ", static_cast<int>(static_cast<uint8_t>(method_))));
   }
 
-  const size_t start = out->size();
-  // resize() zero-fills the new tail; the capacity is kept from earlier frames, so this does
-  // not allocate in steady state.
-  out->resize(start + kPrefixSize + bound);
-  char* const frame = out->data() + start;
+  // Room for the worst case, not initialised; the capacity is kept from earlier frames, so this
+  // does not allocate in steady state.
+  char* const frame = out->Prepare(kPrefixSize + bound);
   char* const payload = frame + kPrefixSize;
 
   absl::StatusOr<size_t> payload_size = total;
@@ -240,10 +238,7 @@ absl::Status FrameCompressor::Compress(std::span<const std::span<const char>> pi
       payload_size = CompressZstd(pieces, total, payload, bound);
       break;
   }
-  if (!payload_size.ok()) {
-    out->resize(start);
-    return payload_size.status();
-  }
+  if (!payload_size.ok()) return payload_size.status();
 
   const size_t compressed_size = kFrameHeaderSize + *payload_size;
   frame[kMethodOffset] = static_cast<char>(static_cast<uint8_t>(method_));
@@ -252,7 +247,7 @@ absl::Status FrameCompressor::Compress(std::span<const std::span<const char>> pi
   const Hash128 checksum = CityHash128(frame + kFrameChecksumSize, compressed_size);
   StoreLe64(frame, checksum.low);
   StoreLe64(frame + 8, checksum.high);
-  out->resize(start + kFrameChecksumSize + compressed_size);
+  out->Commit(kFrameChecksumSize + compressed_size);
   return absl::OkStatus();
 }
 

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/clickhouse/wire/buffer.h"
 
 struct ZSTD_CCtx_s;
 
@@ -77,11 +78,12 @@ class FrameCompressor {
   FrameCompressor& operator=(const FrameCompressor&) = delete;
 
   // Compresses the concatenation of `pieces` (any may be empty; the pieces need not be
-  // contiguous) into one frame and appends it, checksum first, to `*out`. Returns
+  // contiguous) into one frame and appends it, checksum first, to `*out` (whose bytes past its
+  // size are never initialised: room for the worst case costs nothing). Returns
   // InvalidArgumentError if the pieces total more than kMaxFrameInput bytes, InternalError if
   // the compression library fails; on error `*out` is left as it was.
   [[nodiscard]] absl::Status Compress(std::span<const std::span<const char>> pieces,
-                                      std::vector<char>* out);
+                                      ByteBuffer* out);
 
   CompressionMethod method() const { return method_; }
 

@@ -346,10 +346,10 @@ std::string EmptyBlockBytes(uint64_t revision) {
 
 std::string Lz4Frames(const std::string& body) {
   FrameCompressor c(CompressionMethod::kLz4);
-  std::vector<char> out;
+  ByteBuffer out;
   const std::span<const char> piece(body.data(), body.size());
   EXPECT_TRUE(c.Compress(std::span<const std::span<const char>>(&piece, 1), &out).ok());
-  return std::string(out.begin(), out.end());
+  return std::string(out.view());
 }
 
 // A whole session as a client sends it, at a revision with the Addendum.

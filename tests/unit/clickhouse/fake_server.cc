@@ -211,7 +211,7 @@ std::string EndOfStreamPacket() {
 
 std::string CompressFrame(std::string_view body, CompressionMethod method) {
   FrameCompressor compressor(method);
-  std::vector<char> frames;
+  ByteBuffer frames;
   // Frames of at most kMaxFrameInput bytes, as a real server cuts them.
   size_t offset = 0;
   do {

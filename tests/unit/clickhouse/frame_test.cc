@@ -106,10 +106,10 @@ std::vector<std::span<const char>> Split(const std::string& data, std::vector<si
 }
 
 std::string Compress(FrameCompressor* c, std::span<const std::span<const char>> pieces) {
-  std::vector<char> out;
+  ByteBuffer out;
   const absl::Status s = c->Compress(pieces, &out);
   EXPECT_TRUE(s.ok()) << s;
-  return std::string(out.begin(), out.end());
+  return std::string(out.view());
 }
 
 std::string CompressOne(FrameCompressor* c, const std::string& data) {
@@ -300,14 +300,15 @@ TEST_P(RoundTripTest, AppendsToTheCallersBufferAndReusesIt) {
   const std::string b = MakeInput(300, 8);
   const std::string frame_a = CompressOne(&c, a);
   const std::string frame_b = CompressOne(&c, b);
-  std::vector<char> out = {'x', 'y'};
+  ByteBuffer out;
+  out.Append("xy");
   for (int round = 0; round < 3; ++round) {
     out.resize(2);
     const std::span<const char> pa(a);
     const std::span<const char> pb(b);
     ASSERT_TRUE(c.Compress(std::span<const std::span<const char>>(&pa, 1), &out).ok());
     ASSERT_TRUE(c.Compress(std::span<const std::span<const char>>(&pb, 1), &out).ok());
-    const std::string got(out.begin(), out.end());
+    const std::string got(out.view());
     if (GetParam().method != CompressionMethod::kZstd) {
       EXPECT_EQ(got, "xy" + frame_a + frame_b);
     }
@@ -323,13 +324,14 @@ TEST_P(RoundTripTest, AppendsToTheCallersBufferAndReusesIt) {
 TEST_P(RoundTripTest, RejectsMoreThanOneFrameOfInputAndLeavesOutputAlone) {
   FrameCompressor c(GetParam().method);
   const std::string data(kMaxFrameInput + 1, 'a');
-  std::vector<char> out = {'k'};
+  ByteBuffer out;
+  out.Append("k");
   const std::span<const char> piece(data);
   absl::Status s = c.Compress(std::span<const std::span<const char>>(&piece, 1), &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   s = c.Compress(Split(data, {kMaxFrameInput}), &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(out, std::vector<char>{'k'});
+  EXPECT_EQ(out.view(), "k");
   // The compressor still works afterwards.
   const absl::StatusOr<std::string> ok = DecodeFrame(CompressOne(&c, "after"));
   ASSERT_TRUE(ok.ok()) << ok.status();

@@ -662,14 +662,14 @@ std::string CapturedBody(const Capture& cap, bool c2s, uint64_t offset, uint64_t
 // Compresses `body` the way ClickHouse does (frames of at most 1 MiB of input).
 std::string CompressBody(std::string_view body, CompressionMethod method) {
   FrameCompressor compressor(method);
-  std::vector<char> frames;
+  ByteBuffer frames;
   for (size_t pos = 0; pos < body.size(); pos += kMaxFrameInput) {
     const std::span<const char> piece(body.data() + pos,
                                       std::min(kMaxFrameInput, body.size() - pos));
     EXPECT_TRUE(
         compressor.Compress(std::span<const std::span<const char>>(&piece, 1), &frames).ok());
   }
-  return std::string(frames.begin(), frames.end());
+  return std::string(frames.view());
 }
 
 // The raw client wrote LowCardinality with index type 0x200 (no NeedUpdateDictionary), which we

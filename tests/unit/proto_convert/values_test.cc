@@ -139,6 +139,49 @@ TEST(ConvertBlockTest, CopiesFixedWidthData) {
   EXPECT_THAT(Converted(c, 3), ::testing::ElementsAre("-1", "2", "300000"));
 }
 
+// Columns of a type seen before are cloned from one kept per thread: each conversion still gets
+// its own empty columns of exactly the named type, past the cache's bound too.
+TEST(ConvertBlockTest, ColumnsOfARepeatedTypeAreFreshEachTime) {
+  auto block_of = [](const std::string& text) {
+    v1::Block block;
+    block.set_rows(1);
+    v1::Column* s = block.add_columns();
+    s->set_type("Nullable(String)");
+    s->add_strings(text);
+    s->set_nulls(std::string(1, 0));
+    v1::Column* t = block.add_columns();
+    t->set_type("DateTime64(3, 'UTC')");
+    t->set_data(LittleEndian<int64_t>({1500}));
+    return block;
+  };
+  const std::vector<std::string> names = {"s", "t"};
+  clickhouse::Block first, second;
+  ASSERT_TRUE(ConvertBlock(block_of("one"), names, &first).ok());
+  ASSERT_TRUE(ConvertBlock(block_of("two"), names, &second).ok());
+  EXPECT_THAT(Rows(first), ::testing::ElementsAre("one\t1970-01-01 00:00:01.500"));
+  EXPECT_THAT(Rows(second), ::testing::ElementsAre("two\t1970-01-01 00:00:01.500"));
+  for (size_t c = 0; c < 2; ++c) {
+    EXPECT_NE(first.column(c).column.get(), second.column(c).column.get());
+    EXPECT_EQ(first.column(c).column->type_name(), second.column(c).column->type_name());
+  }
+  EXPECT_EQ(second.column(1).column->type_name(), "DateTime64(3, 'UTC')");
+
+  // More distinct types than the cache keeps, then the first again.
+  for (int n = 1; n <= 300; ++n) {
+    v1::Column c = Col(absl::StrCat("FixedString(", n, ")"));
+    c.set_data(std::string(static_cast<size_t>(n), 'x'));
+    EXPECT_THAT(Converted(c, 1), ::testing::ElementsAre(std::string(static_cast<size_t>(n), 'x')));
+  }
+  clickhouse::Block again;
+  ASSERT_TRUE(ConvertBlock(block_of("three"), names, &again).ok());
+  EXPECT_THAT(Rows(again), ::testing::ElementsAre("three\t1970-01-01 00:00:01.500"));
+  // A type that does not parse fails every time.
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<std::vector<std::string>> bad = ConvertOne(Col("NoSuchType"), 0);
+    EXPECT_FALSE(bad.ok());
+  }
+}
+
 TEST(ConvertBlockTest, ReordersUuidFromRfcToClickHouseLayout) {
   v1::Column c = Col("UUID");
   std::string rfc;
