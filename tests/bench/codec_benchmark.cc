@@ -257,19 +257,25 @@ void BM_ConvertRows(benchmark::State& state) {
 }
 BENCHMARK(BM_ConvertRows)->Arg(1000);
 
+// Fills `ids` (UInt64, data) and `msgs` (String, data + offsets) with `count` rows of a columnar
+// request.
+void FillRequestColumns(size_t count, v1::Column* ids, v1::Column* msgs) {
+  ids->set_type("UInt64");
+  msgs->set_type("String");
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t id = i * 2654435761u;
+    ids->mutable_data()->append(reinterpret_cast<const char*>(&id), sizeof(id));
+    msgs->mutable_data()->append(Hex16(i * 0x9E3779B97F4A7C15ull));
+    msgs->add_offsets(msgs->data().size());
+  }
+}
+
 // A columnar request's String (data + offsets) and UInt64 (data) columns into native columns:
 // chgate's per-row work for columnar Blocks.
 void BM_ConvertProtoBlock(benchmark::State& state) {
   const size_t count = static_cast<size_t>(state.range(0));
   v1::Column ids, msgs;
-  ids.set_type("UInt64");
-  msgs.set_type("String");
-  for (size_t i = 0; i < count; ++i) {
-    const uint64_t id = i * 2654435761u;
-    ids.mutable_data()->append(reinterpret_cast<const char*>(&id), sizeof(id));
-    msgs.mutable_data()->append(Hex16(i * 0x9E3779B97F4A7C15ull));
-    msgs.add_offsets(msgs.data().size());
-  }
+  FillRequestColumns(count, &ids, &msgs);
   ColumnPtr id_column = *CreateColumn("UInt64");
   ColumnPtr msg_column = *CreateColumn("String");
   for (auto _ : state) {
@@ -291,15 +297,7 @@ void BM_ConvertRequestBlock(benchmark::State& state) {
   v1::Block block;
   block.set_rows(count);
   v1::Column* ids = block.add_columns();
-  v1::Column* msgs = block.add_columns();
-  ids->set_type("UInt64");
-  msgs->set_type("String");
-  for (size_t i = 0; i < count; ++i) {
-    const uint64_t id = i * 2654435761u;
-    ids->mutable_data()->append(reinterpret_cast<const char*>(&id), sizeof(id));
-    msgs->mutable_data()->append(Hex16(i * 0x9E3779B97F4A7C15ull));
-    msgs->add_offsets(msgs->data().size());
-  }
+  FillRequestColumns(count, ids, block.add_columns());
   const std::vector<std::string> names = {"id", "msg"};
   for (auto _ : state) {
     Block out;
