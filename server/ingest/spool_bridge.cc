@@ -121,6 +121,46 @@ absl::StatusOr<std::string> SpoolBridge::ReadRecord(const std::string& label, ui
   }
 }
 
+absl::StatusOr<const clickhouse::Block*> SpoolBridge::EntryBlock(
+    const SpoolTarget& target, const SpoolEntry& e, const std::function<absl::Time()>& stop_at,
+    std::unique_ptr<clickhouse::Block>* decoded) {
+  if (e.cached != nullptr) return e.cached->block.get();
+  absl::StatusOr<std::string> payload = ReadRecord(target.label, e.lsn, stop_at);
+  if (!payload.ok()) return payload.status();
+  *decoded = std::make_unique<clickhouse::Block>();
+  absl::StatusOr<SpoolRecordHeader> h = DecodeSpoolRecord(*payload, decoded->get());
+  if (!h.ok()) return absl::DataLossError(h.status().message());
+  if (h->kind != SpoolRecordKind::kRows) {
+    return absl::DataLossError("an intent where a rows record was expected");
+  }
+  return decoded->get();
+}
+
+void SpoolBridge::LeaveInSpool(const SpoolTarget& target, const SpooledFlush& flush,
+                               const std::vector<uint64_t>& lost, const absl::Status& status,
+                               SpooledOutcome* outcome) {
+  // As if the flush had not started, but for a new flush's records already found unreadable:
+  // those are gone. A replay's intent keeps all of its records.
+  outcome->status = status;
+  if (flush.intent_lsn != 0) outcome->lost_rows = 0;
+  for (const SpoolEntry& left : flush.entries) {
+    if (flush.intent_lsn != 0 || std::find(lost.begin(), lost.end(), left.lsn) == lost.end()) {
+      outcome->left_rows += left.rows;
+    }
+  }
+  if (flush.intent_lsn == 0) {
+    MarkCommitted(lost, "unreadable");
+    ReportLost(target, *outcome);
+  }
+}
+
+void SpoolBridge::ReportLost(const SpoolTarget& target, const SpooledOutcome& outcome) {
+  // Reported once they are known lost: a flush left in the spool is read again later.
+  if (observer_ != nullptr && outcome.lost_rows > 0) {
+    observer_->RowsDropped(target.label, DropReason::kSpoolDamaged, outcome.lost_rows);
+  }
+}
+
 clickhouse::BlockParts SpoolBridge::Read(const SpoolTarget& target, SpooledFlush& flush,
                                          const std::function<absl::Time()>& stop_at,
                                          SpooledOutcome* outcome) {
@@ -135,56 +175,23 @@ clickhouse::BlockParts SpoolBridge::Read(const SpoolTarget& target, SpooledFlush
     lost.push_back(e.lsn);
     outcome->lost_rows += e.rows;
   };
-  // Reported once they are known lost: a flush left in the spool (below) is read again later.
-  const auto report_lost = [&] {
-    if (observer_ != nullptr && outcome->lost_rows > 0) {
-      observer_->RowsDropped(target.label, DropReason::kSpoolDamaged, outcome->lost_rows);
-    }
-  };
   for (size_t i = 0; i < flush.entries.size(); ++i) {
     SpoolEntry& e = flush.entries[i];
-    // The block kept since its sync, or the record read back and decoded.
     std::unique_ptr<clickhouse::Block> one;
-    const clickhouse::Block* src = nullptr;
-    absl::StatusOr<SpoolRecordHeader> h = SpoolRecordHeader{};
-    if (e.cached != nullptr) {
-      src = e.cached->block.get();
-    } else {
-      absl::StatusOr<std::string> payload = ReadRecord(target.label, e.lsn, stop_at);
-      if (!payload.ok() && !absl::IsDataLoss(payload.status()) &&
-          !absl::IsNotFound(payload.status())) {
-        // Out of time (or the spool closed) with the record still pending: the flush stays in
-        // the spool, as if it had not started (but for a new flush's records already found
-        // unreadable: those are gone).
-        outcome->status = payload.status();
-        if (flush.intent_lsn != 0) outcome->lost_rows = 0;
-        for (const SpoolEntry& left : flush.entries) {
-          if (flush.intent_lsn != 0 ||
-              std::find(lost.begin(), lost.end(), left.lsn) == lost.end()) {
-            outcome->left_rows += left.rows;
-          }
-        }
-        if (flush.intent_lsn == 0) {
-          MarkCommitted(lost, "unreadable");
-          report_lost();
-        }
-        return {};
-      }
-      one = std::make_unique<clickhouse::Block>();
-      h = payload.ok() ? DecodeSpoolRecord(*payload, one.get()) : payload.status();
-      if (h.ok() && h->kind != SpoolRecordKind::kRows) {
-        h = absl::DataLossError("an intent where a rows record was expected");
-      }
-      src = one.get();
+    absl::StatusOr<const clickhouse::Block*> src = EntryBlock(target, e, stop_at, &one);
+    if (!src.ok() && !absl::IsDataLoss(src.status()) && !absl::IsNotFound(src.status())) {
+      // Out of time (or the spool closed) with the record still pending.
+      LeaveInSpool(target, flush, lost, src.status(), outcome);
+      return {};
     }
-    if (!h.ok()) {
+    if (!src.ok()) {
       kLog.Error("spooled record unreadable; its rows are lost",
-                 {{"table", target.label}, {"lsn", e.lsn}, {"error", h.status().message()}});
+                 {{"table", target.label}, {"lsn", e.lsn}, {"error", src.status().message()}});
       lose(e);
       continue;
     }
-    e.rows = src->rows();
-    if (!parts.empty() && !SameColumns(*parts.front(), *src)) {
+    e.rows = (*src)->rows();
+    if (!parts.empty() && !SameColumns(*parts.front(), **src)) {
       if (flush.intent_lsn == 0) {
         // The table changed between these requests: the rest goes in the next INSERT.
         outcome->later.assign(flush.entries.begin() + static_cast<std::ptrdiff_t>(i),
@@ -197,7 +204,7 @@ clickhouse::BlockParts SpoolBridge::Read(const SpoolTarget& target, SpooledFlush
       lose(e);
       continue;
     }
-    parts.push_back(src);
+    parts.push_back(*src);
     if (one != nullptr) decoded.push_back(std::move(one));
     kept.push_back(e);
   }
@@ -206,12 +213,12 @@ clickhouse::BlockParts SpoolBridge::Read(const SpoolTarget& target, SpooledFlush
     // block to ClickHouse (a duplicate of what the first attempt may have written). The caller
     // sets the batch aside, marking it committed in one record with its intent.
     flush.unreadable = std::move(lost);
-    report_lost();
+    ReportLost(target, *outcome);
     return {};
   }
   flush.entries = std::move(kept);
   MarkCommitted(lost, "unreadable");
-  report_lost();
+  ReportLost(target, *outcome);
   return clickhouse::BlockParts(std::move(parts), std::move(decoded));
 }
 
@@ -487,6 +494,22 @@ bool SpoolBridge::WriteDeadLetter(const SpoolTarget& target, const SpooledFlush&
 // ---------------------------------------------------------------------------------------------
 // Reading the spool back at a start.
 
+absl::StatusOr<SpoolRecordHeader> SpoolBridge::HeaderAtStart(const spool::SpoolRecord& r) {
+  if (r.payload.empty() && !r.head.empty()) {
+    // The head the spool's scan checked: enough unless the header is longer.
+    absl::StatusOr<SpoolRecordHeader> h = DecodeSpoolRecord(r.head);
+    if (h.ok()) return h;
+  }
+  if (!r.payload.empty()) return DecodeSpoolRecord(r.payload);
+  // Read again while the error may pass, for a while: the start waits rather than dropping
+  // acknowledged rows for a moment without a file descriptor.
+  const absl::Time give_up = clock_->Now() + kStartReadPatience;
+  absl::StatusOr<std::string> read =
+      ReadRecord("(table not yet known)", r.lsn, [give_up] { return give_up; });
+  if (!read.ok()) return read.status();
+  return DecodeSpoolRecord(*read);
+}
+
 RecoveryPlan SpoolBridge::Plan(const std::vector<spool::SpoolRecord>& records, absl::Time now) {
   RecoveryPlan plan;
   RecoverySummary& summary = plan.summary;
@@ -497,23 +520,7 @@ RecoveryPlan SpoolBridge::Plan(const std::vector<spool::SpoolRecord>& records, a
   std::map<uint64_t, Found> rows, intents;
   std::vector<uint64_t> unreadable;
   for (const spool::SpoolRecord& r : records) {
-    absl::StatusOr<std::string> read;
-    std::string_view payload = r.payload;
-    absl::StatusOr<SpoolRecordHeader> h = absl::DataLossError("not read");
-    if (payload.empty() && !r.head.empty()) {
-      // The head the spool's scan checked: enough unless the header is longer.
-      h = DecodeSpoolRecord(r.head);
-    }
-    if (!h.ok() && payload.empty()) {
-      // Read again while the error may pass, for a while: the start waits rather than dropping
-      // acknowledged rows for a moment without a file descriptor.
-      const absl::Time give_up = clock_->Now() + kStartReadPatience;
-      read = ReadRecord("(table not yet known)", r.lsn, [give_up] { return give_up; });
-      if (read.ok()) payload = *read;
-    }
-    if (!h.ok()) {
-      h = read.ok() || !r.payload.empty() ? DecodeSpoolRecord(payload) : read.status();
-    }
+    absl::StatusOr<SpoolRecordHeader> h = HeaderAtStart(r);
     if (!h.ok()) {
       kLog.Error("spool record unreadable at start; it is dropped",
                  {{"lsn", r.lsn}, {"error", h.status().message()}});

@@ -38,6 +38,7 @@
 namespace chgate::ingest {
 
 class SpoolBridge;
+struct SpoolRecordHeader;  // spool_record.h
 
 // A persisted request's converted block, kept after its sync so its INSERT need not read it back;
 // gives its bytes back to the cache and the memory budget when the last entry holding it goes.
@@ -189,6 +190,23 @@ class SpoolBridge {
   // the whole flush in the spool (outcome->left_rows, and an empty block).
   clickhouse::BlockParts Read(const SpoolTarget& target, SpooledFlush& flush,
                               const std::function<absl::Time()>& stop_at, SpooledOutcome* outcome);
+  // The block of one of a flush's entries: the one kept since its sync, or its record read back
+  // and decoded into `*decoded`. DataLoss or NotFound: the record is unreadable (or not a rows
+  // record); any other error may pass (see Read).
+  absl::StatusOr<const clickhouse::Block*> EntryBlock(const SpoolTarget& target,
+                                                      const SpoolEntry& e,
+                                                      const std::function<absl::Time()>& stop_at,
+                                                      std::unique_ptr<clickhouse::Block>* decoded);
+  // Read's end when a record could not be read in time: the flush stays in the spool, its rows
+  // counted in outcome->left_rows; a new flush's records already found unreadable are lost.
+  void LeaveInSpool(const SpoolTarget& target, const SpooledFlush& flush,
+                    const std::vector<uint64_t>& lost, const absl::Status& status,
+                    SpooledOutcome* outcome);
+  // Counts outcome.lost_rows as dropped for a damaged spool.
+  void ReportLost(const SpoolTarget& target, const SpooledOutcome& outcome);
+  // The header of a record the spool's Open handed back: from its checked head, its payload, or
+  // the record read again (retrying errors that may pass for a while).
+  absl::StatusOr<SpoolRecordHeader> HeaderAtStart(const spool::SpoolRecord& r);
   // One record's payload, retrying errors that may pass until stop_at().
   absl::StatusOr<std::string> ReadRecord(const std::string& label, uint64_t lsn,
                                          const std::function<absl::Time()>& stop_at);
