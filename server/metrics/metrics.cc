@@ -60,9 +60,12 @@ void IngestTableMetrics::FlushError(std::string_view code) const {
 struct IngestMetricsCache {
   absl::Mutex mu;
   absl::flat_hash_map<std::string, std::unique_ptr<IngestTableMetrics>> tables ABSL_GUARDED_BY(mu);
-  // "table\0result" -> {requests, request_rows}
-  absl::flat_hash_map<std::string, std::pair<prometheus::Counter*, prometheus::Counter*>> requests
-      ABSL_GUARDED_BY(mu);
+  // table -> result -> {requests, request_rows}; looked up by string_view, so a request's count
+  // allocates nothing once its pair of labels has been seen.
+  absl::flat_hash_map<
+      std::string,
+      absl::flat_hash_map<std::string, std::pair<prometheus::Counter*, prometheus::Counter*>>>
+      requests ABSL_GUARDED_BY(mu);
 };
 
 const IngestTableMetrics& IngestMetrics::ForTable(const std::string& table) const {
@@ -105,18 +108,20 @@ void IngestMetrics::RequestDone(const std::string& table, std::string_view resul
   // A client can name any table; only known tables may become label values.
   static const std::string kNoTable;
   const std::string& label = result == kResultNotFound ? kNoTable : table;
-  std::string key = label;
-  key.push_back('\0');
-  key.append(result);
   std::pair<prometheus::Counter*, prometheus::Counter*> counters;
   {
     absl::MutexLock lock(&cache->mu);
-    auto& slot = cache->requests[key];
-    if (slot.first == nullptr) {
+    auto by_table = cache->requests.find(label);
+    if (by_table == cache->requests.end()) by_table = cache->requests.try_emplace(label).first;
+    auto slot = by_table->second.find(absl::string_view(result.data(), result.size()));
+    if (slot == by_table->second.end()) {
       const prometheus::Labels labels = {{"table", label}, {"result", std::string(result)}};
-      slot = {&requests->Add(labels), &request_rows->Add(labels)};
+      slot =
+          by_table->second
+              .try_emplace(std::string(result), &requests->Add(labels), &request_rows->Add(labels))
+              .first;
     }
-    counters = slot;
+    counters = slot->second;
   }
   counters.first->Increment();
   counters.second->Increment(static_cast<double>(row_count));
