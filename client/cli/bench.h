@@ -9,15 +9,14 @@
 // The pieces below are exposed for the tests; RunBench is the command.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "chgate/v1/chgate.pb.h"
 #include "client/cli/command.h"
@@ -82,8 +81,7 @@ class SendSchedule {
   const absl::Time end_;
   const double rate_;
   const uint64_t scheduled_;
-  mutable absl::Mutex mu_;
-  uint64_t claimed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> claimed_{0};
 };
 
 // What a run measured; the numbers of the table and of --json.
