@@ -284,7 +284,7 @@ int App::ServeHealthWhileStarting() {
   // spool recovery does not fail the kubelet's startupProbe; the API server takes this listener
   // over once chgate serves.
   if (config_.health_listen.empty()) return 0;
-  auto started = service::StartHealthListener(config_.health_listen);
+  auto started = service::StartHealthListener(config_.health_listen, config_.grpc_reflection);
   if (!started.ok()) return CannotStart(started.status(), 1);
   health_listener_ = *std::move(started);
   kLog.Info("health served while chgate starts", {{"health_listen", config_.health_listen},

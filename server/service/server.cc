@@ -77,8 +77,13 @@ class HealthListenerImpl final : public HealthListener {
  public:
   ~HealthListenerImpl() override { Shutdown(absl::Now()); }
 
-  absl::Status Start(const std::string& address) {
+  absl::Status Start(const std::string& address, bool reflection) {
     InitGrpcOnce();
+    // gRPC gives a server the plugins registered when its builder is made: the reflection
+    // library registers its plugin as it loads, so it is loaded before the builder.
+    if (reflection) {
+      if (absl::Status loaded = LoadReflection(); !loaded.ok()) return loaded;
+    }
     grpc::ServerBuilder builder;
     builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
     ExclusivePort(builder);
@@ -184,7 +189,7 @@ class ServerImpl final : public Server {
     health_listener_ = options_.health_listener;
     if (health_listener_ == nullptr && !options_.health_address.empty()) {
       absl::StatusOr<std::unique_ptr<HealthListener>> started =
-          StartHealthListener(options_.health_address);
+          StartHealthListener(options_.health_address, options_.reflection);
       if (!started.ok()) return started.status();
       own_health_listener_ = *std::move(started);
       health_listener_ = own_health_listener_.get();
@@ -278,9 +283,10 @@ class ServerImpl final : public Server {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HealthListener>> StartHealthListener(const std::string& address) {
+absl::StatusOr<std::unique_ptr<HealthListener>> StartHealthListener(const std::string& address,
+                                                                    bool reflection) {
   auto listener = std::make_unique<HealthListenerImpl>();
-  if (absl::Status status = listener->Start(address); !status.ok()) return status;
+  if (absl::Status status = listener->Start(address, reflection); !status.ok()) return status;
   return listener;
 }
 

@@ -36,8 +36,12 @@ class HealthListener {
   virtual void Wait() = 0;
 };
 
-// Errors: Unavailable (naming the address) when it cannot be bound.
-absl::StatusOr<std::unique_ptr<HealthListener>> StartHealthListener(const std::string& address);
+// With `reflection`, the listener serves gRPC reflection too (the reflection library is loaded
+// first: gRPC gives a server only the plugins loaded before it is built). Errors: Unavailable
+// (naming the address) when it cannot be bound; FailedPrecondition when reflection is asked for
+// and its library cannot be loaded.
+absl::StatusOr<std::unique_ptr<HealthListener>> StartHealthListener(const std::string& address,
+                                                                    bool reflection = false);
 
 struct ServerOptions {
   // Insert/InsertStream/Query: host:port, or unix:PATH for a Unix domain socket (unix_socket.h:
@@ -46,8 +50,9 @@ struct ServerOptions {
   // The permission bits of the API's Unix socket (connecting needs write permission).
   mode_t api_socket_mode = 0660;
   std::string health_address = "[::]:50052";  // health (+ reflection) only ("" = API listener)
-  // A health listener already serving (StartHealthListener): used instead of binding
-  // health_address; it must outlive the Server, which shuts it down with itself.
+  // A health listener already serving (StartHealthListener, with the same `reflection`): used
+  // instead of binding health_address; it must outlive the Server, which shuts it down with
+  // itself.
   HealthListener* health_listener = nullptr;
   // gRPC server reflection on both listeners. A synchronous service: gRPC then runs polling
   // threads that take part in every connection's I/O.

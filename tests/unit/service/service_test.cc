@@ -1114,6 +1114,37 @@ TEST_F(ServiceTest, AHealthListenerStartedEarlyIsLiveButNotReadyUntilTheServerTa
   server_.reset();
 }
 
+// chgate starts its health listener before anything else (before the spool's recovery), so
+// reflection, when asked for, must be loaded before that listener is built: a server gets only
+// the gRPC plugins loaded before its builder was made. ctest runs this case in a process of its
+// own, where nothing has loaded the reflection library before.
+TEST_F(ServiceTest, AHealthListenerStartedEarlyServesReflectionWhenAskedFor) {
+  absl::StatusOr<std::unique_ptr<HealthListener>> listener =
+      StartHealthListener("127.0.0.1:0", /*reflection=*/true);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*listener)->port()),
+                                     grpc::InsecureChannelCredentials());
+  const std::string list_services("\x3a\x00", 2);  // list_services (field 7), empty
+  const std::string method = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+  std::string reply;
+  const grpc::Status before = RawCall(channel, method, list_services, &reply);
+  ASSERT_TRUE(before.ok()) << before.error_message();
+  EXPECT_NE(reply.find("grpc.health.v1.Health"), std::string::npos);
+
+  ServerOptions options;
+  options.health_listener = listener->get();
+  options.reflection = true;
+  Start(FastFlushes(), options);
+  for (const auto& c : {channel, api_channel_}) {
+    reply.clear();
+    const grpc::Status after = RawCall(c, method, list_services, &reply);
+    ASSERT_TRUE(after.ok()) << after.error_message();
+    EXPECT_NE(reply.find("grpc.health.v1.Health"), std::string::npos);
+  }
+  server_->Shutdown(absl::Now() + absl::Seconds(10));
+  server_.reset();
+}
+
 // With a maximum connection age the server asks each client connection to go (GOAWAY), so the
 // channel leaves READY on its own and reconnects: clients spread over a gateway's replicas.
 TEST_F(ServiceTest, AMaximumConnectionAgeMovesClientsToNewConnections) {
