@@ -10,6 +10,7 @@
 //      substituted) parses (promtool check rules on a generated rule file);
 //   4. every chgate_* metric they name is declared in server/metrics/families.h. (The live check,
 //      tests/ops/live_check.py, checks the same names against a running chgate's /metrics.)
+//   5. the alert table of docs/operations.md lists exactly the rules' alerts, with their severities.
 //
 //   node tests/ops/check_dashboard.mjs              run the checks
 //   node tests/ops/check_dashboard.mjs --metrics    print the metric families used, one a line
@@ -160,5 +161,23 @@ for (const [what, list] of [["dashboard", [...exprs, ...variableExprs]], ["alert
 const unused = [...declared].filter((n) => !used.has(n));
 r.check(unused.length === 0, "every metric chgate declares appears on the dashboard or in an alert",
   `unused: ${unused.join(", ")}`);
+
+// --- 5. the alert table of docs/operations.md -------------------------------------------------
+// Every alert of the rules is a row of the table (`| \`Name\` | severity | fires when |`) with the
+// rule's severity, and every row an alert of the rules.
+const opsDoc = readFileSync(repoPath("docs/operations.md"), "utf8");
+const documented = new Map();
+for (const m of opsDoc.matchAll(/^\| `(Chgate\w+)` \| (\w+) \|/gm)) documented.set(m[1], m[2]);
+const ruled = new Map(rules.groups.flatMap((g) => g.rules.filter((rr) => rr.alert)
+  .map((rr) => [rr.alert, rr.labels?.severity])));
+const undocumented = [...ruled.keys()].filter((a) => !documented.has(a));
+const unruled = [...documented.keys()].filter((a) => !ruled.has(a));
+const wrongSeverity = [...ruled].filter(([a, sev]) => documented.has(a) && documented.get(a) !== sev)
+  .map(([a, sev]) => `${a}: rule ${sev}, docs ${documented.get(a)}`);
+r.check(undocumented.length === 0 && unruled.length === 0 && wrongSeverity.length === 0,
+  `docs/operations.md's alert table names the ${ruled.size} alerts of the rules with their severities`,
+  [undocumented.length ? `not in the table: ${undocumented.join(", ")}` : "",
+   unruled.length ? `no such rule: ${unruled.join(", ")}` : "",
+   wrongSeverity.join("; ")].filter(Boolean).join(" / "));
 
 r.finish();
