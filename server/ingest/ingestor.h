@@ -91,8 +91,8 @@ struct IngestOptions {
   bool async_insert = false;
   // The spool persisted requests are written to (AckMode::kPersisted; without one such requests
   // fail with FailedPrecondition), and a name for it that stays the same across restarts
-  // (chgate keeps it in the spool directory): a spooled batch's query id and deduplication token
-  // are `<spool_id>-<LSN of its intent>`. Must outlive the Ingestor.
+  // (chgate keeps it in the spool directory): a spooled batch's deduplication token is
+  // `<spool_id>-<LSN of its intent>` (its query id is random). Must outlive the Ingestor.
   spool::Spool* spool = nullptr;
   std::string spool_id;
   // Persisted blocks kept in memory after their sync, so their INSERT sends them without reading
