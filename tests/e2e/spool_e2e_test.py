@@ -266,6 +266,11 @@ class CrashLoopTest(SpoolTestCase):
         for point in KILL_POINTS[1:]:
             fired = log.count(f"failpoint {point}")
             report(f"kill point {point}: {fired} of {kills[point]} rounds died there")
+            # A failpoint that never fires would leave its step of the loop untested: each armed
+            # one must kill chgate in at least half of its rounds (every one, in practice).
+            if kills[point]:
+                self.assertGreaterEqual(fired, max(1, (kills[point] + 1) // 2),
+                                        f"failpoint {point} did not fire in its rounds")
         report(f"kills from outside: {kills['outside']}, {outages} of them in an outage")
         damaged = log.count("spooled batch damaged")
         self.assertEqual(damaged, 0, "a batch intent lost records in the spool")
