@@ -236,6 +236,81 @@ TEST(InsertRetrierTest, ABatchRetriedOnScheduleThroughAnOutageIsProgressNotAStal
   }
 }
 
+// The documented lists (docs/api.md: the retried errors; docs/spool.md: what sets a spooled batch
+// aside), by ClickHouse's own numbers (its ErrorCodes.cpp), not by this code's constants: a
+// wrong constant or a code moved between the lists fails here.
+TEST(InsertRetrierTest, TheRetriedAndTheDataErrorsAreTheDocumentedCodes) {
+  const struct {
+    int32_t code;
+    const char* name;
+    bool retried;  // IsRetryable: a committed batch tries again
+    bool data;     // IsDataError: a spooled batch is set aside (dead letter)
+  } kCodes[] = {
+      {159, "TIMEOUT_EXCEEDED", true, false},
+      {202, "TOO_MANY_SIMULTANEOUS_QUERIES", true, false},
+      {209, "SOCKET_TIMEOUT", true, false},
+      {210, "NETWORK_ERROR", true, false},
+      {241, "MEMORY_LIMIT_EXCEEDED", true, false},
+      {242, "TABLE_IS_READ_ONLY", true, false},
+      {252, "TOO_MANY_PARTS", true, false},
+      {285, "TOO_FEW_LIVE_REPLICAS", true, false},
+      {319, "UNKNOWN_STATUS_OF_INSERT", true, false},
+      {425, "SYSTEM_ERROR", true, false},
+      {216, "QUERY_WITH_SAME_ID_IS_ALREADY_RUNNING", true, false},
+      {999, "KEEPER_EXCEPTION", true, false},
+      // Fixable by the operator: a committed caller hears of it, a spooled batch waits.
+      {243, "NOT_ENOUGH_SPACE", false, false},
+      {225, "NO_ZOOKEEPER", false, false},
+      {497, "ACCESS_DENIED", false, false},
+      {60, "UNKNOWN_TABLE", false, false},
+      {81, "UNKNOWN_DATABASE", false, false},
+      {201, "QUOTA_EXPIRED", false, false},
+      {164, "READONLY", false, false},
+      {62, "SYNTAX_ERROR", false, false},
+      // The rows themselves: never inserted as they are.
+      {6, "CANNOT_PARSE_TEXT", false, true},
+      {25, "CANNOT_PARSE_ESCAPE_SEQUENCE", false, true},
+      {26, "CANNOT_PARSE_QUOTED_STRING", false, true},
+      {27, "CANNOT_PARSE_INPUT_ASSERTION_FAILED", false, true},
+      {38, "CANNOT_PARSE_DATE", false, true},
+      {41, "CANNOT_PARSE_DATETIME", false, true},
+      {72, "CANNOT_PARSE_NUMBER", false, true},
+      {130, "CANNOT_READ_ARRAY_FROM_TEXT", false, true},
+      {117, "INCORRECT_DATA", false, true},
+      {19, "SIZE_OF_FIXED_STRING_DOESNT_MATCH", false, true},
+      {190, "SIZES_OF_ARRAYS_DOESNT_MATCH", false, true},
+      {69, "ARGUMENT_OUT_OF_BOUND", false, true},
+      {321, "VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE", false, true},
+      {407, "DECIMAL_OVERFLOW", false, true},
+      {349, "CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN", false, true},
+      {469, "VIOLATED_CONSTRAINT", false, true},
+      // The table's columns are not the block's any more.
+      {7, "INCORRECT_NUMBER_OF_COLUMNS", false, true},
+      {8, "THERE_IS_NO_COLUMN", false, true},
+      {10, "NOT_FOUND_COLUMN_IN_BLOCK", false, true},
+      {15, "DUPLICATE_COLUMN", false, true},
+      {16, "NO_SUCH_COLUMN_IN_TABLE", false, true},
+      {20, "NUMBER_OF_COLUMNS_DOESNT_MATCH", false, true},
+      {53, "TYPE_MISMATCH", false, true},
+      {44, "ILLEGAL_COLUMN", false, true},
+      {70, "CANNOT_CONVERT_TYPE", false, true},
+  };
+  for (const auto& c : kCodes) {
+    const absl::Status status = Refused(c.code);
+    EXPECT_EQ(IsRetryable(status), c.retried) << c.code << " " << c.name;
+    EXPECT_EQ(IsDataError(status), c.data) << c.code << " " << c.name;
+  }
+  // Not from ClickHouse: a connection that failed, timed out or was cut is tried again; chgate's
+  // own comparison of the block with the INSERT's header is about the rows.
+  for (const absl::Status& s : {absl::UnavailableError("connect"),
+                                absl::DeadlineExceededError("read"), absl::DataLossError("cut")}) {
+    EXPECT_TRUE(IsRetryable(s)) << s;
+    EXPECT_FALSE(IsDataError(s)) << s;
+  }
+  EXPECT_FALSE(IsRetryable(absl::InvalidArgumentError("column 2 is String, the table's UInt8")));
+  EXPECT_TRUE(IsDataError(absl::InvalidArgumentError("column 2 is String, the table's UInt8")));
+}
+
 TEST(InsertRetrierTest, OnlyDataErrorsEndASpooledBatchsRetriesAndPermanentOnesEndACommittedOne) {
   FakeClock clock;
   ScriptedInserter inserter;
