@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
+
 namespace chgate::config {
 namespace {
 
@@ -485,6 +487,58 @@ TEST(ConfigTest, DefaultsComeFromTheDefinitionsAndAreListed) {
     ASSERT_NE(at, std::string::npos) << name;
     EXPECT_GT(at, last) << name;
     last = at;
+  }
+}
+
+}  // namespace
+}  // namespace chgate::config
+
+namespace chgate::config {
+namespace {
+
+// Every cross-option check refuses the start with a message naming the option to change, and
+// the nearest accepted value passes (so the check is the documented bound, not any refusal).
+TEST(ConfigTest, EachLimitRefusesTheStartNamingItsOptionAndAcceptsTheBound) {
+  const struct {
+    std::vector<const char*> refused;
+    const char* named;
+    std::vector<const char*> accepted;
+  } kCases[] = {
+      {{"--max-message-bytes=2MiB", "--memory-budget=7MiB", "--batch-max-bytes=1MiB"},
+       "--max-message-bytes",
+       {"--max-message-bytes=2MiB", "--memory-budget=8MiB", "--batch-max-bytes=1MiB"}},
+      {{"--liveness-stall-timeout=40s", "--retry-max-elapsed=30s", "--read-timeout=10s"},
+       "--liveness-stall-timeout",
+       {"--liveness-stall-timeout=41s", "--retry-max-elapsed=30s", "--read-timeout=10s"}},
+      {{"--ack-mode=persisted"}, "--spool-dir", {"--ack-mode=persisted", "--spool-dir=/s"}},
+      {{"--spool-dir=/s", "--spool-segment-bytes=63KiB"},
+       "--spool-segment-bytes",
+       {"--spool-dir=/s", "--spool-segment-bytes=64KiB"}},
+      {{"--spool-dir=/s", "--spool-max-bytes=1GiB", "--spool-segment-bytes=513MiB"},
+       "--spool-segment-bytes",
+       {"--spool-dir=/s", "--spool-max-bytes=1GiB", "--spool-segment-bytes=512MiB"}},
+      {{"--spool-group-commit-delay=101ms"},
+       "--spool-group-commit-delay",
+       {"--spool-group-commit-delay=100ms"}},
+      {{"--batch-max-bytes=769KiB", "--memory-budget=1MiB", "--max-message-bytes=64KiB"},
+       "--batch-max-bytes",
+       {"--batch-max-bytes=768KiB", "--memory-budget=1MiB", "--max-message-bytes=64KiB"}},
+      {{"--pool-min-connections=3", "--pool-max-connections=2"},
+       "--pool-min-connections",
+       {"--pool-min-connections=2", "--pool-max-connections=2"}},
+      {{"--retry-initial-backoff=2s", "--retry-max-backoff=1s"},
+       "--retry-initial-backoff",
+       {"--retry-initial-backoff=1s", "--retry-max-backoff=1s"}},
+  };
+  for (const auto& c : kCases) {
+    const std::string refused = absl::StrJoin(c.refused, " ");
+    absl::StatusOr<Config> bad = ParseArgs(c.refused);
+    ASSERT_FALSE(bad.ok()) << refused;
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << refused;
+    EXPECT_NE(bad.status().message().find(c.named), std::string::npos)
+        << refused << ": " << bad.status().message();
+    absl::StatusOr<Config> good = ParseArgs(c.accepted);
+    EXPECT_TRUE(good.ok()) << absl::StrJoin(c.accepted, " ") << ": " << good.status();
   }
 }
 

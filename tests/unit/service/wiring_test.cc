@@ -63,6 +63,9 @@ TEST(WiringTest, DefaultConfigIsTheIngestDefault) {
   EXPECT_EQ(mapped.flush_threads, own.flush_threads);
   EXPECT_EQ(mapped.max_delay_ceiling, own.max_delay_ceiling);
   EXPECT_EQ(mapped.slow_insert, own.slow_insert);
+  // Not options: docs/api.md states them (10 minutes, at most 100,000 keys).
+  EXPECT_EQ(mapped.idempotency_window, absl::Minutes(10));
+  EXPECT_EQ(mapped.idempotency_max_keys, 100000u);
 }
 
 TEST(WiringTest, DefaultConfigIsTheQueryDefault) {
@@ -75,6 +78,31 @@ TEST(WiringTest, DefaultConfigIsTheQueryDefault) {
   EXPECT_EQ(mapped.allowed_table_functions, own.allowed_table_functions);
   EXPECT_EQ(mapped.default_timeout, own.default_timeout);
   EXPECT_EQ(mapped.cancel_drain_timeout, own.cancel_drain_timeout);
+}
+
+// --query-allowed-settings widens the allowlist but never to a setting about users, quotas,
+// roles, DDL, query logging or running queries: the start is refused, naming it, whatever its
+// case.
+TEST(WiringTest, AllowedQuerySettingsNeverIncludeTheForbiddenOnes) {
+  for (const char* name : {"readonly", "READONLY", "user", "max_memory_usage_for_user", "allow_ddl",
+                           "log_queries", "replace_running_query", "profile", "quota_key"}) {
+    const std::string flag = std::string("--query-allowed-settings=") + name;
+    const char* argv[] = {"chgate", flag.c_str()};
+    absl::StatusOr<config::Config> c = config::Parse(2, argv, nullptr);
+    ASSERT_TRUE(c.ok()) << c.status();
+    absl::StatusOr<service::QueryServiceOptions> q = QueryServiceOptionsFrom(*c);
+    ASSERT_FALSE(q.ok()) << name;
+    EXPECT_EQ(q.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_NE(q.status().message().find(name), std::string::npos) << q.status();
+  }
+  const char* argv[] = {"chgate", "--query-allowed-settings=skip_unavailable_shards"};
+  absl::StatusOr<config::Config> c = config::Parse(2, argv, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<service::QueryServiceOptions> q = QueryServiceOptionsFrom(*c);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_TRUE(q->settings.Check("skip_unavailable_shards", "1").ok());
+  EXPECT_FALSE(
+      QueryServiceOptionsFrom(Defaults())->settings.Check("skip_unavailable_shards", "1").ok());
 }
 
 TEST(WiringTest, TableLimitsFallBackToTheGlobalOnes) {
