@@ -597,7 +597,11 @@ TEST(SpoolTest, ASegmentOfAnotherFormatVersionStopsTheStartAndChangesNoFile) {
 
   absl::StatusOr<Spool::Opened> opened = Spool::Open(dir, SmallOptions());
   ASSERT_EQ(opened.status().code(), absl::StatusCode::kFailedPrecondition) << opened.status();
+  // The message names the file and both versions (docs/spool.md): what the operator acts on.
   EXPECT_THAT(std::string(opened.status().message()), ::testing::HasSubstr("format version 2"));
+  EXPECT_THAT(std::string(opened.status().message()), ::testing::HasSubstr(segments.back()));
+  EXPECT_THAT(std::string(opened.status().message()),
+              ::testing::HasSubstr(absl::StrCat("reads version ", kFormatVersion)));
   std::map<std::string, std::string> after;
   for (const auto& e : fs::directory_iterator(dir)) after[e.path().string()] = ReadAll(e.path());
   EXPECT_EQ(after, before);
