@@ -1453,6 +1453,33 @@ TEST_F(PersistedTest, RecordsNotYetSentAreSentAfterARestartInTheirOrder) {
   EXPECT_EQ(spool_->Stats().pending_records, 0u);
 }
 
+// docs/spool.md: a backlog drains oldest first, in batches of --batch-max-rows (whole records:
+// a record is never split, a batch never passes the limit but for a record larger than it).
+TEST_F(PersistedTest, ABacklogDrainsOldestFirstInBatchesOfTheRowLimit) {
+  Start(Options());  // a large limit: nothing is sent before the crash
+  for (uint64_t i = 0; i < 5; ++i) SubmitPersisted(Rows(i * 4, 4));
+  IngestOptions o = Options();
+  o.limits.max_rows = 10;
+  Crash();  // before the batch delay: the five records are the backlog
+  EXPECT_TRUE(inserter_.calls.empty());
+  EXPECT_EQ(Start(o).records, 5u);
+  for (int i = 0; i < 5 && spool_->Stats().pending_records > 0; ++i) FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 3u);
+  std::string all;
+  for (const InsertCall& call : inserter_.calls) {
+    const auto rows = std::count(call.rows_text.begin(), call.rows_text.end(), '\n');
+    EXPECT_LE(rows, 10) << call.rows_text;
+    all += call.rows_text;
+  }
+  EXPECT_EQ(
+      std::count(inserter_.calls[0].rows_text.begin(), inserter_.calls[0].rows_text.end(), '\n'),
+      8);
+  std::string expected;
+  for (int r = 0; r < 20; ++r) absl::StrAppend(&expected, r, "\txxx\n");
+  EXPECT_EQ(all, expected) << "not in the order the records were written";
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+}
+
 TEST_F(PersistedTest, ARepeatedIdempotencyKeyAfterARestartIsNotSpooledTwice) {
   Start(Options());
   Outcome* a = SubmitPersisted(Rows(0, 2), "key-1");
