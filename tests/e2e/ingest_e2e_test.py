@@ -15,6 +15,7 @@ import datetime
 import math
 import os
 import random
+import re
 import signal
 import sys
 import threading
@@ -1104,6 +1105,43 @@ class DrainTest(ChgateTestCase):
         drain_took, _ = self.run_drain("drain_paused", paused=True)
         self.assertLess(drain_took, self.DRAIN + 3,
                         "chgate outlived its drain deadline while a flush was blocked on ClickHouse")
+
+    def test_accepted_rows_the_drain_cannot_flush_make_the_exit_1_with_their_count(self):
+        """Rows acknowledged as ACCEPTED that the drain cannot write (ClickHouse paused) are not
+        lost in silence: chgate exits 1 and its last lines count them (docs/configuration.md,
+        --drain-timeout)."""
+        self.start_chgate()
+        self.ch.recreate_table("drain_accepted", "id UInt64, payload String")
+        table = self.table("drain_accepted")
+        self.stub.Insert(e2e.rows_request(table, ["id", "payload"], [[V.u(0), V.s("warm")]]),
+                         timeout=30)
+        sent = 0
+        with e2e.PausedClickHouse(self.ch):
+            for r in range(10):
+                rows = [[V.u(1000 + r * 5 + i), V.s("x")] for i in range(5)]
+                resp = self.stub.Insert(e2e.rows_request(table, ["id", "payload"], rows,
+                                                         ack_mode=self.pb.ACK_MODE_ACCEPTED),
+                                        timeout=10)
+                self.assertEqual(resp.ack_mode, self.pb.ACK_MODE_ACCEPTED)
+                sent += len(rows)
+            t = time.monotonic()
+            self.chgate.signal(signal.SIGTERM)
+            rc = self.chgate.wait(self.DRAIN + 30)
+            took = time.monotonic() - t
+        log = self.chgate.log_tail()
+        chgate, type(self).chgate = self.chgate, None
+        chgate.stop()
+        self.assertEqual(rc, 1, log)
+        self.assertLess(took, self.DRAIN + 3, log)
+        line = [ln for ln in log.splitlines() if "exiting 1: the drain did not flush everything" in ln]
+        self.assertTrue(line, log)
+        counts = dict(re.findall(r"(rows_dropped|rows_in_flight|flushes_in_flight)=(\d+)", line[-1]))
+        lost_or_open = int(counts.get("rows_dropped", 0)) + int(counts.get("rows_in_flight", 0))
+        report(f"drain with {sent} accepted rows and ClickHouse paused: exit {rc} after {took:.2f}s;"
+               f" {line[-1].split('everything', 1)[-1].strip()}")
+        # Every accepted row is counted: dropped, or in a flush whose fate ClickHouse decides.
+        self.assertEqual(lost_or_open, sent, line[-1])
+        self.assertIn("drain finished", log)
 
 
 # ---------------------------------------------------------------------------------------------
