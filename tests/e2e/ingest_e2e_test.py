@@ -526,6 +526,34 @@ class BadRowsTest(ChgateTestCase):
         self.assertEqual(self.query_lines(f"SELECT id, n.a, n.b FROM {table} ORDER BY id"),
                          ["1\t[1]\t['a']", "3\t[]\t[]", "4\t[5,6]\t['x','y']", "5\t[7]\t['z']"])
 
+    def test_an_unparseable_message_ends_the_stream_after_the_acks_owed(self):
+        """docs/api.md: a message that is not an InsertRequest ends InsertStream with
+        INVALID_ARGUMENT, after the acks of the requests before it (committed, with their rows in
+        the table)."""
+        import grpc
+
+        table = self.table("bad")
+        ids = [60, 61, 62]
+        good = [e2e.rows_request(table, self.COLUMNS,
+                                 [[V.u(i), V.u(1), V.s("ab"), V.s("a"), V.s("2020-01-01"), V.s("s")]],
+                                 sequence=n + 1).SerializeToString()
+                for n, i in enumerate(ids)]
+        garbage = b"\x0a\x64abc"  # a length-delimited field that promises 100 bytes and has 3
+        call = self.chgate.channel().stream_stream(
+            "/chgate.v1.Ingest/InsertStream", request_serializer=lambda b: b,
+            response_deserializer=self.pb.InsertAck.FromString)
+        acks = []
+        with self.assertRaises(grpc.RpcError) as cm:
+            for ack in call(iter(good + [garbage]), timeout=30):
+                acks.append(ack)
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("chgate.v1.InsertRequest", cm.exception.details())
+        self.assertEqual(sorted(a.sequence for a in acks), [1, 2, 3])
+        for a in acks:
+            self.assertEqual(a.status.code, 0, a)
+        got = self.query_lines(f"SELECT id FROM {table} WHERE id IN (60, 61, 62) ORDER BY id")
+        self.assertEqual(got, ["60", "61", "62"])
+
 
 class AckedQueryIdTest(ChgateTestCase):
     """An ACCEPTED ack names the query id of the INSERT that carries its rows (the API says it is
