@@ -268,6 +268,144 @@ class RemoteApiTest(unittest.TestCase):
             pki.close()
 
 
+class TlsServer:
+    """A TLS server on a free loopback port speaking only the versions [lo, hi] (OpenSSL's
+    security level 0, so old versions are really on offer), recording whether each connection's
+    handshake succeeded; it then closes the connection."""
+
+    def __init__(self, pki, cert, lo, hi):
+        import socket
+        import ssl
+        import threading
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(pki.path(f"{cert}.crt"), pki.path(f"{cert}.key"))
+        ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+        ctx.minimum_version, ctx.maximum_version = lo, hi
+        self.outcomes = []  # True: a handshake made; False: refused
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+
+        def serve():
+            while True:
+                try:
+                    conn, _ = self.sock.accept()
+                except OSError:
+                    return
+                conn.settimeout(10)
+                try:
+                    ctx.wrap_socket(conn, server_side=True).close()
+                    self.outcomes.append(True)
+                except (ssl.SSLError, OSError):
+                    self.outcomes.append(False)
+                    conn.close()
+
+        threading.Thread(target=serve, daemon=True).start()
+
+    def close(self):
+        self.sock.close()
+
+
+def tls_client_version(port, hi, ca=None, name="chgate.test"):
+    """The version a TLS client offering up to `hi` (and down to TLS 1.0, security level 0)
+    settles on with the server at `port`, or None when the handshake fails."""
+    import socket
+    import ssl
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if ca is None:
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    else:
+        ctx.load_verify_locations(ca)
+    ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+    ctx.minimum_version, ctx.maximum_version = ssl.TLSVersion.TLSv1, hi
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        try:
+            with ctx.wrap_socket(raw, server_hostname=name) as tls:
+                return tls.version()
+        except (ssl.SSLError, OSError):
+            return None
+
+
+class TlsVersionTest(unittest.TestCase):
+    """TLS 1.2 is the least chgate speaks, on its API and towards ClickHouse (docs/security.md).
+    Each refusal is set beside a control that shows the old version really was on offer: the
+    same client makes a TLS 1.1 handshake with a local server that allows it, and chgate makes
+    a TLS 1.2 one with the same kind of server."""
+
+    @classmethod
+    def setUpClass(cls):
+        import ssl
+        import warnings
+
+        warnings.filterwarnings("ignore", category=DeprecationWarning)  # TLSVersion.TLSv1_1
+        cls.ssl = ssl
+        cls.ch = e2e.reachable_clickhouse()
+        cls.ch.ensure_database()
+        cls.stubs = e2e.load_stubs()
+        cls.pki = Pki()
+        cls.pki.ca("ca")
+        cls.pki.issue("server", "ca", "DNS:chgate.test,IP:127.0.0.1")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pki.close()
+
+    def test_the_api_refuses_tls_below_1_2(self):
+        v = self.ssl.TLSVersion
+        old = TlsServer(self.pki, "server", v.TLSv1_1, v.TLSv1_1)
+        try:
+            self.assertEqual(tls_client_version(old.port, v.TLSv1_1), "TLSv1.1",
+                             "control: this client cannot make a TLS 1.1 handshake here")
+        finally:
+            old.close()
+        chgate = e2e.ChgateProcess(CHGATE, self.ch, [
+            f"--api-tls-cert-file={self.pki.path('server.crt')}",
+            f"--api-tls-key-file={self.pki.path('server.key')}"],
+            name=f"{type(self).__name__}-api").start()
+        try:
+            ca = self.pki.path("ca.crt")
+            self.assertIsNone(tls_client_version(chgate.api_port, v.TLSv1_1, ca),
+                              "chgate's API made a TLS 1.1 handshake")
+            self.assertEqual(tls_client_version(chgate.api_port, v.TLSv1_2, ca), "TLSv1.2")
+        finally:
+            self.assertEqual(chgate.stop(), 0, chgate.log_tail())
+
+    def test_connections_to_clickhouse_refuse_tls_below_1_2(self):
+        v = self.ssl.TLSVersion
+        results = {}
+        for label, lo, hi in (("1.1", v.TLSv1_1, v.TLSv1_1), ("1.2", v.TLSv1_2, v.TLSv1_2)):
+            server = TlsServer(self.pki, "server", lo, hi)
+            chgate = e2e.ChgateProcess(CHGATE, self.ch, [
+                f"--endpoints=tls://127.0.0.1:{server.port}",
+                f"--clickhouse-tls-ca-file={self.pki.path('ca.crt')}"],
+                name=f"{type(self).__name__}-ch{label}").start()
+            try:
+                request = self.stubs.pb.InsertRequest(
+                    table=f"{DATABASE}.tls_version", rows=self.stubs.pb.RowSet(
+                        rows=[self.stubs.pb.Row(values=[V.u(1)])]))
+                import grpc
+
+                with grpc.insecure_channel(chgate.api_address) as ch:
+                    with self.assertRaises(grpc.RpcError):  # no ClickHouse behind either server
+                        self.stubs.pb_grpc.IngestStub(ch).Insert(request, timeout=15)
+                deadline = time.monotonic() + 10
+                while not server.outcomes and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                results[label] = list(server.outcomes)
+            finally:
+                chgate.stop()
+                server.close()
+        print(f"  [e2e] handshakes chgate made with a TLS 1.1-only server: {results['1.1']}; with "
+              f"a TLS 1.2 one: {results['1.2']}", file=sys.stderr)
+        self.assertTrue(results["1.2"] and any(results["1.2"]),
+                        f"control: chgate made no TLS 1.2 handshake with the test server: {results}")
+        self.assertTrue(results["1.1"], f"chgate never connected to the TLS 1.1 server: {results}")
+        self.assertFalse(any(results["1.1"]), f"chgate made a TLS 1.1 handshake: {results}")
+
+
 class ClickHouseTlsTest(unittest.TestCase):
     """chgate talking to the local ClickHouse's secure native port (CHGATE_CLICKHOUSE_SECURE, with the
     CA in CHGATE_CLICKHOUSE_SECURE_CA): rows inserted through chgate land and read back through
