@@ -1539,6 +1539,30 @@ TEST_F(PersistedTest, ClickHouseDownKeepsTheRowsInTheSpoolNotInMemory) {
             200);
 }
 
+// docs/spool.md: persisted blocks are kept in memory for their INSERT only up to an eighth of the
+// memory budget (by default), and what is kept counts in the budget as buffered rows; beyond it
+// a block is read back from the spool. The budget's room, as Reserve sees it, brackets the
+// cache: the requests' own reservations are gone once they are spooled.
+TEST_F(PersistedTest, KeptBlocksTakeAtMostAnEighthOfTheBudgetAndCountInIt) {
+  IngestOptions o = Options();
+  o.memory_budget_bytes = 64 << 10;  // a cache of 8 KiB
+  o.limits.max_rows = 1 << 20;       // nothing is flushed before the batch delay
+  Start(o);
+  const uint64_t block_bytes = Rows(0, 20).ByteSize();
+  ASSERT_GT(60 * block_bytes, 2 * (o.memory_budget_bytes / 8)) << "the test must fill the cache";
+  for (uint64_t i = 0; i < 60; ++i) SubmitPersisted(Rows(i * 20, 20));
+  const uint64_t cache = o.memory_budget_bytes / 8;
+  // Kept: at most the cache, at least the cache less one block.
+  EXPECT_TRUE(ingestor_->Reserve(o.memory_budget_bytes - cache).ok()) << "more than 1/8 kept";
+  EXPECT_FALSE(ingestor_->Reserve(o.memory_budget_bytes - cache + block_bytes + 1).ok())
+      << "the kept blocks are not counted in the budget";
+  // The batch delay: every record goes, the kept blocks and the ones read back alike, and the
+  // budget is whole again.
+  for (int i = 0; i < 10 && spool_->Stats().pending_records > 0; ++i) FlushDue();
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+  EXPECT_TRUE(ingestor_->Reserve(o.memory_budget_bytes).ok()) << "kept bytes not given back";
+}
+
 TEST_F(PersistedTest, ABatchClickHouseRefusesForGoodGoesToTheDeadLetterDirectory) {
   Start(Options());
   inserter_.script = {ClickHouseError(53, "Type mismatch")};
