@@ -561,6 +561,51 @@ class FaultTest(SpoolTestCase):
                f"{len(lost)} lost with the damaged bytes, the rest once")
 
 
+class WaitDrainedCommandTest(SpoolTestCase):
+    """`chgate spool wait-drained` (the sidecar's preStop hook): exit 1 naming the count while
+    persisted records wait for ClickHouse, 0 once they are sent, 0 for a chgate without a spool."""
+
+    def wait_drained(self, proc, *args):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CHGATE_")}
+        r = subprocess.run([CHGATE, "spool", "wait-drained", f"--spool-dir={self.spool_dir}",
+                            f"--metrics-listen=127.0.0.1:{proc.metrics_port}", *args],
+                           capture_output=True, text=True, timeout=90, env=env)
+        return r.returncode, r.stdout + r.stderr
+
+    def test_waits_for_the_persisted_backlog(self):
+        import grpc
+
+        table = f"spool_wait_{uuid.uuid4().hex[:8]}"
+        self.ch.recreate_table(table, "id UInt64")
+        proc = self.chgate()
+        stub = self.stubs.pb_grpc.IngestStub(grpc.insecure_channel(proc.api_address))
+        # The table's header first, while ClickHouse answers.
+        stub.Insert(self.pb.InsertRequest(table=f"{DATABASE}.{table}", rows=self.pb.RowSet(
+            rows=[self.pb.Row(values=[V.u(0)])])), timeout=30)
+        with e2e.PausedClickHouse(self.ch):
+            for i in range(1, 6):
+                stub.Insert(self.pb.InsertRequest(
+                    table=f"{DATABASE}.{table}", ack_mode=self.pb.ACK_MODE_PERSISTED,
+                    rows=self.pb.RowSet(rows=[self.pb.Row(values=[V.u(i)])])), timeout=10)
+            rc, text = self.wait_drained(proc, "--timeout=2s")
+            self.assertEqual(rc, 1, text)
+            self.assertRegex(text, r"\d+ records still pending")
+        rc, text = self.wait_drained(proc, "--timeout=60s")
+        self.assertEqual(rc, 0, text)
+        self.assertIn("spool drained", text)
+        self.assertEqual(self.ch.scalar(f"SELECT count() FROM {DATABASE}.{table}"), "6")
+        self.assertEqual(proc.stop(), 0, proc.log_tail())
+        report("wait-drained: exit 1 while ClickHouse was paused, 0 once the backlog landed")
+
+    def test_a_chgate_without_a_spool_is_drained(self):
+        proc = e2e.ChgateProcess(CHGATE, self.ch, name="chgate-no-spool")
+        self.procs.append(proc)
+        proc.start()
+        rc, text = self.wait_drained(proc, "--timeout=10s")
+        self.assertEqual(rc, 0, text)
+        self.assertIn("without a spool", text)
+
+
 class DeadLetterCommandsTest(SpoolTestCase):
     """`chgate spool list/show/reinsert/delete` on batches ClickHouse refused for good: the table's
     column narrowed between the ack and the INSERT (70000 does not fit the new UInt16), and a
