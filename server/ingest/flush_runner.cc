@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/clickhouse/protocol/packets.h"
+#include "server/common/failpoint.h"
 #include "server/log/log.h"
 
 namespace chgate::ingest {
@@ -42,6 +43,7 @@ FlushOutcome FlushRunner::Run(const InsertTarget& target, const clickhouse::Bloc
   attempt.trace = traces.first;
   attempt.async = async_insert_;
   bool too_many_parts = false;
+  failpoint::Stall("flush_stalled");  // a flush thread wedged before its INSERT (tests only)
   const auto batch_fields = [&](std::vector<log::Field>* fields) {
     fields->emplace_back("callers", callers.count);
     fields->emplace_back("ack_mode", BatchAckMode(block.rows(), callers.waiting_rows));

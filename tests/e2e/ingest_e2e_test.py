@@ -1244,6 +1244,42 @@ class HealthTest(ChgateTestCase):
 # ---------------------------------------------------------------------------------------------
 
 
+class LivenessTest(unittest.TestCase):
+    """docs/configuration.md, --liveness-stall-timeout: a flush thread stuck inside one task (here
+    made to hang before its INSERT by the flush_stalled failpoint) turns liveness NOT_SERVING, so
+    the kubelet restarts chgate; readiness is not what reports it."""
+
+    def test_a_stuck_flush_turns_liveness_not_serving(self):
+        ch = e2e.reachable_clickhouse()
+        ch.ensure_database()
+        ch.recreate_table("liveness_stuck", "id UInt64")
+        stubs = e2e.load_stubs()
+        proc = e2e.ChgateProcess(CHGATE, ch, [
+            "--batch-max-delay=50ms", "--retry-max-elapsed=1s", "--read-timeout=1s",
+            "--liveness-stall-timeout=3s", "--drain-timeout=2s"],
+            env={"CHGATE_FAILPOINTS": "flush_stalled=1"}, name="chgate-liveness")
+        proc.start()
+        try:
+            self.assertEqual(proc.health("liveness"), "SERVING")
+            import grpc
+
+            with grpc.insecure_channel(proc.api_address) as channel:
+                stubs.pb_grpc.IngestStub(channel).Insert(e2e.rows_request(
+                    f"{DATABASE}.liveness_stuck", ["id"], [[V.u(1)]],
+                    ack_mode=stubs.pb.ACK_MODE_ACCEPTED), timeout=10)
+            t = time.monotonic()
+            self.assertTrue(e2e.wait_until(lambda: proc.health("liveness") == "NOT_SERVING",
+                                           timeout=15), proc.log_tail())
+            took = time.monotonic() - t
+            log = proc.log_text()
+            self.assertIn("failpoint flush_stalled: this thread hangs", log)
+            self.assertIn("liveness NOT_SERVING", log)
+            report(f"liveness NOT_SERVING {took:.1f}s after the flush hung (stall timeout 3s)")
+            self.assertGreater(took, 2.0, "NOT_SERVING before the stall timeout")
+        finally:
+            proc.kill()
+
+
 class DualStackTest(ChgateTestCase):
     """Health and metrics on "[::]" (the defaults) answer over IPv6 and IPv4, so probes work on
     IPv6-first clusters as on IPv4 ones."""
