@@ -1164,6 +1164,54 @@ TEST_F(IngestorTest, AcceptedRowsAFlushGivesUpOnAreCountedAsDropped) {
   EXPECT_EQ(ingestor_->Stats().rows_dropped, 4u);
 }
 
+// Records the rows the Ingestor reports dropped (chgate_rows_dropped_total); ignores the rest.
+class DropsObserver final : public testing::QuietObserver {
+ public:
+  void RowsDropped(const std::string& table, DropReason reason, uint64_t rows) override {
+    absl::MutexLock lock(&mu);
+    drops.emplace_back(table, reason, rows);
+  }
+  std::vector<std::tuple<std::string, DropReason, uint64_t>> Drops() {
+    absl::MutexLock lock(&mu);
+    return drops;
+  }
+  absl::Mutex mu;
+  std::vector<std::tuple<std::string, DropReason, uint64_t>> drops ABSL_GUARDED_BY(mu);
+};
+
+// docs/api.md: accepted rows whose flush gives up after --retry-max-elapsed are counted as
+// dropped with reason accepted_flush_failed, and so are those of a flush the drain started that
+// failed; each reaches the metric through the observer, with its table.
+TEST_F(IngestorTest, DroppedAcceptedRowsAreReportedWithTheirTableAndReason) {
+  DropsObserver observer;
+  observer_ = &observer;
+  IngestOptions o = Options();
+  o.retry.max_elapsed = absl::Seconds(10);
+  Make(o);
+  for (int i = 0; i < 1000; ++i) inserter_.script.push_back(absl::UnavailableError("down"));
+  auto a = Rows(0, 4);
+  ASSERT_TRUE(Submit(a, absl::Seconds(30), "events", AckMode::kAccepted)->done);
+  clock_.Advance(absl::Milliseconds(250));
+  ingestor_->Poll();
+  ingestor_->RunPending();  // retried on the fake clock until --retry-max-elapsed
+  using Drop = std::tuple<std::string, DropReason, uint64_t>;
+  EXPECT_EQ(observer.Drops(),
+            std::vector<Drop>({{"default.events", DropReason::kAcceptedFlushFailed, 4}}));
+  // Rows buffered when a drain with no time left begins: it flushes them, and that fails.
+  auto b = Rows(4, 3);
+  ASSERT_TRUE(Submit(b, absl::Seconds(30), "events", AckMode::kAccepted)->done);
+  ingestor_->Shutdown(clock_.Now());
+  EXPECT_EQ(ingestor_->Stats().rows_dropped, 7u);
+  const std::vector<Drop> drops = observer.Drops();
+  ASSERT_EQ(drops.size(), 2u);
+  EXPECT_EQ(std::get<0>(drops[1]), "default.events");
+  EXPECT_EQ(std::get<2>(drops[1]), 3u);
+  // The drain flushed them and that flush failed: a failed flush, not rows left buffered.
+  EXPECT_EQ(std::get<1>(drops[1]), DropReason::kAcceptedFlushFailed);
+  ingestor_.reset();
+  observer_ = nullptr;
+}
+
 TEST_F(IngestorTest, NothingIsDroppedWhenEveryFlushCommits) {
   Make(Options());
   auto a = Rows(0, 2);
