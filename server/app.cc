@@ -451,10 +451,13 @@ int App::StartApi() {
 void App::StartHealthLoops() {
   health_refresh_ = housekeeping_.Every("health refresh", absl::Milliseconds(500),
                                         [server = server_.get()] { server->RefreshHealth(); });
-  if (authorizer_->enabled()) {
+  if (authorizer_->enabled() || api_tls_.enabled()) {
     api_files_reload_ =
         housekeeping_.Every("API files reload", config_.api_reload_interval,
-                            [authorizer = authorizer_.get()] { authorizer->ReloadChanged(); });
+                            [authorizer = authorizer_.get(), server = server_.get()] {
+                              if (authorizer->enabled()) authorizer->ReloadChanged();
+                              server->ReloadApiCertificate();
+                            });
   }
   // Liveness watchdog: its own thread, because a wedged ingestor would also block the thread
   // above. Only CheckProgress's atomics are read here.

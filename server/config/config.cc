@@ -349,7 +349,8 @@ const std::vector<Option>& Options() {
        Share("ready-high-water", &Config::ready_high_water, /*zero_ok=*/false, /*one_ok=*/true)},
       {"ready-low-water", "0.7",
        "after turning NOT_SERVING, health name `buffer` is SERVING again only below this share of "
-       "the buffer limit (hysteresis, so the pod does not flap); must be below `--ready-high-water`",
+       "the buffer limit (hysteresis, so the pod does not flap); must be below "
+       "`--ready-high-water`",
        Share("ready-low-water", &Config::ready_low_water, /*zero_ok=*/true, /*one_ok=*/false)},
       {"liveness-stall-timeout", "5m",
        "health name `liveness` turns NOT_SERVING (the kubelet restarts chgate) when the batch "

@@ -7,8 +7,12 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -74,7 +78,9 @@ absl::StatusOr<std::unique_ptr<X509, X509Free>> FirstCertificate(const std::stri
   return first;
 }
 
-absl::Status CheckFiles(const ApiTlsOptions& options) {
+// The key and the certificate chain of `options`, as one PEM text (the key first), when the key
+// is the certificate's.
+absl::StatusOr<std::string> ReadPair(const ApiTlsOptions& options) {
   if (options.key_file.empty()) {
     return absl::InvalidArgumentError("--api-tls-cert-file needs --api-tls-key-file");
   }
@@ -99,20 +105,81 @@ absl::Status CheckFiles(const ApiTlsOptions& options) {
                                                    "' is not the key of the certificate in '",
                                                    options.cert_file, "'"));
   }
-  if (!options.client_ca_file.empty()) {
-    absl::StatusOr<std::string> ca_pem =
-        ReadPem(options.client_ca_file, "--api-tls-client-ca-file");
-    if (!ca_pem.ok()) return ca_pem.status();
-    auto ca = FirstCertificate(*ca_pem, options.client_ca_file, "--api-tls-client-ca-file", &count);
-    if (!ca.ok()) return ca.status();
+  std::string pair = *std::move(key_pem);
+  if (!pair.empty() && pair.back() != '\n') pair.push_back('\n');
+  pair += *cert_pem;
+  return pair;
+}
+
+absl::Status CheckClientCa(const ApiTlsOptions& options) {
+  if (options.client_ca_file.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> ca_pem = ReadPem(options.client_ca_file, "--api-tls-client-ca-file");
+  if (!ca_pem.ok()) return ca_pem.status();
+  int count = 0;
+  return FirstCertificate(*ca_pem, options.client_ca_file, "--api-tls-client-ca-file", &count)
+      .status();
+}
+
+// An anonymous in-memory file holding `text`, or -1 (errno set).
+int MemoryFile(const std::string& text) {
+  const int fd = ::memfd_create("chgate-api-identity", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int saved = errno;
+      ::close(fd);
+      errno = saved == 0 ? EIO : saved;
+      return -1;
+    }
+    done += static_cast<size_t>(n);
   }
-  return absl::OkStatus();
+  return fd;
 }
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<ApiIdentity>> ApiIdentity::Create(const ApiTlsOptions& options) {
+  absl::StatusOr<std::string> pair = ReadPair(options);
+  if (!pair.ok()) return pair.status();
+  const int fd = MemoryFile(*pair);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot hold the API's key and certificate in memory: ",
+                                            std::strerror(errno)));
+  }
+  return std::unique_ptr<ApiIdentity>(new ApiIdentity(options, fd, *std::move(pair)));
+}
+
+ApiIdentity::ApiIdentity(ApiTlsOptions options, int fd, std::string served)
+    : options_(std::move(options)),
+      fd_(fd),
+      path_(absl::StrCat("/proc/self/fd/", fd)),
+      served_(std::move(served)) {}
+
+ApiIdentity::~ApiIdentity() { ::close(fd_); }
+
+absl::StatusOr<bool> ApiIdentity::Reload() {
+  absl::StatusOr<std::string> pair = ReadPair(options_);
+  absl::MutexLock lock(&mu_);
+  if (!pair.ok()) return pair.status();
+  if (*pair == served_) return false;
+  const int fd = MemoryFile(*pair);
+  // dup2 replaces what fd_ names in one step: gRPC's next read sees the old pair or the new one.
+  if (fd < 0 || ::dup2(fd, fd_) < 0) {
+    const int saved = errno;
+    if (fd >= 0) ::close(fd);
+    return absl::InternalError(
+        absl::StrCat("cannot replace the API's key and certificate: ", std::strerror(saved)));
+  }
+  ::close(fd);
+  served_ = *std::move(pair);
+  return true;
+}
+
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentials(
-    const ApiTlsOptions& options) {
+    const ApiTlsOptions& options, std::unique_ptr<ApiIdentity>* identity) {
   if (!options.enabled()) {
     if (!options.key_file.empty() || !options.client_ca_file.empty()) {
       return absl::InvalidArgumentError(
@@ -120,11 +187,15 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentials(
     }
     return grpc::InsecureServerCredentials();
   }
-  if (absl::Status s = CheckFiles(options); !s.ok()) return s;
+  if (absl::Status s = CheckClientCa(options); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<ApiIdentity>> created = ApiIdentity::Create(options);
+  if (!created.ok()) return created.status();
   const auto interval = static_cast<unsigned int>(
       std::max<int64_t>(1, absl::ToInt64Seconds(options.reload_interval)));
+  // gRPC reads the key and the certificate from the one in-memory file (each read takes the PEM
+  // blocks of its kind), which only a matching pair ever replaces; the client CA from its file.
   auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      options.key_file, options.cert_file, options.client_ca_file, interval);
+      (*created)->path(), (*created)->path(), options.client_ca_file, interval);
   grpc::experimental::TlsServerCredentialsOptions tls(provider);
   tls.watch_identity_key_cert_pairs();
   if (options.client_ca_file.empty()) {
@@ -140,6 +211,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentials(
   if (credentials == nullptr) {
     return absl::InvalidArgumentError("gRPC refused the API's TLS settings");
   }
+  *identity = *std::move(created);
   return credentials;
 }
 

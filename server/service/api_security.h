@@ -10,7 +10,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/auth/authorizer.h"
 
@@ -32,13 +34,44 @@ struct ApiTlsOptions {
   bool enabled() const { return !cert_file.empty(); }
 };
 
+// The API's key and certificate as the TLS credentials read them: one in-memory file
+// (/proc/self/fd/N) holding both, which only a pair whose key matches its certificate replaces.
+// A renewal that rewrites the two files one after the other, or a key alone, never reaches a
+// handshake: until both match again the previous pair is served. Thread-safe.
+class ApiIdentity {
+ public:
+  // Reads and checks the files (the errors of ApiServerCredentials).
+  static absl::StatusOr<std::unique_ptr<ApiIdentity>> Create(const ApiTlsOptions& options);
+  ~ApiIdentity();
+  ApiIdentity(const ApiIdentity&) = delete;
+  ApiIdentity& operator=(const ApiIdentity&) = delete;
+
+  // The file the credentials read.
+  const std::string& path() const { return path_; }
+  // Reads the key and certificate files again: true when a matching pair other than the one
+  // served replaced it, false when nothing changed; an error (InvalidArgument: the key is not
+  // the certificate's, a file is unreadable or not PEM) leaves the served pair as it is.
+  absl::StatusOr<bool> Reload();
+
+ private:
+  ApiIdentity(ApiTlsOptions options, int fd, std::string served);
+
+  const ApiTlsOptions options_;
+  const int fd_;
+  const std::string path_;
+  absl::Mutex mu_;
+  std::string served_ ABSL_GUARDED_BY(mu_);
+};
+
 // Checks the files now (so that a mistake stops the start instead of failing every handshake
-// later) and returns credentials that reload them on change; TLS 1.2 is the lowest version
-// offered (gRPC's default, which this relies on). Plaintext credentials when `options` is not
-// enabled. Errors: InvalidArgument naming the file for a missing key or certificate, a file that
-// is not PEM, a key that does not match the certificate, or an empty CA bundle.
+// later) and returns credentials that reload them on change: the client CA from its file, the
+// key and certificate from `*identity` (set here), which the caller keeps as long as the server
+// and reloads (ApiIdentity::Reload). TLS 1.2 is the lowest version offered (gRPC's default,
+// which this relies on). Plaintext credentials when `options` is not enabled. Errors:
+// InvalidArgument naming the file for a missing key or certificate, a file that is not PEM, a
+// key that does not match the certificate, or an empty CA bundle.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentials(
-    const ApiTlsOptions& options);
+    const ApiTlsOptions& options, std::unique_ptr<ApiIdentity>* identity);
 
 // The end of the validity (notAfter) of the first certificate in `pem_file`: the API's serving
 // certificate as the next handshake will present it. Errors: NotFound when the file cannot be

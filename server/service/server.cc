@@ -144,7 +144,7 @@ class ServerImpl final : public Server {
       if (absl::Status loaded = LoadReflection(); !loaded.ok()) return loaded;
     }
     absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> api_credentials =
-        ApiServerCredentials(options_.tls);
+        ApiServerCredentials(options_.tls, &api_identity_);
     if (!api_credentials.ok()) return api_credentials.status();
     const std::optional<std::string> socket_path = UnixSocketPath(options_.api_address);
     if (socket_path.has_value()) {
@@ -223,6 +223,20 @@ class ServerImpl final : public Server {
     SetStatusLocked({kBuffer}, ready);
   }
 
+  void ReloadApiCertificate() override {
+    if (api_identity_ == nullptr) return;
+    absl::StatusOr<bool> reloaded = api_identity_->Reload();
+    if (reloaded.ok()) {
+      if (*reloaded) {
+        kLog.Info("API TLS key and certificate reloaded", {{"cert_file", options_.tls.cert_file}});
+      }
+      return;
+    }
+    kLog.Throttled(log::Level::kWarn,
+                   "API TLS key and certificate not reloaded; the previous pair stays in use",
+                   options_.tls.cert_file, {{"error", reloaded.status().message()}});
+  }
+
   void SetLiveness(bool live) override {
     absl::MutexLock lock(&mu_);
     SetStatusLocked({kLiveness}, live);
@@ -271,6 +285,7 @@ class ServerImpl final : public Server {
   // One per listener (a service is registered on one server); both carry the same statuses.
   HealthService api_health_;
   std::unique_ptr<HealthListener> own_health_listener_;  // when none was given
+  std::unique_ptr<ApiIdentity> api_identity_;            // with API TLS
   HealthListener* health_listener_ = nullptr;            // null: health on the API listener only
   std::unique_ptr<grpc::Server> api_;
   int api_port_ = 0;

@@ -105,6 +105,10 @@ class Server {
   // (Ingestor::CheckProgress), NOT_SERVING while it does not, so the kubelet restarts a wedged
   // chgate. Never takes the ingestor's locks.
   virtual void SetLiveness(bool live) = 0;
+  // With API TLS: reads the key and certificate files again and serves them to new connections
+  // once they form a matching pair (ApiIdentity::Reload); logs what changed or why not. Called
+  // every --api-reload-interval by main.
+  virtual void ReloadApiCertificate() = 0;
   // Readiness, "" and "buffer" NOT_SERVING at once, liveness stays SERVING; new Insert/InsertStream
   // calls get UNAVAILABLE; open streams stop reading and end with UNAVAILABLE after the acks
   // they owe. Then drains the ingestor (Ingestor::Shutdown(deadline): buffered batches are

@@ -217,7 +217,13 @@ class SecurityTest(unittest.TestCase):
         requests.put(self.request("sec_orders", 100, sequence=1))
         self.assertFalse(next(acks).HasField("status"))
 
+        # The key alone first, as a renewal that rewrites the files one after the other may
+        # leave them for a while: the previous pair stays in use (more than two reload intervals).
         self.pki.write("server.key", self.pki.read("server2.key"))
+        time.sleep(2.5)
+        with self.channel("writer", ca="ca") as ch:
+            self.assertEqual(self.insert(ch, "sec_orders", 99), "OK",
+                             "a key without its certificate broke new connections")
         self.pki.write("server.crt", self.pki.read("server2.crt"))
 
         def new_certificate_served():

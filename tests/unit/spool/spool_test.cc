@@ -914,6 +914,23 @@ TEST(SpoolTest, RefusesAppendsWhenTheFileSystemIsLowOnSpace) {
   EXPECT_TRUE(opened.spool->AppendAndWait("x").ok());
 }
 
+// docs/spool.md: by default the spool refuses once its file system has less than two segments
+// free (min_free_bytes 0 means 2 x segment_bytes).
+TEST(SpoolTest, ByDefaultRefusesWithLessThanTwoSegmentsFree) {
+  const std::string dir = FreshDir("min_free_default");
+  FaultyFileOps ops;
+  SpoolOptions options = SmallOptions();
+  options.min_free_bytes = 0;
+  options.space_check_interval = absl::ZeroDuration();
+  options.file_ops = &ops;
+  Spool::Opened opened = OpenOrDie(dir, options);
+  ops.SetFreeBytes(2 * options.segment_bytes);
+  absl::StatusOr<uint64_t> refused = opened.spool->AppendAndWait("x");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  ops.SetFreeBytes(2 * options.segment_bytes + 4096);
+  EXPECT_TRUE(opened.spool->AppendAndWait("x").ok());
+}
+
 // The size of the only segment holding records; the one written now.
 uint64_t ActiveSegmentSize(const std::string& dir) {
   const std::vector<std::string> files = FilesWithSuffix(dir, ".wal");
