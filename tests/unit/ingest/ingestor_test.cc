@@ -1611,6 +1611,32 @@ TEST_F(PersistedTest, KeptBlocksTakeAtMostAnEighthOfTheBudgetAndCountInIt) {
   EXPECT_TRUE(ingestor_->Reserve(o.memory_budget_bytes).ok()) << "kept bytes not given back";
 }
 
+// docs/spool.md: a spooled batch is retried until ClickHouse commits it, each attempt bounded by
+// --retry-max-elapsed: no INSERT may wait past its window, and the windows go on past it.
+TEST_F(PersistedTest, EachAttemptOfASpooledBatchIsBoundedByTheRetryElapsedTime) {
+  IngestOptions o = Options();
+  o.retry.max_elapsed = absl::Seconds(1);
+  o.retry.max_backoff = absl::Milliseconds(200);
+  Start(o);
+  for (int i = 0; i < 30; ++i) inserter_.script.push_back(absl::UnavailableError("down"));
+  SubmitPersisted(Rows(0, 2));
+  clock_.Advance(absl::Milliseconds(250));
+  const absl::Time start = clock_.Now();
+  ingestor_->Poll();
+  ingestor_->RunPending();
+  ASSERT_EQ(inserter_.calls.size(), 31u);
+  EXPECT_LE(inserter_.calls.front().deadline, start + o.retry.max_elapsed);
+  for (size_t i = 1; i < inserter_.calls.size(); ++i) {
+    // Each INSERT's deadline is at most one window after the one before it plus a backoff.
+    EXPECT_LE(inserter_.calls[i].deadline,
+              inserter_.calls[i - 1].deadline + o.retry.max_elapsed + o.retry.max_backoff)
+        << i;
+  }
+  EXPECT_GT(inserter_.calls.back().deadline, start + o.retry.max_elapsed)
+      << "the retries stopped at --retry-max-elapsed";
+  EXPECT_EQ(spool_->Stats().pending_records, 0u);
+}
+
 TEST_F(PersistedTest, ABatchClickHouseRefusesForGoodGoesToTheDeadLetterDirectory) {
   Start(Options());
   inserter_.script = {ClickHouseError(53, "Type mismatch")};
