@@ -149,7 +149,14 @@ absl::StatusOr<std::unique_ptr<ApiIdentity>> ApiIdentity::Create(const ApiTlsOpt
     return absl::InternalError(absl::StrCat("cannot hold the API's key and certificate in memory: ",
                                             std::strerror(errno)));
   }
-  return std::unique_ptr<ApiIdentity>(new ApiIdentity(options, fd, *std::move(pair)));
+  auto identity = std::unique_ptr<ApiIdentity>(new ApiIdentity(options, fd, *std::move(pair)));
+  // gRPC reads it by name: /proc must be mounted (it is in containers and pods).
+  if (std::ifstream probe(identity->path(), std::ios::binary); !probe) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read the API's key and certificate back from ", identity->path(),
+                     " (is /proc mounted?)"));
+  }
+  return identity;
 }
 
 ApiIdentity::ApiIdentity(ApiTlsOptions options, int fd, std::string served)
