@@ -284,8 +284,13 @@ absl::Status ParseCommonOptions(const ParsedFlags& flags, const ParsedFlags& glo
   tls.cert_file = either("tls-cert-file");
   tls.key_file = either("tls-key-file");
   tls.server_name = either("tls-server-name");
-  tls.enabled = flags.Has("tls") || global.Has("tls") || !tls.ca_file.empty() ||
-                !tls.cert_file.empty() || !tls.key_file.empty() || !tls.server_name.empty();
+  const bool tls_files = !tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() ||
+                         !tls.server_name.empty();
+  if (either("tls") == "false" && tls_files) {
+    return absl::InvalidArgumentError(
+        "--tls=false with --tls-ca-file, --tls-cert-file, --tls-key-file or --tls-server-name");
+  }
+  tls.enabled = either("tls") == "true" || tls_files;
   if (tls.cert_file.empty() != tls.key_file.empty()) {
     return absl::InvalidArgumentError("--tls-cert-file and --tls-key-file go together");
   }
@@ -390,7 +395,7 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args) {
   absl::StatusOr<ParsedFlags> global = ParseGlobalFlags(args, &i);
   if (!global.ok()) return Usage("", global.status());
   if (i >= args.size() || args[i] == "help") {
-    if (i < args.size() || global->Has("help")) {
+    if (i < args.size() || global->On("help")) {
       command.help = ToolHelp();
       return command;
     }
@@ -406,7 +411,7 @@ absl::StatusOr<Command> ParseCommandLine(const std::vector<std::string>& args) {
   absl::StatusOr<ParsedFlags> flags =
       ParseFlags(Concat(SubcommandFlags(*sub), GlobalFlags()), rest);
   if (!flags.ok()) return Usage(name, flags.status());
-  if (global->Has("help") || flags->Has("help")) {
+  if (global->On("help") || flags->On("help")) {
     command.help = SubcommandHelp(*sub);
     return command;
   }

@@ -27,6 +27,8 @@ struct FlagSpec {
 class ParsedFlags {
  public:
   bool Has(std::string_view name) const { return values_.count(std::string(name)) > 0; }
+  // A boolean flag given as itself or =true (its last value): `--tls=false` is off.
+  bool On(std::string_view name) const { return Get(name) == "true"; }
   // The (last) value of `name`, or `fallback` when it was not given.
   std::string Get(std::string_view name, std::string fallback = "") const;
   // Every value of a repeated flag, in order.

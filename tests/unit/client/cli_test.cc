@@ -79,6 +79,26 @@ TEST(ParseCommandLineTest, AppliesDefaultsAndGlobalOptionsOnEitherSide) {
   EXPECT_EQ(c.bench.rows_per_request, 10u);
 }
 
+// Boolean flags read as given: alone or =true is on, =false is off (documented in
+// client/README.md); a contradictory --tls=false is refused rather than guessed.
+TEST(ParseCommandLineTest, BooleanFlagsSetToFalseAreOff) {
+  EXPECT_FALSE(ParseCommandLine({"query", "x"}).value().tls.enabled);
+  EXPECT_TRUE(ParseCommandLine({"query", "x", "--tls"}).value().tls.enabled);
+  EXPECT_TRUE(ParseCommandLine({"--tls=true", "query", "x"}).value().tls.enabled);
+  EXPECT_FALSE(ParseCommandLine({"query", "x", "--tls=false"}).value().tls.enabled);
+  EXPECT_FALSE(ParseCommandLine({"--tls", "query", "x", "--tls=false"}).value().tls.enabled)
+      << "the option after the command wins";
+  EXPECT_TRUE(ParseCommandLine({"query", "x", "--tls-ca-file=/ca.pem"}).value().tls.enabled);
+  absl::StatusOr<Command> both =
+      ParseCommandLine({"query", "x", "--tls=false", "--tls-ca-file=/c"});
+  ASSERT_FALSE(both.ok());
+  EXPECT_THAT(both.status().message(), HasSubstr("--tls=false"));
+  EXPECT_TRUE(ParseCommandLine({"query", "x", "--help"}).value().help.size() > 0);
+  EXPECT_TRUE(ParseCommandLine({"query", "x", "--help=false"}).value().help.empty());
+  EXPECT_TRUE(ParseCommandLine({"--help=false", "query", "x"}).value().help.empty());
+  EXPECT_TRUE(ParseCommandLine({"query", "x", "--names=false"}).value().help.empty());
+}
+
 TEST(ParseCommandLineTest, RejectsBadUsage) {
   struct Case {
     std::vector<std::string> args;
