@@ -193,13 +193,14 @@ absl::StatusOr<std::unique_ptr<QueryCursor>> Client::Query(const std::string& sq
       if (cursor->done() && !cursor->status().ok()) return cursor->status();
       return cursor;
     }
-    // Nothing arrived: the query did not produce output yet, so running it again is safe.
+    // Nothing arrived: a read did not produce output yet, so running it again is safe; a write
+    // answers only once it has run, so it is never sent twice.
     const grpc::Status grpc_status = reader->Finish();
     absl::Status status = FromGrpcStatus(grpc_status, *context);
     if (status.ok()) {
       return absl::InternalError("malformed Query response: the stream ended without a header");
     }
-    if (status.code() != absl::StatusCode::kUnavailable ||
+    if (status.code() != absl::StatusCode::kUnavailable || !internal::IsRereadableQuery(sql) ||
         !internal::WaitBeforeRetry(options_.retry, attempt, deadline, gen)) {
       return status;
     }

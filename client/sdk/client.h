@@ -9,9 +9,10 @@
 //
 // Every call has a deadline (ClientOptions::default_timeout unless the call sets one).
 // UNAVAILABLE is retried with exponential backoff and jitter only where that cannot duplicate or
-// lose anything: Insert when the request has an idempotency_key, Query before its first
-// response arrived. Errors are absl::Status values with the gRPC code and message, and the
-// server's chgate.v1.Status detail attached (client/sdk/status.h: GetStatusDetail, FormatError).
+// lose anything: Insert when the request has an idempotency_key, a Query that reads before its
+// first response arrived (never a write: it answers only once it has run). Errors are absl::Status
+// values with the gRPC code and message, and the server's chgate.v1.Status detail attached
+// (client/sdk/status.h: GetStatusDetail, FormatError).
 //
 // A Client is thread-safe and cheap to share; it holds one gRPC channel.
 #pragma once

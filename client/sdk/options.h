@@ -17,7 +17,8 @@
 namespace chgate::client {
 
 // Retries of UNAVAILABLE, only where they are safe: a unary Insert that carries an
-// idempotency_key, and a Query before its first response arrived. Delays grow exponentially from
+// idempotency_key, and a Query that reads (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN, EXISTS) before
+// its first response arrived. Delays grow exponentially from
 // `initial_backoff` up to `max_backoff`, each drawn uniformly from [0, cap] ("full jitter"), and
 // never run past the call's deadline.
 struct RetryPolicy {

@@ -1,7 +1,10 @@
 #include "client/sdk/internal/call_util.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <iterator>
+#include <string>
 
 namespace chgate::client::internal {
 
@@ -14,6 +17,47 @@ absl::Time DeadlineFor(absl::Duration timeout, absl::Duration fallback) {
 void SetDeadline(absl::Time deadline, grpc::ClientContext* context) {
   if (deadline == absl::InfiniteFuture()) return;
   context->set_deadline(absl::ToChronoTime(deadline));
+}
+
+bool IsRereadableQuery(std::string_view sql) {
+  size_t i = 0;
+  // Spaces, comments (--, #, nested /* */) and opening parentheses before the first word.
+  while (i < sql.size()) {
+    const char c = sql[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '(') {
+      ++i;
+    } else if (sql.substr(i, 2) == "--" || c == '#') {
+      const size_t end = sql.find('\n', i);
+      i = end == std::string_view::npos ? sql.size() : end + 1;
+    } else if (sql.substr(i, 2) == "/*") {
+      int depth = 0;
+      while (i < sql.size()) {
+        if (sql.substr(i, 2) == "/*") {
+          ++depth;
+          i += 2;
+        } else if (sql.substr(i, 2) == "*/") {
+          i += 2;
+          if (--depth == 0) break;
+        } else {
+          ++i;
+        }
+      }
+      if (depth != 0) return false;
+    } else {
+      break;
+    }
+  }
+  size_t end = i;
+  while (end < sql.size() && std::isalpha(static_cast<unsigned char>(sql[end]))) ++end;
+  std::string word(sql.substr(i, end - i));
+  for (char& c : word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  static constexpr std::string_view kReads[] = {"SELECT", "WITH",    "SHOW",  "DESCRIBE",
+                                                "DESC",   "EXPLAIN", "EXISTS"};
+  if (std::find(std::begin(kReads), std::end(kReads), word) == std::end(kReads)) return false;
+  // One statement: a `;` may only end the text.
+  const size_t semicolon = sql.find(';', end);
+  if (semicolon == std::string_view::npos) return true;
+  return sql.find_first_not_of(" \t\n\r\f;", semicolon) == std::string_view::npos;
 }
 
 bool WaitBeforeRetry(const RetryPolicy& policy, int retry, absl::Time deadline, absl::BitGen& gen) {

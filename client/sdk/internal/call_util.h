@@ -6,6 +6,7 @@
 
 #include <future>
 #include <memory>
+#include <string_view>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -27,6 +28,13 @@ void SetDeadline(absl::Time deadline, grpc::ClientContext* context);
 // is allowed and the jittered delay ends before `deadline`; returns false (without waiting)
 // otherwise.
 bool WaitBeforeRetry(const RetryPolicy& policy, int retry, absl::Time deadline, absl::BitGen& gen);
+
+// Whether a Query of `sql` may be sent again after it failed before its first response: only one
+// statement that reads (its first word, after spaces, comments and opening parentheses, is
+// SELECT, WITH, SHOW, DESCRIBE, DESC, EXPLAIN or EXISTS, and no `;` but a trailing one). A write
+// (INSERT ... SELECT, DDL where chgate allows them) answers only once it has run, so no response
+// does not mean it did not run. Conservative: a `;` inside a literal also rules a retry out.
+bool IsRereadableQuery(std::string_view sql);
 
 // google.protobuf.Timestamp -> absl::Time.
 absl::Time FromProtoTime(const google::protobuf::Timestamp& t);

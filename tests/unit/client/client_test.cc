@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "client/sdk/health.h"
+#include "client/sdk/internal/call_util.h"
 #include "tests/unit/client/fake_ingest.h"
 #include "tests/unit/client/test_columns.h"
 
@@ -431,6 +432,36 @@ TEST(QueryRetryTest, GivesUpAfterMaxAttempts) {
   absl::StatusOr<std::unique_ptr<QueryCursor>> q = Connect(server)->Query("SELECT n");
   EXPECT_EQ(q.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(server.service().query_calls(), 4);
+}
+
+// A write answers only once it has run: failing before any response does not mean it did not
+// run (a shutdown midway through an INSERT ... SELECT), so it is never sent again.
+TEST(QueryRetryTest, NeverRetriesAWrite) {
+  for (const char* sql :
+       {"INSERT INTO t SELECT number FROM numbers(10)", "CREATE TABLE t (x UInt8)",
+        "SELECT 1; INSERT INTO t VALUES (1)", "  /* a */ insert into t select 1"}) {
+    FakeServer server;
+    QueryScript unavailable;
+    unavailable.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "shutting down");
+    server.service().AddQueryScript(unavailable);
+    absl::StatusOr<std::unique_ptr<QueryCursor>> q = Connect(server)->Query(sql);
+    EXPECT_EQ(q.status().code(), absl::StatusCode::kUnavailable) << sql;
+    EXPECT_EQ(server.service().query_calls(), 1) << sql;
+  }
+}
+
+TEST(QueryRetryTest, ReadsAreKnownThroughCommentsAndParentheses) {
+  using internal::IsRereadableQuery;
+  for (const char* sql :
+       {"SELECT 1", "select 1;", " \n-- c\n# d\n/* a /* nested */ b */ (SELECT 1)",
+        "WITH 1 AS x SELECT x", "SHOW TABLES", "DESCRIBE t", "DESC t", "EXPLAIN SELECT 1",
+        "EXISTS t", "SELECT 1 ;  \n"}) {
+    EXPECT_TRUE(IsRereadableQuery(sql)) << sql;
+  }
+  for (const char* sql : {"INSERT INTO t SELECT 1", "", "/* unclosed SELECT", "ALTER TABLE t",
+                          "SELECT 1; SELECT 2", "SELECT ';'", "OPTIMIZE TABLE t", "SELECTX"}) {
+    EXPECT_FALSE(IsRereadableQuery(sql)) << sql;
+  }
 }
 
 TEST(QueryRetryTest, NeverRetriesAfterTheFirstMessage) {
