@@ -60,7 +60,8 @@ class Client;
 
 struct ProducerOptions {
   // A table's batch is written when it holds this many rows or this many bytes (the rows'
-  // encoded size), or when its first row has waited `linger`.
+  // encoded size), or when its first row has waited `linger`. A SendBlock is never split: the
+  // batch it ends may pass these by that block.
   size_t batch_rows = 1000;
   size_t batch_bytes = 1 << 20;
   absl::Duration linger = absl::Milliseconds(5);
