@@ -263,6 +263,61 @@ TEST(ProducerTest, RetriesEndAtTheRetryTimeoutWithTheLastError) {
   EXPECT_EQ(producer->Close().code(), absl::StatusCode::kUnavailable);
 }
 
+// client/README.md: a request whose outcome is temporary (RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED,
+// UNAVAILABLE) is sent again under the same key; one answered for good (here NOT_FOUND) is not.
+TEST(ProducerTest, EachTemporaryAckIsResentUnderTheSameKey) {
+  for (const int code : {8, 4, 14}) {
+    FakeServer server;
+    std::atomic<int> answered{0};
+    server.service().set_stream_ack_status(
+        [&answered, code](const v1::InsertRequest&) -> std::optional<v1::Status> {
+          if (answered.fetch_add(1) > 0) return std::nullopt;  // OK from the second on
+          v1::Status s;
+          s.set_code(code);
+          s.set_message("for a moment");
+          return s;
+        });
+    std::unique_ptr<Client> client = Connect(server);
+    std::unique_ptr<Producer> producer =
+        MakeProducer(client.get(), {.batch_rows = 3,
+                                    .linger = absl::Seconds(60),
+                                    .initial_backoff = absl::Milliseconds(1),
+                                    .max_backoff = absl::Milliseconds(5)});
+    std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
+    for (uint64_t i = 0; i < 3; ++i) acks.push_back(producer->Table("t")->Send(IdRow(i)));
+    for (auto& ack : acks) {
+      absl::StatusOr<InsertResult> r = ack.get();
+      EXPECT_TRUE(r.ok()) << "code " << code << ": " << r.status();
+    }
+    EXPECT_TRUE(producer->Close().ok()) << code;
+    const std::vector<v1::InsertRequest> requests = server.service().stream_requests();
+    ASSERT_EQ(requests.size(), 2u) << code;
+    EXPECT_EQ(requests[0].idempotency_key(), requests[1].idempotency_key()) << code;
+    EXPECT_EQ(ReceivedIds({requests[1]}), (std::multiset<uint64_t>{0, 1, 2})) << code;
+  }
+}
+
+// batch_bytes bounds a request by the rows' encoded size as well as batch_rows by their count.
+TEST(ProducerTest, BatchBytesSplitsRequestsBySize) {
+  FakeServer server;
+  std::unique_ptr<Client> client = Connect(server);
+  const size_t row_bytes = IdRow(0).ByteSizeLong();
+  std::unique_ptr<Producer> producer = MakeProducer(
+      client.get(),
+      {.batch_rows = 1000, .batch_bytes = 4 * row_bytes + 1, .linger = absl::Seconds(60)});
+  std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
+  for (uint64_t i = 0; i < 20; ++i) acks.push_back(producer->Table("t")->Send(IdRow(i)));
+  producer->Flush();
+  for (auto& ack : acks) EXPECT_TRUE(ack.get().ok());
+  EXPECT_TRUE(producer->Close().ok());
+  const std::vector<v1::InsertRequest> requests = server.service().stream_requests();
+  ASSERT_GE(requests.size(), 4u) << "20 rows of which about 4 fit a request's bytes";
+  for (const v1::InsertRequest& r : requests) {
+    EXPECT_LE(r.rows().rows_size(), 5) << "a request far past batch_bytes";
+  }
+  EXPECT_EQ(ReceivedIds(requests).size(), 20u);
+}
+
 TEST(ProducerTest, AtThePendingBoundSendFailsFastOrWaits) {
   FakeServer server;
   server.service().set_stream_hold_until(3);  // a stream's acks wait for its third request
