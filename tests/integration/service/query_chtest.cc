@@ -760,6 +760,17 @@ TEST_F(HostileCallerTest, ReadOnlyRefusesKillAndTableFunctionsThatLeaveTheServer
     EXPECT_EQ(o.status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
         << sql << ": " << o.status.error_message();
   }
+  // Table functions the connected server has (its system.table_functions) and no list of chgate
+  // names, neither the always-refused ones nor the default ones: denied by default, naming the
+  // option, before the server sees them.
+  for (const char* sql : {"SELECT * FROM shardByHash('test_shard_localhost', 'k', system.one)",
+                          "SELECT * FROM catBoostPool('/nonexistent.cd', '/nonexistent.tsv')"}) {
+    Outcome denied = Run(sql);
+    EXPECT_EQ(denied.status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << sql << ": " << denied.status.error_message();
+    EXPECT_TRUE(absl::StrContains(denied.status.error_message(), "--query-allow-table-functions"))
+        << denied.status.error_message();
+  }
   // Names inside strings and comments are not calls.
   Outcome o = Run("SELECT 'url(1)', 'KILL QUERY' -- remote(\n");
   ASSERT_TRUE(o.status.ok()) << o.status.error_message();
