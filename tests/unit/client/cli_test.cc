@@ -408,6 +408,19 @@ TEST(CliInsertTest, ResendsUnavailableBatchesWithIdempotencyKeys) {
   std::sort(keys.begin(), keys.end());
   EXPECT_THAT(keys, ::testing::ElementsAre("p-1", "p-2", "p-2", "p-3"));
 
+  // A batch that keeps meeting UNAVAILABLE is sent again up to 3 times, then the run fails.
+  FakeServer down;
+  down.service().set_stream_end_after(1, grpc::Status(grpc::StatusCode::UNAVAILABLE, "drained"),
+                                      /*streams=*/100);
+  run = Cli({"--addr", down.address(), "insert", "--table", "t", "--idempotency-prefix", "q"},
+            "{\"a\":1}\n");
+  EXPECT_EQ(run.code, kExitUnavailable) << run.err;
+  keys.clear();
+  for (const v1::InsertRequest& r : down.service().stream_requests()) {
+    keys.push_back(r.idempotency_key());
+  }
+  EXPECT_THAT(keys, ::testing::ElementsAre("q-1", "q-1", "q-1", "q-1"));
+
   // Without keys nothing is sent twice.
   FakeServer other;
   other.service().set_stream_end_after(2, grpc::Status(grpc::StatusCode::UNAVAILABLE, "drained"),
