@@ -570,6 +570,24 @@ TEST(InsertTest, RetriesAreBounded) {
   EXPECT_EQ(server.service().insert_calls(), 3);
 }
 
+// client/README.md: retries never run past the deadline. With backoffs of at least 2 s and a
+// 300 ms deadline, the call ends with its last error at once instead of sleeping into them.
+TEST(InsertTest, RetriesNeverWaitPastTheDeadline) {
+  FakeServer server;
+  server.service().set_unavailable_inserts(100);
+  ClientOptions options;
+  options.default_timeout = absl::Milliseconds(300);
+  options.retry = {
+      .max_attempts = 4, .initial_backoff = absl::Seconds(4), .max_backoff = absl::Seconds(8)};
+  std::unique_ptr<Client> client = Connect(server, options);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<InsertResult> r = client->Insert(TwoRows("k"));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_LT(took, absl::Seconds(2)) << "a backoff ran past the call's deadline";
+  EXPECT_GE(server.service().insert_calls(), 1);
+}
+
 TEST(InsertTest, OtherErrorsAreNotRetriedAndCarryTheDetail) {
   FakeServer server;
   v1::Status detail;
