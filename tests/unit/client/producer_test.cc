@@ -45,6 +45,22 @@ std::unique_ptr<Producer> MakeProducer(Client* client, ProducerOptions options) 
 
 v1::Row IdRow(uint64_t id) { return MakeRow({MakeValue(id), MakeValue("x")}); }
 
+// Sends ids 0..n-1 to table "t", one row each; the futures of their outcomes.
+std::vector<std::future<absl::StatusOr<InsertResult>>> SendIds(Producer& producer, uint64_t n) {
+  std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
+  for (uint64_t i = 0; i < n; ++i) acks.push_back(producer.Table("t")->Send(IdRow(i)));
+  return acks;
+}
+
+// A producer whose batches go out at `rows` rows (never by age) and whose resends wait
+// milliseconds.
+ProducerOptions QuickResends(size_t rows) {
+  return {.batch_rows = rows,
+          .linger = absl::Seconds(60),
+          .initial_backoff = absl::Milliseconds(1),
+          .max_backoff = absl::Milliseconds(5)};
+}
+
 // Collects every outcome, by id.
 struct Outcomes {
   absl::Mutex mu;
@@ -202,8 +218,7 @@ TEST(ProducerTest, AnErrorNamingNoRowFailsEverySendOfTheRequest) {
   std::unique_ptr<Client> client = Connect(server);
   std::unique_ptr<Producer> producer =
       MakeProducer(client.get(), {.batch_rows = 10, .linger = absl::Seconds(60)});
-  std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
-  for (uint64_t i = 0; i < 10; ++i) acks.push_back(producer->Table("t")->Send(IdRow(i)));
+  std::vector<std::future<absl::StatusOr<InsertResult>>> acks = SendIds(*producer, 10);
   for (auto& ack : acks) EXPECT_EQ(ack.get().status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(producer->Close().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(server.service().stream_requests().size(), 1u);
@@ -216,14 +231,8 @@ TEST(ProducerTest, ABrokenStreamIsResentUnderTheSameKey) {
   server.service().set_stream_end_after(
       1, grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection reset"), /*streams=*/2);
   std::unique_ptr<Client> client = Connect(server);
-  std::unique_ptr<Producer> producer =
-      MakeProducer(client.get(), {.batch_rows = 5,
-                                  .linger = absl::Seconds(60),
-                                  .initial_backoff = absl::Milliseconds(1),
-                                  .max_backoff = absl::Milliseconds(5)});
-  std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
-  for (uint64_t i = 0; i < 5; ++i) acks.push_back(producer->Table("t")->Send(IdRow(i)));
-  for (auto& ack : acks) {
+  std::unique_ptr<Producer> producer = MakeProducer(client.get(), QuickResends(5));
+  for (auto& ack : SendIds(*producer, 5)) {
     absl::StatusOr<InsertResult> r = ack.get();
     ASSERT_TRUE(r.ok()) << r.status();
   }
@@ -278,14 +287,8 @@ TEST(ProducerTest, EachTemporaryAckIsResentUnderTheSameKey) {
           return s;
         });
     std::unique_ptr<Client> client = Connect(server);
-    std::unique_ptr<Producer> producer =
-        MakeProducer(client.get(), {.batch_rows = 3,
-                                    .linger = absl::Seconds(60),
-                                    .initial_backoff = absl::Milliseconds(1),
-                                    .max_backoff = absl::Milliseconds(5)});
-    std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
-    for (uint64_t i = 0; i < 3; ++i) acks.push_back(producer->Table("t")->Send(IdRow(i)));
-    for (auto& ack : acks) {
+    std::unique_ptr<Producer> producer = MakeProducer(client.get(), QuickResends(3));
+    for (auto& ack : SendIds(*producer, 3)) {
       absl::StatusOr<InsertResult> r = ack.get();
       EXPECT_TRUE(r.ok()) << "code " << code << ": " << r.status();
     }
@@ -305,8 +308,7 @@ TEST(ProducerTest, BatchBytesSplitsRequestsBySize) {
   std::unique_ptr<Producer> producer = MakeProducer(
       client.get(),
       {.batch_rows = 1000, .batch_bytes = 4 * row_bytes + 1, .linger = absl::Seconds(60)});
-  std::vector<std::future<absl::StatusOr<InsertResult>>> acks;
-  for (uint64_t i = 0; i < 20; ++i) acks.push_back(producer->Table("t")->Send(IdRow(i)));
+  std::vector<std::future<absl::StatusOr<InsertResult>>> acks = SendIds(*producer, 20);
   producer->Flush();
   for (auto& ack : acks) EXPECT_TRUE(ack.get().ok());
   EXPECT_TRUE(producer->Close().ok());
