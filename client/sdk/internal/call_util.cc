@@ -19,21 +19,25 @@ void SetDeadline(absl::Time deadline, grpc::ClientContext* context) {
   context->set_deadline(absl::ToChronoTime(deadline));
 }
 
-bool IsRereadableQuery(std::string_view sql) {
+namespace {
+
+// The first word of `sql` in upper case, after spaces, comments and opening parentheses, as a
+// server reads comments: nested /* */ and # comments (newer servers) or neither (older ones).
+// "" when there is none (or a comment does not end). Sets *end past the word.
+std::string FirstWord(std::string_view sql, bool newer_comments, size_t* end) {
   size_t i = 0;
-  // Spaces, comments (--, #, nested /* */) and opening parentheses before the first word.
   while (i < sql.size()) {
     const char c = sql[i];
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '(') {
       ++i;
-    } else if (sql.substr(i, 2) == "--" || c == '#') {
-      const size_t end = sql.find('\n', i);
-      i = end == std::string_view::npos ? sql.size() : end + 1;
+    } else if (sql.substr(i, 2) == "--" || (newer_comments && c == '#')) {
+      const size_t line_end = sql.find('\n', i);
+      i = line_end == std::string_view::npos ? sql.size() : line_end + 1;
     } else if (sql.substr(i, 2) == "/*") {
       int depth = 0;
       while (i < sql.size()) {
         if (sql.substr(i, 2) == "/*") {
-          ++depth;
+          if (depth == 0 || newer_comments) ++depth;
           i += 2;
         } else if (sql.substr(i, 2) == "*/") {
           i += 2;
@@ -42,22 +46,36 @@ bool IsRereadableQuery(std::string_view sql) {
           ++i;
         }
       }
-      if (depth != 0) return false;
+      if (depth != 0) return "";
     } else {
       break;
     }
   }
-  size_t end = i;
-  while (end < sql.size() && std::isalpha(static_cast<unsigned char>(sql[end]))) ++end;
-  std::string word(sql.substr(i, end - i));
+  *end = i;
+  while (*end < sql.size() && std::isalpha(static_cast<unsigned char>(sql[*end]))) ++*end;
+  std::string word(sql.substr(i, *end - i));
   for (char& c : word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return word;
+}
+
+}  // namespace
+
+bool IsRereadableQuery(std::string_view sql) {
   static constexpr std::string_view kReads[] = {"SELECT", "WITH",    "SHOW",  "DESCRIBE",
                                                 "DESC",   "EXPLAIN", "EXISTS"};
-  if (std::find(std::begin(kReads), std::end(kReads), word) == std::end(kReads)) return false;
-  // One statement: a `;` may only end the text.
-  const size_t semicolon = sql.find(';', end);
-  if (semicolon == std::string_view::npos) return true;
-  return sql.find_first_not_of(" \t\n\r\f;", semicolon) == std::string_view::npos;
+  // A read however the server reads comments: one that nests them may see another first word.
+  for (const bool newer_comments : {true, false}) {
+    size_t end = 0;
+    const std::string word = FirstWord(sql, newer_comments, &end);
+    if (std::find(std::begin(kReads), std::end(kReads), word) == std::end(kReads)) return false;
+    // One statement: a `;` may only end the text.
+    const size_t semicolon = sql.find(';', end);
+    if (semicolon != std::string_view::npos &&
+        sql.find_first_not_of(" \t\n\r\f;", semicolon) != std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool WaitBeforeRetry(const RetryPolicy& policy, int retry, absl::Time deadline, absl::BitGen& gen) {

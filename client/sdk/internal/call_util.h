@@ -31,7 +31,8 @@ bool WaitBeforeRetry(const RetryPolicy& policy, int retry, absl::Time deadline, 
 
 // Whether a Query of `sql` may be sent again after it failed before its first response: only one
 // statement that reads (its first word, after spaces, comments and opening parentheses, is
-// SELECT, WITH, SHOW, DESCRIBE, DESC, EXPLAIN or EXISTS, and no `;` but a trailing one). A write
+// SELECT, WITH, SHOW, DESCRIBE, DESC, EXPLAIN or EXISTS, and no `;` but a trailing one), read so
+// by servers that nest /* */ comments and take # comments and by those that do not. A write
 // (INSERT ... SELECT, DDL where chgate allows them) answers only once it has run, so no response
 // does not mean it did not run. Conservative: a `;` inside a literal also rules a retry out.
 bool IsRereadableQuery(std::string_view sql);

@@ -453,13 +453,17 @@ TEST(QueryRetryTest, NeverRetriesAWrite) {
 TEST(QueryRetryTest, ReadsAreKnownThroughCommentsAndParentheses) {
   using internal::IsRereadableQuery;
   for (const char* sql :
-       {"SELECT 1", "select 1;", " \n-- c\n# d\n/* a /* nested */ b */ (SELECT 1)",
-        "WITH 1 AS x SELECT x", "SHOW TABLES", "DESCRIBE t", "DESC t", "EXPLAIN SELECT 1",
-        "EXISTS t", "SELECT 1 ;  \n"}) {
+       {"SELECT 1", "select 1;", " \n-- c\n/* a */ /* b */ (SELECT 1)", "WITH 1 AS x SELECT x",
+        "SHOW TABLES", "DESCRIBE t", "DESC t", "EXPLAIN SELECT 1", "EXISTS t", "SELECT 1 ;  \n"}) {
     EXPECT_TRUE(IsRereadableQuery(sql)) << sql;
   }
   for (const char* sql : {"INSERT INTO t SELECT 1", "", "/* unclosed SELECT", "ALTER TABLE t",
-                          "SELECT 1; SELECT 2", "SELECT ';'", "OPTIMIZE TABLE t", "SELECTX"}) {
+                          "SELECT 1; SELECT 2", "SELECT ';'", "OPTIMIZE TABLE t", "SELECTX",
+                          // A server that does not nest comments reads INSERT first, one that
+                          // does reads SELECT: a read for only one of them is not retried.
+                          "/* /* */ INSERT INTO t SELECT 1 */ SELECT 1",
+                          // # starts a comment only on newer servers.
+                          "# c\nSELECT 1"}) {
     EXPECT_FALSE(IsRereadableQuery(sql)) << sql;
   }
 }
