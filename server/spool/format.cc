@@ -72,7 +72,43 @@ bool FindValidRecord(std::string_view data, uint64_t from, uint64_t min_lsn) {
   return false;
 }
 
+// Why the record at data[off..] is not the valid record `expected_lsn`; empty when it is.
+std::string RecordProblem(std::string_view data, uint64_t off, uint64_t expected_lsn) {
+  const uint64_t left = data.size() - off;
+  if (left < kRecordHeaderSize) return absl::StrCat("record header cut short at offset ", off);
+  const char* p = data.data() + off;
+  const RecordAt r = ReadRecordHeader(p);
+  if (r.length > kMaxPayloadSize || r.length > left - kRecordHeaderSize) {
+    return absl::StrCat("record at offset ", off, " of ", r.length,
+                        " payload bytes runs past the end");
+  }
+  if (RecordCrc(p + 8, r.length) != r.crc) {
+    return absl::StrCat("CRC mismatch in the record at offset ", off);
+  }
+  if (!KnownType(r.type)) return absl::StrCat("unknown record type ", r.type, " at offset ", off);
+  if (r.lsn != expected_lsn) {
+    return absl::StrCat("LSN ", r.lsn, " at offset ", off, " where ", expected_lsn, " belongs");
+  }
+  if (r.type == static_cast<uint8_t>(RecordType::kCommit) &&
+      !DecodeCommitPayload(std::string_view(p + kRecordHeaderSize, r.length)).ok()) {
+    return absl::StrCat("malformed commit record at offset ", off);
+  }
+  return std::string();
+}
+
 }  // namespace
+
+std::optional<uint64_t> RecordsResumeAt(std::string_view data, uint64_t bad_offset,
+                                        uint64_t bad_lsn) {
+  if (bad_offset > data.size() || data.size() - bad_offset < kRecordHeaderSize) {
+    return std::nullopt;
+  }
+  const uint32_t length = GetLe32(data.data() + bad_offset);
+  if (length > kMaxPayloadSize) return std::nullopt;
+  const uint64_t next = bad_offset + kRecordHeaderSize + length;
+  if (next >= data.size() || !RecordProblem(data, next, bad_lsn + 1).empty()) return std::nullopt;
+  return next;
+}
 
 std::string EncodeSegmentHeader(uint64_t first_lsn) {
   std::string out;
@@ -209,38 +245,11 @@ SegmentScan ScanSegment(std::string_view data, uint64_t name_lsn) {
   uint64_t expected_lsn = name_lsn;
   uint64_t off = kSegmentHeaderSize;
   while (off < data.size()) {
-    const uint64_t left = data.size() - off;
-    if (left < kRecordHeaderSize) {
-      scan.bad_reason = absl::StrCat("record header cut short at offset ", off);
-      break;
-    }
-    const char* p = data.data() + off;
-    const RecordAt r = ReadRecordHeader(p);
-    if (r.length > kMaxPayloadSize || r.length > left - kRecordHeaderSize) {
-      scan.bad_reason = absl::StrCat("record at offset ", off, " of ", r.length,
-                                     " payload bytes runs past the end");
-      break;
-    }
-    if (RecordCrc(p + 8, r.length) != r.crc) {
-      scan.bad_reason = absl::StrCat("CRC mismatch in the record at offset ", off);
-      break;
-    }
-    if (!KnownType(r.type)) {
-      scan.bad_reason = absl::StrCat("unknown record type ", r.type, " at offset ", off);
-      break;
-    }
-    if (r.lsn != expected_lsn) {
-      scan.bad_reason =
-          absl::StrCat("LSN ", r.lsn, " at offset ", off, " where ", expected_lsn, " belongs");
-      break;
-    }
-    const std::string_view payload(p + kRecordHeaderSize, r.length);
-    const auto type = static_cast<RecordType>(r.type);
-    if (type == RecordType::kCommit && !DecodeCommitPayload(payload).ok()) {
-      scan.bad_reason = absl::StrCat("malformed commit record at offset ", off);
-      break;
-    }
-    scan.records.push_back(ScannedRecord{r.lsn, type, payload, off});
+    scan.bad_reason = RecordProblem(data, off, expected_lsn);
+    if (!scan.bad_reason.empty()) break;
+    const RecordAt r = ReadRecordHeader(data.data() + off);
+    const std::string_view payload(data.data() + off + kRecordHeaderSize, r.length);
+    scan.records.push_back(ScannedRecord{r.lsn, static_cast<RecordType>(r.type), payload, off});
     ++expected_lsn;
     off += kRecordHeaderSize + r.length;
     scan.good_end = off;

@@ -93,4 +93,13 @@ struct SegmentScan {
 // malformed commit payload.
 SegmentScan ScanSegment(std::string_view data, uint64_t name_lsn);
 
+// Where the records after a damaged one resume: the record at `bad_offset` of the segment bytes
+// `data` (the record LSN `bad_lsn` should have been) is skipped by the length its header gives,
+// and a record that checks out, with LSN `bad_lsn` + 1, must start right there. nullopt when none
+// does (the length is damaged too, or nothing follows the damaged record). Only a length read
+// from a record header is followed, never a search for bytes that look like a record: payload
+// bytes are the callers' and could be made to look like one.
+std::optional<uint64_t> RecordsResumeAt(std::string_view data, uint64_t bad_offset,
+                                        uint64_t bad_lsn);
+
 }  // namespace chgate::spool

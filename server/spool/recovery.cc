@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,13 +28,27 @@ class Spool::Recovery {
     std::vector<uint64_t> firsts;
     for (const std::string& name : names) {
       if (auto lsn = ParseSegmentFileName(name)) firsts.push_back(*lsn);
+      // A segment being written from the records after a damaged one when a crash came: never
+      // renamed, so never complete. The damage is found again and the segment written anew.
+      const std::string_view view(name);
+      if (view.size() == 24 && view.substr(20) == ".tmp" &&
+          ParseSegmentFileName(view.substr(0, 20)).has_value()) {
+        CHGATE_RETURN_IF_ERROR(ops_->Unlink(absl::StrCat(spool_.dir_, "/", name)));
+        dir_changed_ = true;
+      }
     }
-    std::sort(firsts.begin(), firsts.end());
     // Before anything is changed: a segment of another format version (written by a newer
     // chgate, say, before a rollback) stops the start with every file left as it is.
     for (uint64_t first : firsts) CHGATE_RETURN_IF_ERROR(CheckVersion(first));
-    for (size_t i = 0; i < firsts.size(); ++i) {
-      CHGATE_RETURN_IF_ERROR(RecoverSegment(firsts[i], i + 1 == firsts.size()));
+    // In LSN order; a segment made from the records after a damaged one comes right after the
+    // segment it was taken from, and is recovered as any other.
+    std::set<uint64_t> order(firsts.begin(), firsts.end());
+    for (auto it = order.begin(); it != order.end();) {
+      const uint64_t first = *it;
+      CHGATE_ASSIGN_OR_RETURN(std::optional<uint64_t> split,
+                              RecoverSegment(first, std::next(it) == order.end()));
+      if (split.has_value()) order.insert(*split);
+      it = order.upper_bound(first);
     }
     if (dir_changed_) CHGATE_RETURN_IF_ERROR(spool_.SyncDir());
     return Finish();
@@ -67,20 +84,62 @@ class Spool::Recovery {
     return absl::OkStatus();
   }
 
-  absl::Status RecoverSegment(uint64_t first, bool last) {
+  // Recovers one segment; returns the first LSN of the segment it made of the records after a
+  // damaged one, if it did.
+  absl::StatusOr<std::optional<uint64_t>> RecoverSegment(uint64_t first, bool last) {
     const std::string name = SegmentFileName(first);
     const std::string path = absl::StrCat(spool_.dir_, "/", name);
     ++report_.segments;
     CHGATE_ASSIGN_OR_RETURN(const int fd, ops_->Open(path, O_RDWR, 0));
-    absl::Status st = RecoverOpenSegment(fd, first, last, name, path);
+    std::optional<uint64_t> split;
+    absl::Status st = RecoverOpenSegment(fd, first, last, name, path, &split);
     const absl::Status closed = ops_->Close(fd);
     CHGATE_RETURN_IF_ERROR(st);
     CHGATE_RETURN_IF_ERROR(closed);
-    return absl::OkStatus();
+    return split;
+  }
+
+  // The damaged part of a segment whose scan stopped at a bad record: moved aside (or, a torn
+  // tail, cut), and the segment truncated to its good records. When the damaged record's length
+  // survived and a valid record with the next LSN follows it, only that record is lost: the
+  // records after it become a segment of their own (`*split`, its first LSN), written and synced
+  // before this one is truncated, so a crash anywhere here loses nothing (the next start finds
+  // the damage again and writes the same segment again).
+  absl::Status HandleDamage(int fd, uint64_t first, bool last, const std::string& name,
+                            std::string_view data, const SegmentScan& scan,
+                            std::optional<uint64_t>* split) {
+    const uint64_t bad_lsn = first + scan.records.size();
+    const std::optional<uint64_t> next =
+        scan.header_ok ? RecordsResumeAt(data, scan.good_end, bad_lsn) : std::nullopt;
+    const bool resumes = next.has_value();
+    const uint64_t bad_end = next.value_or(data.size());
+    const uint64_t bad_bytes = bad_end - scan.good_end;
+    std::string kept_in;
+    if (resumes) {
+      kept_in = SegmentFileName(bad_lsn + 1);
+      std::string segment = EncodeSegmentHeader(bad_lsn + 1);
+      segment.append(data.substr(bad_end));
+      CHGATE_RETURN_IF_ERROR(WriteFileAtomically(ops_, spool_.dir_, kept_in, segment));
+      dir_changed_ = true;
+      *split = bad_lsn + 1;
+    }
+    if (!resumes && last && !scan.valid_record_after_bad) {
+      // A crash mid-append: nothing but the unfinished write follows the last good record.
+      report_.bytes_cut += bad_bytes;
+    } else {
+      CHGATE_ASSIGN_OR_RETURN(std::string moved_to,
+                              WriteQuarantine(name, data.substr(scan.good_end, bad_bytes)));
+      report_.quarantined.push_back(
+          RecoveryReport::Quarantine{name, std::move(moved_to), scan.good_end, bad_bytes,
+                                     scan.bad_reason, resumes ? bad_lsn : 0, std::move(kept_in)});
+      report_.bytes_quarantined += bad_bytes;
+    }
+    CHGATE_RETURN_IF_ERROR(ops_->Truncate(fd, scan.good_end));
+    return ops_->DataSync(fd);
   }
 
   absl::Status RecoverOpenSegment(int fd, uint64_t first, bool last, const std::string& name,
-                                  const std::string& path) {
+                                  const std::string& path, std::optional<uint64_t>* split) {
     // What was read may so far be only in the page cache (a process that died before its sync):
     // make it durable before its commit marks let any segment go.
     CHGATE_RETURN_IF_ERROR(ops_->DataSync(fd));
@@ -92,19 +151,7 @@ class Spool::Recovery {
     const std::string_view data(buffer_.data(), got);
     const SegmentScan scan = ScanSegment(data, first);
     if (!scan.bad_reason.empty()) {
-      const uint64_t bad_bytes = data.size() - scan.good_end;
-      if (last && !scan.valid_record_after_bad) {
-        // A crash mid-append: nothing but the unfinished write follows the last good record.
-        report_.bytes_cut += bad_bytes;
-      } else {
-        CHGATE_ASSIGN_OR_RETURN(std::string moved_to,
-                                WriteQuarantine(name, data.substr(scan.good_end)));
-        report_.quarantined.push_back(RecoveryReport::Quarantine{
-            name, std::move(moved_to), scan.good_end, bad_bytes, scan.bad_reason});
-        report_.bytes_quarantined += bad_bytes;
-      }
-      CHGATE_RETURN_IF_ERROR(ops_->Truncate(fd, scan.good_end));
-      CHGATE_RETURN_IF_ERROR(ops_->DataSync(fd));
+      CHGATE_RETURN_IF_ERROR(HandleDamage(fd, first, last, name, data, scan, split));
     }
     if (scan.records.empty()) {
       // Nothing in it (a segment started just before a crash, or wholly bad): no information.

@@ -96,13 +96,18 @@ struct RecoveryReport {
   uint64_t replayed_records = 0;   // kData records handed back (not committed)
   uint64_t bytes_cut = 0;          // torn tail removed from the last segment
   uint64_t segments_deleted = 0;   // fully committed or empty segments removed
-  // A corrupt part moved aside. The good records before it are kept.
+  // A corrupt part moved aside. The good records before it are kept, and so are those after it
+  // when the damaged record's length survived (`kept_in`).
   struct Quarantine {
     std::string segment;   // the segment's file name
     std::string moved_to;  // the file name now holding the corrupt bytes
     uint64_t offset = 0;   // where the corrupt part started in the segment
     uint64_t bytes = 0;
     std::string reason;
+    // The one damaged record's LSN, when the records after it were kept (0: every record from
+    // `offset` to the end of the segment is in `moved_to`).
+    uint64_t lost_lsn = 0;
+    std::string kept_in;  // the new segment file holding the records after it, or ""
   };
   std::vector<Quarantine> quarantined;
   uint64_t bytes_quarantined = 0;

@@ -32,6 +32,7 @@ import os
 import random
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -526,7 +527,7 @@ class FaultTest(SpoolTestCase):
         report(f"health during recovery: {requests} requests ({size >> 20} MiB) spooled; "
                f"{len(starting)} probes saw live-not-ready while the spool was read, then ready")
 
-    def test_a_corrupt_segment_is_quarantined_and_the_rest_replayed(self):
+    def test_a_corrupt_record_is_quarantined_and_the_rest_replayed(self):
         repl, _ = self.make_tables(uuid.uuid4().hex[:8])
         proc = self.chgate(extra_args=["--spool-segment-bytes=256KiB"])
         # ClickHouse paused: everything stays in the spool.
@@ -541,16 +542,25 @@ class FaultTest(SpoolTestCase):
         victim = segments[len(segments) // 2]
         data = bytearray(victim.read_bytes())
         self.assertGreater(len(data), 4096)
-        middle = len(data) // 2
-        data[middle] ^= 0xFF
+        # Flip a payload byte of the record at the middle of the segment (walking the records:
+        # u32 length, u32 CRC, u64 LSN, u8 type, payload, after a 32-byte header).
+        middle, offset = len(data) // 2, 32
+        while True:
+            size = 17 + struct.unpack_from("<I", data, offset)[0]
+            if offset + size > middle:
+                break
+            offset += size
+        data[offset + 17 + (size - 17) // 2] ^= 0xFF
         victim.write_bytes(bytes(data))
         proc = self.chgate()
         self.drain(proc)
         samples = proc.scrape()
         quarantined = e2e.metric_sum(samples, "chgate_spool_quarantined_bytes_total")
-        self.assertGreater(quarantined, 0)
+        # That record alone is moved aside: the records after it in its segment are replayed.
+        self.assertEqual(quarantined, size)
         self.assertTrue(list(self.spool_dir.glob("*.corrupt*")), "no .corrupt file")
         self.assertIn("spool: corrupt bytes moved aside", proc.log_text())
+        self.assertIn("records_after_kept_in", proc.log_text())
         self.assertEqual(proc.stop(), 0, proc.log_tail())
         counts = self.request_counts(repl)
         acked = writers.acked[repl]

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -71,6 +72,17 @@ class SimulatedDisk final : public FileOps {
   uint64_t ops() {
     absl::MutexLock l(&mu_);
     return ops_;
+  }
+  State state() {
+    absl::MutexLock l(&mu_);
+    return state_;
+  }
+  // Damage on the medium: flips a byte of `path` as written and as synced.
+  void Flip(const std::string& path, size_t offset) {
+    absl::MutexLock l(&mu_);
+    Inode& inode = *state_.entries.at(path);
+    inode.data[offset] = static_cast<char>(inode.data[offset] ^ 0x01);
+    inode.durable = inode.data;
   }
   uint64_t writes() {
     absl::MutexLock l(&mu_);
@@ -399,6 +411,81 @@ TEST(SpoolCrashTest, ACommitMarkWrittenButNotSyncedKeepsItsSegments) {
   ASSERT_TRUE(spool.Flush().ok());  // synced: now they may go
   EXPECT_EQ(spool.Stats().segments, 1u);
   spool.Close();
+}
+
+TEST(SpoolCrashTest, ACrashWhileRecoveryKeepsTheRecordsAfterADamagedOneLosesNoMore) {
+  // A segment with a damaged record in its middle: recovery writes the records after it as a
+  // segment of their own, then truncates the damaged one. Crashed before each file operation of
+  // that recovery, the next recovery must still lose exactly the damaged record.
+  std::map<uint64_t, std::string> written;
+  SimulatedDisk::State damaged;
+  uint64_t damaged_lsn = 0;
+  {
+    SimulatedDisk disk;
+    absl::StatusOr<Spool::Opened> opened = Spool::Open(kDir, CrashOptions(&disk));
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    for (int i = 0; i < 24; ++i) {  // several segments of several records each
+      const std::string payload = absl::StrCat("record ", i, " ", std::string(40, 'x'));
+      absl::StatusOr<uint64_t> lsn = opened->spool->AppendAndWait(payload);
+      ASSERT_TRUE(lsn.ok()) << lsn.status();
+      written[*lsn] = payload;
+    }
+    opened->spool->Close();
+    // A payload byte of the third record (in the first segment, with records after it).
+    damaged_lsn = std::next(written.begin(), 2)->first;
+    bool flipped = false;
+    const SimulatedDisk::State before = disk.state();
+    for (const auto& [path, inode] : before.entries) {
+      const size_t at = inode->data.find(written[damaged_lsn]);
+      if (at == std::string::npos) continue;
+      ASSERT_GT(inode->data.size(), at + 2 * written[damaged_lsn].size()) << "no record after it";
+      disk.Flip(path, at + 3);
+      flipped = true;
+    }
+    ASSERT_TRUE(flipped);
+    damaged = disk.state();
+  }
+  std::map<uint64_t, std::string> expected = written;
+  expected.erase(damaged_lsn);
+  auto recover = [&](SimulatedDisk& disk, const std::string& where) {
+    absl::StatusOr<Spool::Opened> opened = Spool::Open(kDir, CrashOptions(&disk));
+    ASSERT_TRUE(opened.ok()) << where << ": " << opened.status();
+    std::map<uint64_t, std::string> replayed;
+    for (const SpoolRecord& r : opened->replay) replayed[r.lsn] = r.payload;
+    EXPECT_EQ(replayed, expected) << where;
+    opened->spool->Close();
+    for (const auto& [path, inode] : disk.state().entries) {
+      EXPECT_FALSE(absl::EndsWith(path, ".wal.tmp")) << where << ": " << path << " left";
+    }
+  };
+  uint64_t total = 0;
+  {
+    SimulatedDisk disk(damaged, SimulatedDisk::Crash::kProcess);
+    recover(disk, "no crash");
+    total = disk.ops();
+  }
+  for (uint64_t op = 1; op <= total; ++op) {
+    SimulatedDisk disk(damaged, SimulatedDisk::Crash::kProcess);
+    disk.SnapshotBefore(op);
+    {
+      absl::StatusOr<Spool::Opened> opened = Spool::Open(kDir, CrashOptions(&disk));
+      ASSERT_TRUE(opened.ok()) << opened.status();
+      opened->spool->Close();
+    }
+    std::optional<SimulatedDisk::State> state = disk.snapshot();
+    ASSERT_TRUE(state.has_value()) << "operation " << op;
+    for (SimulatedDisk::Crash crash :
+         {SimulatedDisk::Crash::kPowerLoss, SimulatedDisk::Crash::kProcess}) {
+      const std::string where =
+          absl::StrCat(crash == SimulatedDisk::Crash::kPowerLoss ? "power loss" : "process crash",
+                       " before recovery's file operation ", op);
+      SimulatedDisk after(*state, crash);
+      recover(after, where);
+      if (::testing::Test::HasFatalFailure()) return;
+      recover(after, where + ", then a clean restart");
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
 }
 
 }  // namespace

@@ -503,7 +503,25 @@ std::vector<std::string> FillSegments(const std::string& dir, int n) {
   return payloads;
 }
 
-TEST(SpoolTest, QuarantinesCorruptionInAnOlderSegmentAndReplaysTheRest) {
+uint64_t LsnAt(const std::string& bytes, size_t offset) {
+  uint64_t lsn = 0;
+  for (int i = 7; i >= 0; --i) {
+    lsn = (lsn << 8) | static_cast<unsigned char>(bytes[offset + 8 + static_cast<size_t>(i)]);
+  }
+  return lsn;
+}
+
+// Every payload but those at `lost` (indexes).
+std::vector<std::string> AllBut(const std::vector<std::string>& payloads,
+                                std::vector<size_t> lost) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    if (std::find(lost.begin(), lost.end(), i) == lost.end()) out.push_back(payloads[i]);
+  }
+  return out;
+}
+
+TEST(SpoolTest, LosesOnlyTheDamagedRecordOfAnOlderSegment) {
   const std::string dir = FreshDir("corrupt_old");
   const std::vector<std::string> payloads = FillSegments(dir, 50);
   const std::vector<std::string> files = FilesWithSuffix(dir, ".wal");
@@ -512,14 +530,14 @@ TEST(SpoolTest, QuarantinesCorruptionInAnOlderSegmentAndReplaysTheRest) {
   const std::string first_path = (fs::path(dir) / files[0]).string();
   std::string bytes = ReadAll(first_path);
   const size_t record_size = RecordSize(200);
-  const size_t per_segment = (bytes.size() - kSegmentHeaderSize) / record_size;
   const size_t bad_offset = kSegmentHeaderSize + 3 * record_size;
+  const uint64_t bad_lsn = LsnAt(bytes, bad_offset);
   bytes[bad_offset + kRecordHeaderSize + 50] ^= 0x01;
   WriteAll(first_path, bytes);
 
-  std::vector<std::string> expected(payloads.begin(), payloads.begin() + 3);
-  expected.insert(expected.end(), payloads.begin() + static_cast<long>(per_segment),
-                  payloads.end());
+  // Only that record is lost: the ones after it, in its segment too, are replayed.
+  std::vector<std::string> expected = AllBut(payloads, {3});
+  const std::string kept_in = SegmentFileName(bad_lsn + 1);
   {
     Spool::Opened opened = OpenOrDie(dir, SmallOptions());
     EXPECT_EQ(Payloads(opened.replay), expected);
@@ -528,13 +546,18 @@ TEST(SpoolTest, QuarantinesCorruptionInAnOlderSegmentAndReplaysTheRest) {
     EXPECT_EQ(q.segment, files[0]);
     EXPECT_EQ(q.moved_to, files[0] + ".corrupt");
     EXPECT_EQ(q.offset, bad_offset);
-    EXPECT_EQ(q.bytes, bytes.size() - bad_offset);
+    EXPECT_EQ(q.bytes, record_size);
+    EXPECT_EQ(q.lost_lsn, bad_lsn);
+    EXPECT_EQ(q.kept_in, kept_in);
     EXPECT_NE(q.reason.find("CRC"), std::string::npos) << q.reason;
     EXPECT_EQ(opened.report.bytes_quarantined, q.bytes);
     EXPECT_EQ(opened.report.bytes_cut, 0u);
     EXPECT_EQ(opened.spool->Stats().bytes_quarantined, q.bytes);
-    EXPECT_EQ(ReadAll((fs::path(dir) / q.moved_to).string()), bytes.substr(bad_offset));
+    EXPECT_EQ(ReadAll((fs::path(dir) / q.moved_to).string()),
+              bytes.substr(bad_offset, record_size));
     EXPECT_EQ(fs::file_size(first_path), bad_offset);
+    EXPECT_EQ(ReadAll((fs::path(dir) / kept_in).string()),
+              EncodeSegmentHeader(bad_lsn + 1) + bytes.substr(bad_offset + record_size));
     ASSERT_TRUE(opened.spool->AppendAndWait("later").ok());
   }
   expected.push_back("later");
@@ -543,7 +566,7 @@ TEST(SpoolTest, QuarantinesCorruptionInAnOlderSegmentAndReplaysTheRest) {
   EXPECT_TRUE(again.report.quarantined.empty());
 }
 
-TEST(SpoolTest, QuarantinesCorruptionInTheMiddleOfTheLastSegmentInsteadOfCuttingIt) {
+TEST(SpoolTest, LosesOnlyTheDamagedRecordInTheMiddleOfTheLastSegmentInsteadOfCuttingIt) {
   const std::string dir = FreshDir("corrupt_last");
   const std::vector<std::string> payloads = FillSegments(dir, 10);  // one segment
   const std::vector<std::string> files = FilesWithSuffix(dir, ".wal");
@@ -555,12 +578,114 @@ TEST(SpoolTest, QuarantinesCorruptionInTheMiddleOfTheLastSegmentInsteadOfCutting
   WriteAll(path, bytes);
 
   Spool::Opened opened = OpenOrDie(dir, SmallOptions());
-  EXPECT_EQ(Payloads(opened.replay),
-            std::vector<std::string>(payloads.begin(), payloads.begin() + 2));
+  EXPECT_EQ(Payloads(opened.replay), AllBut(payloads, {2}));
   EXPECT_EQ(opened.report.bytes_cut, 0u);
   ASSERT_EQ(opened.report.quarantined.size(), 1u);
-  EXPECT_EQ(opened.report.quarantined[0].bytes, bytes.size() - bad_offset);
+  EXPECT_EQ(opened.report.quarantined[0].bytes, RecordSize(200));
   EXPECT_EQ(FilesWithSuffix(dir, ".corrupt"), std::vector<std::string>{files[0] + ".corrupt"});
+}
+
+TEST(SpoolTest, ADamagedLengthMovesTheRestOfTheSegmentAside) {
+  // Without a length it can trust, recovery cannot know where the next record starts: it never
+  // searches for one (a caller's payload could hold bytes that look like a record).
+  const std::string dir = FreshDir("corrupt_length");
+  const std::vector<std::string> payloads = FillSegments(dir, 10);
+  const std::vector<std::string> files = FilesWithSuffix(dir, ".wal");
+  ASSERT_EQ(files.size(), 1u);
+  const std::string path = (fs::path(dir) / files[0]).string();
+  std::string bytes = ReadAll(path);
+  const size_t bad_offset = kSegmentHeaderSize + 2 * RecordSize(200);
+  bytes[bad_offset] ^= 0x04;  // the record's length
+  WriteAll(path, bytes);
+
+  Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+  EXPECT_EQ(Payloads(opened.replay),
+            std::vector<std::string>(payloads.begin(), payloads.begin() + 2));
+  ASSERT_EQ(opened.report.quarantined.size(), 1u);
+  EXPECT_EQ(opened.report.quarantined[0].bytes, bytes.size() - bad_offset);
+  EXPECT_EQ(opened.report.quarantined[0].lost_lsn, 0u);
+  EXPECT_EQ(opened.report.quarantined[0].kept_in, "");
+}
+
+TEST(SpoolTest, ARecordHiddenInADamagedRecordsPayloadIsNeverReplayed) {
+  const std::string dir = FreshDir("corrupt_forged");
+  std::vector<std::string> payloads;
+  std::string forged;
+  {
+    Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+    absl::StatusOr<uint64_t> lsn;
+    for (int i = 0; i < 3; ++i) {
+      payloads.push_back(Payload(i, 200));
+      lsn = opened.spool->AppendAndWait(payloads.back());
+      ASSERT_TRUE(lsn.ok());
+    }
+    // A caller's bytes that form a valid record with the LSN that follows the carrying one's.
+    AppendRecord(forged, *lsn + 2, RecordType::kData, "forged");
+    payloads.push_back("x" + forged + "y");
+    absl::StatusOr<uint64_t> carrier = opened.spool->AppendAndWait(payloads.back());
+    ASSERT_TRUE(carrier.ok());
+    ASSERT_EQ(*carrier, *lsn + 1);
+    for (int i = 0; i < 3; ++i) {
+      payloads.push_back(Payload(10 + i, 200));
+      ASSERT_TRUE(opened.spool->AppendAndWait(payloads.back()).ok());
+    }
+  }
+  const std::vector<std::string> files = FilesWithSuffix(dir, ".wal");
+  ASSERT_EQ(files.size(), 1u);
+  const std::string bytes = ReadAll((fs::path(dir) / files[0]).string());
+  const size_t header = bytes.find("x" + forged) - kRecordHeaderSize;
+  // The carrying record's CRC damaged: it is skipped by its length, to the record after it. Its
+  // length damaged: the rest of the segment is moved aside. The hidden record is never read.
+  struct Case {
+    size_t flip;
+    std::vector<std::string> expected;
+  };
+  const Case cases[] = {{header + 5, AllBut(payloads, {3})},
+                        {header, std::vector<std::string>(payloads.begin(), payloads.begin() + 3)}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.flip == header ? "length" : "CRC");
+    const std::string case_dir = FreshDir(c.flip == header ? "forged_length" : "forged_crc");
+    fs::create_directories(case_dir);
+    std::string damaged = bytes;
+    damaged[c.flip] ^= 0x10;
+    WriteAll((fs::path(case_dir) / files[0]).string(), damaged);
+    Spool::Opened opened = OpenOrDie(case_dir, SmallOptions());
+    EXPECT_EQ(Payloads(opened.replay), c.expected);
+  }
+}
+
+TEST(SpoolTest, TwoDamagedRecordsLoseTwoRecordsAndACrashMidRecoveryNoMore) {
+  const std::string dir = FreshDir("corrupt_two");
+  const std::vector<std::string> payloads = FillSegments(dir, 10);
+  const std::vector<std::string> files = FilesWithSuffix(dir, ".wal");
+  ASSERT_EQ(files.size(), 1u);
+  const std::string path = (fs::path(dir) / files[0]).string();
+  std::string bytes = ReadAll(path);
+  const size_t record_size = RecordSize(200);
+  const size_t first_bad = kSegmentHeaderSize + 2 * record_size;
+  const size_t second_bad = kSegmentHeaderSize + 6 * record_size;
+  bytes[first_bad + kRecordHeaderSize + 7] ^= 0x01;
+  bytes[second_bad + 9] ^= 0x01;  // its LSN
+  WriteAll(path, bytes);
+  // A crash mid-recovery: the segment after the first damage was written, the damaged one not
+  // truncated yet. The next start writes the same segment again and replays each record once.
+  const uint64_t first_lost = LsnAt(bytes, first_bad);
+  WriteAll((fs::path(dir) / SegmentFileName(first_lost + 1)).string(),
+           EncodeSegmentHeader(first_lost + 1) + bytes.substr(first_bad + record_size));
+
+  const std::vector<std::string> expected = AllBut(payloads, {2, 6});
+  {
+    Spool::Opened opened = OpenOrDie(dir, SmallOptions());
+    EXPECT_EQ(Payloads(opened.replay), expected);
+    ASSERT_EQ(opened.report.quarantined.size(), 2u);
+    EXPECT_EQ(opened.report.quarantined[0].lost_lsn, first_lost);
+    EXPECT_EQ(opened.report.quarantined[1].lost_lsn, first_lost + 4);
+    EXPECT_EQ(opened.report.quarantined[1].segment, SegmentFileName(first_lost + 1));
+    EXPECT_EQ(opened.report.bytes_quarantined, 2 * record_size);
+  }
+  Spool::Opened again = OpenOrDie(dir, SmallOptions());
+  EXPECT_EQ(Payloads(again.replay), expected);
+  EXPECT_TRUE(again.report.quarantined.empty());
 }
 
 TEST(SpoolTest, RemovesASegmentWhoseHeaderACrashCutShort) {
