@@ -222,22 +222,36 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentials(
   return credentials;
 }
 
-absl::StatusOr<absl::Time> CertificateNotAfter(const std::string& pem_file) {
-  std::ifstream file(pem_file, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat("cannot read '", pem_file, "'"));
-  std::stringstream text;
-  text << file.rdbuf();
+namespace {
+
+// The notAfter of the first certificate in the PEM text `pem` (read from `source`).
+absl::StatusOr<absl::Time> NotAfterOf(const std::string& pem, const std::string& source) {
   int count = 0;
-  auto cert = FirstCertificate(text.str(), pem_file, "certificate", &count);
+  auto cert = FirstCertificate(pem, source, "certificate", &count);
   if (!cert.ok()) return cert.status();
   const ASN1_TIME* not_after = X509_get0_notAfter(cert->get());
   struct tm parts = {};
   if (not_after == nullptr || ASN1_TIME_to_tm(not_after, &parts) != 1) {
     ERR_clear_error();
     return absl::InvalidArgumentError(
-        absl::StrCat("the certificate in '", pem_file, "' has no readable notAfter"));
+        absl::StrCat("the certificate in '", source, "' has no readable notAfter"));
   }
   return absl::FromUnixSeconds(timegm(&parts));
+}
+
+}  // namespace
+
+absl::StatusOr<absl::Time> ApiIdentity::ServedNotAfter() {
+  absl::MutexLock l(&mu_);
+  return NotAfterOf(served_, path_);
+}
+
+absl::StatusOr<absl::Time> CertificateNotAfter(const std::string& pem_file) {
+  std::ifstream file(pem_file, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot read '", pem_file, "'"));
+  std::stringstream text;
+  text << file.rdbuf();
+  return NotAfterOf(text.str(), pem_file);
 }
 
 auth::Credentials CallCredentials(const grpc::ServerContextBase& context) {

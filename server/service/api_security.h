@@ -52,6 +52,9 @@ class ApiIdentity {
   // served replaced it, false when nothing changed; an error (InvalidArgument: the key is not
   // the certificate's, a file is unreadable or not PEM) leaves the served pair as it is.
   absl::StatusOr<bool> Reload();
+  // The end of the validity (notAfter) of the certificate served now: what a handshake presents,
+  // which stays the previous one while the files on disk do not form a matching pair.
+  absl::StatusOr<absl::Time> ServedNotAfter();
 
  private:
   ApiIdentity(ApiTlsOptions options, int fd, std::string served);
@@ -73,9 +76,9 @@ class ApiIdentity {
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiServerCredentials(
     const ApiTlsOptions& options, std::unique_ptr<ApiIdentity>* identity);
 
-// The end of the validity (notAfter) of the first certificate in `pem_file`: the API's serving
-// certificate as the next handshake will present it. Errors: NotFound when the file cannot be
-// read, InvalidArgument when it holds no PEM certificate or its notAfter cannot be read.
+// The end of the validity (notAfter) of the first certificate in `pem_file`. Errors: NotFound when
+// the file cannot be read, InvalidArgument when it holds no PEM certificate or its notAfter cannot
+// be read.
 absl::StatusOr<absl::Time> CertificateNotAfter(const std::string& pem_file);
 
 // The credentials a call presented: its `authorization` metadata (digested, never kept as text)

@@ -143,9 +143,11 @@ class ServerImpl final : public Server {
     if (options_.reflection) {
       if (absl::Status loaded = LoadReflection(); !loaded.ok()) return loaded;
     }
+    std::unique_ptr<ApiIdentity> identity;
     absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> api_credentials =
-        ApiServerCredentials(options_.tls, &api_identity_);
+        ApiServerCredentials(options_.tls, &identity);
     if (!api_credentials.ok()) return api_credentials.status();
+    api_identity_ = std::move(identity);
     const std::optional<std::string> socket_path = UnixSocketPath(options_.api_address);
     if (socket_path.has_value()) {
       if (absl::Status ready = PrepareUnixSocket(*socket_path); !ready.ok()) {
@@ -237,6 +239,8 @@ class ServerImpl final : public Server {
                    options_.tls.cert_file, {{"error", reloaded.status().message()}});
   }
 
+  std::shared_ptr<ApiIdentity> api_identity() const override { return api_identity_; }
+
   void SetLiveness(bool live) override {
     absl::MutexLock lock(&mu_);
     SetStatusLocked({kLiveness}, live);
@@ -285,7 +289,7 @@ class ServerImpl final : public Server {
   // One per listener (a service is registered on one server); both carry the same statuses.
   HealthService api_health_;
   std::unique_ptr<HealthListener> own_health_listener_;  // when none was given
-  std::unique_ptr<ApiIdentity> api_identity_;            // with API TLS
+  std::shared_ptr<ApiIdentity> api_identity_;            // with API TLS; set by Start
   HealthListener* health_listener_ = nullptr;            // null: health on the API listener only
   std::unique_ptr<grpc::Server> api_;
   int api_port_ = 0;

@@ -109,6 +109,9 @@ class Server {
   // once they form a matching pair (ApiIdentity::Reload); logs what changed or why not. Called
   // every --api-reload-interval by main.
   virtual void ReloadApiCertificate() = 0;
+  // With API TLS, the key and certificate served (ReloadApiCertificate replaces what it holds);
+  // null for a plaintext API. It may outlive the server.
+  virtual std::shared_ptr<ApiIdentity> api_identity() const = 0;
   // Readiness, "" and "buffer" NOT_SERVING at once, liveness stays SERVING; new Insert/InsertStream
   // calls get UNAVAILABLE; open streams stop reading and end with UNAVAILABLE after the acks
   // they owe. Then drains the ingestor (Ingestor::Shutdown(deadline): buffered batches are

@@ -86,7 +86,8 @@ class SecurityTest(unittest.TestCase):
         pki.ca("ca")
         pki.ca("other-ca")
         pki.issue("server", "ca", "DNS:chgate.test")
-        pki.issue("server2", "other-ca", "DNS:chgate.test")
+        # A day longer than server's: the exported expiry tells the served one apart.
+        pki.issue("server2", "other-ca", "DNS:chgate.test", days=3)
         pki.issue("writer", "ca", "URI:spiffe://e2e/writer")
         pki.issue("foreign", "other-ca", "URI:spiffe://e2e/writer")
         pki.issue("expired", "ca", "URI:spiffe://e2e/writer", days=-1)
@@ -198,7 +199,7 @@ class SecurityTest(unittest.TestCase):
             self.assertTrue(any(r.WhichOneof("kind") == "summary" for r in responses))
 
     def test_zz_certificate_rotation_while_a_stream_stays_open(self):
-        """Runs last: it leaves chgate with the second CA's certificate."""
+        """Runs last: it rotates chgate's certificate to the second CA's and back."""
         import queue
         import threading
 
@@ -217,6 +218,13 @@ class SecurityTest(unittest.TestCase):
         requests.put(self.request("sec_orders", 100, sequence=1))
         self.assertFalse(next(acks).HasField("status"))
 
+        def expiry():
+            return e2e.metric_sum(self.chgate.scrape(),
+                                  "chgate_api_tls_certificate_expiry_timestamp_seconds")
+
+        first_expiry = expiry()
+        self.assertGreater(first_expiry, time.time())
+        first_pair = (self.pki.read("server.crt"), self.pki.read("server.key"))
         # The key alone first, as a renewal that rewrites the files one after the other may
         # leave them for a while: the previous pair stays in use (more than two reload intervals).
         self.pki.write("server.key", self.pki.read("server2.key"))
@@ -224,6 +232,7 @@ class SecurityTest(unittest.TestCase):
         with self.channel("writer", ca="ca") as ch:
             self.assertEqual(self.insert(ch, "sec_orders", 99), "OK",
                              "a key without its certificate broke new connections")
+        self.assertEqual(expiry(), first_expiry)
         self.pki.write("server.crt", self.pki.read("server2.crt"))
 
         def new_certificate_served():
@@ -245,6 +254,17 @@ class SecurityTest(unittest.TestCase):
         old.close()
         self.assertEqual(int(self.ch.scalar(
             f"SELECT count() FROM {DATABASE}.sec_orders WHERE id IN (100, 103)")), 2)
+
+        # The exported expiry is the served certificate's (server2's, a day later), also while
+        # the certificate file holds another one that waits for its key.
+        second_expiry = expiry()
+        self.assertLess(abs(second_expiry - first_expiry - 86_400), 120)
+        self.pki.write("server.crt", first_pair[0])
+        time.sleep(2.5)
+        self.assertEqual(expiry(), second_expiry, "the expiry of a certificate not served yet")
+        self.pki.write("server.key", first_pair[1])
+        self.assertTrue(e2e.wait_until(lambda: expiry() == first_expiry, timeout=30, interval=0.5),
+                        "the expiry did not follow the certificate served")
 
 
 class RemoteApiTest(unittest.TestCase):

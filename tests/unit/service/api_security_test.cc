@@ -331,8 +331,16 @@ TEST_F(ApiSecurityTest, AStreamWithoutCredentialsEndsBeforeReading) {
 }
 
 TEST_F(ApiSecurityTest, ARotatedCertificateServesNewConnectionsWhileOpenStreamsGoOn) {
-  ASSERT_TRUE(pki_.Issue("server2", "other-ca", "DNS:localhost,IP:127.0.0.1"));
+  // server2's certificate ends a day after server's, so the exported expiry tells them apart.
+  ASSERT_TRUE(pki_.Issue("server2", "other-ca", "DNS:localhost,IP:127.0.0.1", 3));
   Start(Tls(), /*with_policy=*/false);
+  const absl::StatusOr<absl::Time> first_end = CertificateNotAfter(pki_.Path("server.crt"));
+  const absl::StatusOr<absl::Time> second_end = CertificateNotAfter(pki_.Path("server2.crt"));
+  ASSERT_TRUE(first_end.ok() && second_end.ok());
+  ASSERT_NE(*first_end, *second_end);
+  const std::shared_ptr<ApiIdentity> served = server_->api_identity();
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(served->ServedNotAfter().value_or(absl::InfinitePast()), *first_end);
   auto old_stub = Stub("");
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
@@ -352,6 +360,8 @@ TEST_F(ApiSecurityTest, ARotatedCertificateServesNewConnectionsWhileOpenStreamsG
       << "a key without its certificate broke new connections";
   EXPECT_EQ(Insert(*Stub("", "other-ca"), Rows("app.events")).error_code(),
             grpc::StatusCode::UNAVAILABLE);
+  // The expiry exported is the served certificate's, not that of a file that waits for its key.
+  EXPECT_EQ(served->ServedNotAfter().value_or(absl::InfinitePast()), *first_end);
   pki_.Replace("server.crt", "server2.crt");
   EXPECT_TRUE(WaitFor([&] {
     server_->ReloadApiCertificate();
@@ -359,6 +369,7 @@ TEST_F(ApiSecurityTest, ARotatedCertificateServesNewConnectionsWhileOpenStreamsG
   })) << "new connections never got the new certificate";
   EXPECT_EQ(Insert(*Stub("", "ca"), Rows("app.events")).error_code(),
             grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(served->ServedNotAfter().value_or(absl::InfinitePast()), *second_end);
 
   ASSERT_TRUE(stream->Write(Rows("app.events", 2)));
   ASSERT_TRUE(stream->Read(&ack));
