@@ -308,11 +308,16 @@ int App::OpenSpool() {
   }
   const spool::RecoveryReport& report = opened->report;
   for (const auto& q : report.quarantined) {
-    kLog.Error("spool: corrupt bytes moved aside", {{"segment", q.segment},
-                                                    {"moved_to", q.moved_to},
-                                                    {"offset", q.offset},
-                                                    {"bytes", q.bytes},
-                                                    {"reason", q.reason}});
+    std::vector<log::Field> fields = {{"segment", q.segment},
+                                      {"moved_to", q.moved_to},
+                                      {"offset", q.offset},
+                                      {"bytes", q.bytes},
+                                      {"reason", q.reason}};
+    if (!q.kept_in.empty()) {
+      fields.emplace_back("lost_lsn", q.lost_lsn);
+      fields.emplace_back("records_after_kept_in", q.kept_in);
+    }
+    kLog.Error("spool: corrupt bytes moved aside", fields);
   }
   kLog.Info("spool opened", {{"spool_dir", config_.spool_dir},
                              {"spool_id", opened->spool->id()},
@@ -326,6 +331,18 @@ int App::OpenSpool() {
   replay_ = std::move(opened->replay);
   ingest_options_.spool = spool_.get();
   ingest_options_.spool_id = spool_->id();
+  // The idempotency keys of persisted requests whose rows were committed: a spool of their own.
+  const std::string keys_dir = absl::StrCat(config_.spool_dir, "/keys");
+  absl::StatusOr<spool::Spool::Opened> keys =
+      spool::Spool::Open(keys_dir, KeySpoolOptionsFrom(config_));
+  if (!keys.ok()) {
+    kLog.Error("chgate: cannot start: the spool's key log cannot be opened",
+               {{"spool_dir", keys_dir}, {"error", keys.status().message()}});
+    return 1;
+  }
+  key_spool_ = std::move(keys->spool);
+  key_replay_ = std::move(keys->replay);
+  ingest_options_.key_spool = key_spool_.get();
   const uint64_t max_bytes = config_.spool_max_bytes;
   spool_collectable_ = std::make_shared<metrics::SpoolCollectable>([s = spool_.get(), max_bytes] {
     const spool::SpoolStats st = s->Stats();
@@ -357,9 +374,10 @@ void App::StartIngest() {
   ingestor_ = std::make_unique<ingest::Ingestor>(ingest_options_, inserter_.get(),
                                                  ingest::RealClock(), metrics_.ingest_observer());
   if (spool_ != nullptr) {
-    (void)ingestor_->Recover(replay_);
+    (void)ingestor_->Recover(replay_, key_replay_);
     replay_.clear();
     replay_.shrink_to_fit();
+    key_replay_.clear();
   }
 }
 
@@ -394,17 +412,22 @@ int App::StartQueriesAndSecurity() {
                                  ? service::ClientAuth::kOptional
                                  : service::ClientAuth::kRequire,
               .reload_interval = config_.api_reload_interval};
-  // The serving certificate's expiry, read from its file at each scrape (a rotated file is seen
-  // at once), and the handshakes that failed.
-  api_tls_collectable_ = std::make_shared<metrics::ApiTlsCollectable>([api_tls = api_tls_] {
-    metrics::ApiTlsSample sample{.enabled = api_tls.enabled(),
-                                 .handshake_failures = service::ApiHandshakeFailures()};
-    if (sample.enabled) {
-      absl::StatusOr<absl::Time> not_after = service::CertificateNotAfter(api_tls.cert_file);
-      if (not_after.ok()) sample.certificate_expiry_unix_seconds = absl::ToUnixSeconds(*not_after);
-    }
-    return sample;
-  });
+  // The expiry of the certificate new handshakes get, at each scrape: the served pair's once the
+  // API serves (a certificate file that waits for its key is not served yet), the file's before.
+  api_tls_collectable_ =
+      std::make_shared<metrics::ApiTlsCollectable>([api_tls = api_tls_, served = served_identity_] {
+        metrics::ApiTlsSample sample{.enabled = api_tls.enabled(),
+                                     .handshake_failures = service::ApiHandshakeFailures()};
+        if (!sample.enabled) return sample;
+        std::shared_ptr<service::ApiIdentity> identity = served->Get();
+        absl::StatusOr<absl::Time> not_after =
+            identity != nullptr ? identity->ServedNotAfter()
+                                : service::CertificateNotAfter(api_tls.cert_file);
+        if (not_after.ok()) {
+          sample.certificate_expiry_unix_seconds = absl::ToUnixSeconds(*not_after);
+        }
+        return sample;
+      });
   metrics_.RegisterCollectable(api_tls_collectable_);
   return 0;
 }
@@ -433,6 +456,7 @@ int App::StartApi() {
       ingestor_.get());
   if (!server.ok()) return CannotStart(server.status(), 1);
   server_ = *std::move(server);
+  served_identity_->Set(server_->api_identity());
   kLog.Info(
       "chgate: serving the API",
       {{"listen", config_.listen},

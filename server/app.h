@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "server/auth/authorizer.h"
 #include "server/clickhouse/pool.h"
@@ -80,12 +82,32 @@ class App {
   ingest::IngestOptions ingest_options_;
   std::unique_ptr<spool::Spool> spool_;
   std::vector<spool::SpoolRecord> replay_;
+  std::unique_ptr<spool::Spool> key_spool_;  // <spool-dir>/keys (ingest::KeyLog)
+  std::vector<spool::SpoolRecord> key_replay_;
   std::shared_ptr<metrics::SpoolCollectable> spool_collectable_;  // the registry holds it weakly
   std::unique_ptr<ingest::ClickHouseInserter> inserter_;
   std::unique_ptr<ingest::Ingestor> ingestor_;
   std::unique_ptr<service::QueryExecutor> queries_;
   std::unique_ptr<auth::Authorizer> authorizer_;
   service::ApiTlsOptions api_tls_;
+  // The API's served key and certificate, once the server has them (read by a metrics scrape,
+  // which may come at any time, the App's teardown included).
+  class ServedIdentity {
+   public:
+    void Set(std::shared_ptr<service::ApiIdentity> identity) {
+      absl::MutexLock l(&mu_);
+      identity_ = std::move(identity);
+    }
+    std::shared_ptr<service::ApiIdentity> Get() {
+      absl::MutexLock l(&mu_);
+      return identity_;
+    }
+
+   private:
+    absl::Mutex mu_;
+    std::shared_ptr<service::ApiIdentity> identity_ ABSL_GUARDED_BY(mu_);
+  };
+  std::shared_ptr<ServedIdentity> served_identity_ = std::make_shared<ServedIdentity>();
   std::shared_ptr<metrics::ApiTlsCollectable> api_tls_collectable_;
   std::unique_ptr<service::Server> server_;
   // Cancelled (destroyed) before what they call.

@@ -1,5 +1,7 @@
 #include "server/wiring.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/common/secret_file.h"
 #include "server/log/log.h"
@@ -118,6 +120,16 @@ spool::SpoolOptions SpoolOptionsFrom(const config::Config& c) {
   // Enough for a record's table, column list and idempotency key (its header) in nearly every
   // case; longer headers are read back whole.
   options.replay_head_bytes = 4096;
+  return options;
+}
+
+spool::SpoolOptions KeySpoolOptionsFrom(const config::Config& c) {
+  spool::SpoolOptions options;
+  // Records of a few KiB (the keys of one batch), let go after the key window: small segments,
+  // so that a segment goes soon after its keys. Their appends are never refused (exempt).
+  options.segment_bytes = std::min<uint64_t>(c.spool_segment_bytes, 4 << 20);
+  options.max_bytes = c.spool_max_bytes;
+  options.group_commit_delay = absl::ZeroDuration();
   return options;
 }
 

@@ -38,5 +38,8 @@ absl::StatusOr<service::QueryServiceOptions> QueryServiceOptionsFrom(const confi
 // The spool's bounds (used when --spool-dir is set). Replayed records are read back as they
 // are sent, not held in memory.
 spool::SpoolOptions SpoolOptionsFrom(const config::Config& c);
+// The options of the spool that keeps committed persisted requests' idempotency keys
+// (<spool-dir>/keys, ingest::KeyLog).
+spool::SpoolOptions KeySpoolOptionsFrom(const config::Config& c);
 
 }  // namespace chgate

@@ -26,9 +26,9 @@
 //     unknown or temporary (the stream broke, UNAVAILABLE, RESOURCE_EXHAUSTED,
 //     DEADLINE_EXCEEDED, ABORTED) is sent again with the same key on a new stream, with backoff,
 //     until `retry_timeout`; chgate inserts a key once while it remembers it (see
-//     InsertRequest.idempotency_key: keys live in chgate's memory for a window its operator
-//     sets). After `retry_timeout` the request's sends fail with the last error, and the rows
-//     may or may not be committed.
+//     InsertRequest.idempotency_key: 10 minutes; across a restart of chgate only for the
+//     persisted ack mode). After `retry_timeout` the request's sends fail with the last error,
+//     and the rows may or may not be committed.
 //
 // Backpressure: rows sent and not yet settled are bounded by `max_pending_rows`. At the bound,
 // Send waits for room (`block_when_full`, the default) or fails at once with RESOURCE_EXHAUSTED.

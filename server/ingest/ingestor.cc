@@ -32,10 +32,16 @@ Ingestor::Ingestor(IngestOptions options, Inserter* inserter, Clock* clock,
       schemas_(inserter, clock, options_.schema_ttl,
                options_.spool != nullptr ? options_.spool->dir() : ""),
       keys_(clock, options_.idempotency_window, options_.idempotency_max_keys),
+      key_log_(options_.spool != nullptr && options_.key_spool != nullptr
+                   ? std::make_unique<KeyLog>(options_.key_spool, clock,
+                                              options_.idempotency_window,
+                                              options_.idempotency_max_keys)
+                   : nullptr),
       retrier_(options_.retry, inserter, clock, observer),
       flusher_(options_.retry, options_.async_insert, &retrier_, &schemas_, clock, observer),
       bridge_({.spool = options_.spool,
                .spool_id = options_.spool_id,
+               .key_log = key_log_.get(),
                .cache_bytes = options_.spool_cache_bytes != 0 ? options_.spool_cache_bytes
                                                               : options_.memory_budget_bytes / 8,
                .retry = options_.retry},
@@ -487,9 +493,22 @@ SpoolTarget Ingestor::SpoolTargetOf(const Batch& batch) const {
                      .delay = batch.delay()};
 }
 
-RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records) {
+RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records,
+                                  const std::vector<spool::SpoolRecord>& key_records) {
   const absl::Time started = absl::Now();
   if (options_.spool == nullptr) return {};
+  if (key_log_ != nullptr) {
+    // Requests committed before the restart: a resend of one is answered, not inserted again.
+    const std::vector<KeyLog::RecoveredKey> committed = key_log_->Recover(key_records);
+    for (const KeyLog::RecoveredKey& k : committed) {
+      keys_.RememberDone(k.key.key,
+                         Result{.status = absl::OkStatus(), .rows = k.key.rows, .persisted = true});
+    }
+    if (!committed.empty()) {
+      kLog.Info("idempotency keys of committed persisted requests restored",
+                {{"keys", committed.size()}});
+    }
+  }
   schemas_.Load();
   if (records.empty()) return {};
   RecoveryPlan plan = bridge_.Plan(records, clock_->Now());

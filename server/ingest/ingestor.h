@@ -39,6 +39,7 @@
 #include "server/ingest/idempotency_keys.h"
 #include "server/ingest/inserter.h"
 #include "server/ingest/intake.h"
+#include "server/ingest/key_log.h"
 #include "server/ingest/memory_budget.h"
 #include "server/ingest/observer.h"
 #include "server/ingest/request.h"
@@ -95,6 +96,10 @@ struct IngestOptions {
   // `<spool_id>-<LSN of its intent>` (its query id is random). Must outlive the Ingestor.
   spool::Spool* spool = nullptr;
   std::string spool_id;
+  // With `spool`: a spool of its own for the idempotency keys of persisted requests once their
+  // rows are committed (KeyLog), so that a resend after a restart is still answered; null: those
+  // keys live in memory only. Must outlive the Ingestor.
+  spool::Spool* key_spool = nullptr;
   // Persisted blocks kept in memory after their sync, so their INSERT sends them without reading
   // and decoding them back from the spool: at most this many bytes (0: memory_budget_bytes / 8),
   // counted in the memory budget as buffered rows. Blocks beyond it, and every block after a
@@ -154,7 +159,9 @@ class Ingestor {
   // restart (their intent is in the spool) are sent again as they were, with the same identity;
   // the other records queue for their tables, in LSN order, ahead of any new request. Call once,
   // before Submit.
-  RecoverySummary Recover(const std::vector<spool::SpoolRecord>& records);
+  // `key_records` are what the key spool's Open handed back (IngestOptions::key_spool).
+  RecoverySummary Recover(const std::vector<spool::SpoolRecord>& records,
+                          const std::vector<spool::SpoolRecord>& key_records = {});
 
   // The most bytes of rows batches hold together (memory_budget_bytes x buffer_share).
   uint64_t buffer_limit() const { return buffer_limit_; }
@@ -234,6 +241,7 @@ class Ingestor {
   // the schema cache, the idempotency keys, the retrier or the spool bridge.
   SchemaCache schemas_;
   IdempotencyKeys keys_;
+  std::unique_ptr<KeyLog> key_log_;  // with a key spool
   InsertRetrier retrier_;
   FlushRunner flusher_;
   // Declared before the batches, whose spool entries hold blocks it counts.

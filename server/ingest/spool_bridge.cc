@@ -74,6 +74,7 @@ SpoolBridge::Record SpoolBridge::Encode(const TableId& table,
                                         std::unique_ptr<clickhouse::Block> block) {
   Record record;
   record.rows = block->rows();
+  record.key = idempotency_key;
   record.payload = options_.spool->TakeBuffer();
   EncodeRowsRecord(table, columns, idempotency_key, *block, &record.payload);
   // Keep the block for its INSERT while the cache has room.
@@ -92,10 +93,10 @@ absl::Status SpoolBridge::Append(Record record,
   const uint64_t bytes = record.payload.size();
   return options_.spool->AppendOwned(
       std::move(record.payload),
-      [this, done = std::move(done), bytes, rows = record.rows,
-       cached = std::move(record.cached)](absl::StatusOr<uint64_t> lsn) mutable {
+      [this, done = std::move(done), bytes, rows = record.rows, cached = std::move(record.cached),
+       key = std::move(record.key)](absl::StatusOr<uint64_t> lsn) mutable {
         if (!lsn.ok()) return done(lsn.status());
-        done(SpoolEntry{*lsn, rows, bytes, clock_->Now(), std::move(cached)});
+        done(SpoolEntry{*lsn, rows, bytes, clock_->Now(), std::move(cached), std::move(key)});
       });
 }
 
@@ -151,6 +152,22 @@ void SpoolBridge::LeaveInSpool(const SpoolTarget& target, const SpooledFlush& fl
   if (flush.intent_lsn == 0) {
     MarkCommitted(lost, "unreadable");
     ReportLost(target, *outcome);
+  }
+}
+
+void SpoolBridge::KeepKeys(const SpoolTarget& target, const SpooledFlush& flush) {
+  if (options_.key_log == nullptr) return;
+  std::vector<KeyLog::Key> keys;
+  for (const SpoolEntry& e : flush.entries) {
+    if (!e.key.empty()) keys.push_back({e.key, e.rows});
+  }
+  // Durable before the records that hold the keys now may go (MarkCommitted, right after).
+  if (absl::Status st = options_.key_log->Record(keys); !st.ok()) {
+    kLog.Throttled(log::Level::kWarn,
+                   "spool: idempotency keys of a committed batch not written; a resend of its "
+                   "requests after a restart would insert them again",
+                   target.label,
+                   {{"table", target.label}, {"keys", keys.size()}, {"error", st.message()}});
   }
 }
 
@@ -309,6 +326,7 @@ void SpoolBridge::Settle(const SpoolTarget& target, SpooledFlush& flush, FlushRe
     for (const SpoolEntry& e : flush.entries) done.push_back(e.lsn);
     done.push_back(flush.intent_lsn);
     failpoint::Hit("insert_committed_before_mark");
+    KeepKeys(target, flush);
     // On failure the rows are in ClickHouse; the next start sends them again under the same
     // identity.
     MarkCommitted(done, "committed");
@@ -549,7 +567,8 @@ RecoveryPlan SpoolBridge::Plan(const std::vector<spool::SpoolRecord>& records, a
         flush.entries.push_back(SpoolEntry{lsn, 0, 0, now});
         continue;
       }
-      flush.entries.push_back(SpoolEntry{lsn, it->second.header.rows, it->second.size, now});
+      flush.entries.push_back(SpoolEntry{lsn, it->second.header.rows, it->second.size, now, nullptr,
+                                         it->second.header.idempotency_key});
       rows.erase(it);
     }
     if (flush.unreadable.size() == flush.entries.size()) {
@@ -572,8 +591,9 @@ RecoveryPlan SpoolBridge::Plan(const std::vector<spool::SpoolRecord>& records, a
     plan.replays.push_back({std::move(to), std::move(flush)});
   }
   for (const auto& [lsn, f] : rows) {
-    plan.queued.push_back({RecoveryPlan::Table{f.header.table, f.header.columns},
-                           SpoolEntry{lsn, f.header.rows, f.size, now}});
+    plan.queued.push_back(
+        {RecoveryPlan::Table{f.header.table, f.header.columns},
+         SpoolEntry{lsn, f.header.rows, f.size, now, nullptr, f.header.idempotency_key}});
   }
   MarkCommitted(empty_intents, "empty intents'");
   return plan;

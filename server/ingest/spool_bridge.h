@@ -29,6 +29,7 @@
 #include "server/ingest/clock.h"
 #include "server/ingest/flush_delay.h"
 #include "server/ingest/inserter.h"
+#include "server/ingest/key_log.h"
 #include "server/ingest/memory_budget.h"
 #include "server/ingest/observer.h"
 #include "server/ingest/retry.h"
@@ -60,6 +61,7 @@ struct SpoolEntry {
   uint64_t bytes = 0;  // of the record's payload
   absl::Time appended;
   std::shared_ptr<const CachedBlock> cached;  // the block itself, when kept in memory
+  std::string key;                            // the request's scoped idempotency key, or ""
 };
 
 // The records of one spooled INSERT, and its intent once written (0: not yet).
@@ -140,7 +142,10 @@ class SpoolBridge {
  public:
   struct Options {
     spool::Spool* spool = nullptr;
-    std::string spool_id;      // a spooled batch's identity is `<spool_id>-<intent LSN>`
+    std::string spool_id;  // a spooled batch's identity is `<spool_id>-<intent LSN>`
+    // Where the keys of a committed batch's requests are written before its records are marked
+    // committed; null: they are not kept beyond the records.
+    KeyLog* key_log = nullptr;
     uint64_t cache_bytes = 0;  // blocks kept in memory after their sync, at most
     RetryPolicy retry;
   };
@@ -155,6 +160,7 @@ class SpoolBridge {
     std::string payload;
     std::shared_ptr<const CachedBlock> cached;
     uint64_t rows = 0;
+    std::string key;  // the request's scoped idempotency key, or ""
   };
   Record Encode(const TableId& table, const std::vector<std::string>& columns,
                 const std::string& idempotency_key, std::unique_ptr<clickhouse::Block> block);
@@ -204,6 +210,8 @@ class SpoolBridge {
                     SpooledOutcome* outcome);
   // Counts outcome.lost_rows as dropped for a damaged spool.
   void ReportLost(const SpoolTarget& target, const SpooledOutcome& outcome);
+  // Writes the keys of a committed batch's requests to the key log (Options::key_log).
+  void KeepKeys(const SpoolTarget& target, const SpooledFlush& flush);
   // The header of a record the spool's Open handed back: from its checked head, its payload, or
   // the record read again (retrying errors that may pass for a while).
   absl::StatusOr<SpoolRecordHeader> HeaderAtStart(const spool::SpoolRecord& r);

@@ -951,6 +951,15 @@ def test_main_args(description, add_options=None):
     return args, [sys.argv[0]] + rest
 
 
+def test_main_args_with_cli(description):
+    """test_main_args with --cli too: returns (chgate binary, chgate-cli binary, argv for
+    unittest.main); chgate-cli defaults to the one built beside chgate."""
+    args, argv = test_main_args(description, lambda ap: ap.add_argument("--cli", default=None))
+    cli = (os.path.abspath(args.cli) if args.cli
+           else str(Path(args.chgate).parent.parent / "client" / "chgate-cli"))
+    return args.chgate, cli, argv
+
+
 def ensure_clickhouse_or_exit(clickhouse):
     """Exits 77 (skip) when ClickHouse is unreachable and not required; exits 1 when required."""
     why = clickhouse.check_reachable()

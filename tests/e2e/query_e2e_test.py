@@ -94,12 +94,7 @@ class QueryTestCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.ch = e2e.ClickHouse()
-        problem = cls.ch.check_reachable()
-        if problem is not None:
-            if cls.ch.required:
-                raise RuntimeError(f"ClickHouse unreachable: {problem}")
-            raise unittest.SkipTest(f"ClickHouse unreachable: {problem}")
+        cls.ch = e2e.reachable_clickhouse()
         cls.ch.ensure_database()
         cls.stubs = e2e.load_stubs()
         cls.pb = cls.stubs.pb
@@ -347,11 +342,7 @@ class ShutdownTest(QueryTestCase):
 
 def main():
     global CHGATE, CLI
-    args, argv = e2e.test_main_args(__doc__.splitlines()[0],
-                                    lambda ap: ap.add_argument("--cli", default=None))
-    CHGATE = args.chgate
-    CLI = os.path.abspath(args.cli) if args.cli else str(Path(CHGATE).parent.parent / "client"
-                                                         / "chgate-cli")
+    CHGATE, CLI, argv = e2e.test_main_args_with_cli(__doc__.splitlines()[0])
     unittest.main(argv=argv, verbosity=2)
 
 

@@ -205,7 +205,8 @@ class IngestorTest : public ::testing::Test {
 
   FakeClock clock_;
   FakeInserter inserter_;
-  std::unique_ptr<spool::Spool> spool_;  // outlives the Ingestor
+  std::unique_ptr<spool::Spool> spool_;      // outlives the Ingestor
+  std::unique_ptr<spool::Spool> key_spool_;  // too
   // Declared before the Ingestor, so they outlive it: its destructor completes what is still
   // pending, through callbacks that write into them.
   std::vector<std::unique_ptr<Outcome>> outcomes_;
@@ -1354,17 +1355,25 @@ class PersistedTest : public IngestorTest {
     EXPECT_TRUE(opened.ok()) << opened.status();
     if (after_open) after_open();
     spool_ = std::move(opened->spool);
+    // The committed requests' keys, as chgate keeps them: a spool of their own beside.
+    absl::StatusOr<spool::Spool::Opened> keys =
+        spool::Spool::Open(dir_ + "/keys", {.min_free_bytes = 1});
+    EXPECT_TRUE(keys.ok()) << keys.status();
+    key_spool_ = std::move(keys->spool);
     o.spool = spool_.get();
     o.spool_id = spool_->id();
+    o.key_spool = key_spool_.get();
     Make(o);
-    return ingestor_->Recover(opened->replay);
+    return ingestor_->Recover(opened->replay, keys->replay);
   }
-  // What a crash leaves: the Ingestor gone without its drain, the spool's files as they are.
+  // What a crash leaves: the Ingestor gone without its drain, the spools' files as they are.
   void Crash() {
     ingestor_->Shutdown(clock_.Now());
     ingestor_.reset();
     spool_->Close();
     spool_.reset();
+    key_spool_->Close();
+    key_spool_.reset();
   }
   Outcome* SubmitPersisted(const clickhouse::Block& block, std::string key = "") {
     outcomes_.push_back(std::make_unique<Outcome>());
@@ -1401,6 +1410,14 @@ class PersistedTest : public IngestorTest {
     clock_.Advance(absl::Milliseconds(250));
     ingestor_->Poll();
     ingestor_->RunPending();
+  }
+  // A resend answered with the first request's result, not spooled again.
+  static void ExpectAnsweredAsBefore(const Outcome* again, uint64_t rows) {
+    ASSERT_TRUE(again->done);
+    EXPECT_TRUE(again->result.status.ok()) << again->result.status;
+    EXPECT_TRUE(again->result.deduplicated);
+    EXPECT_TRUE(again->result.persisted);
+    EXPECT_EQ(again->result.rows, rows);
   }
   std::string dir_;
 };
@@ -1542,6 +1559,35 @@ TEST_F(PersistedTest, ARepeatedIdempotencyKeyAfterARestartIsNotSpooledTwice) {
   FlushDue();
   ASSERT_EQ(inserter_.calls.size(), 1u);
   EXPECT_EQ(inserter_.calls[0].rows_text, "0\txxx\n1\txxx\n");
+}
+
+TEST_F(PersistedTest, AResendOfARequestCommittedBeforeACrashIsAnsweredNotInsertedAgain) {
+  // The first request's rows are committed and its record marked so: its key is no longer in
+  // any pending record. Its caller saw no ack (the connection broke, chgate was killed) and
+  // resends it after the restart.
+  Start(Options());
+  Outcome* first = SubmitPersisted(Rows(0, 3), "key-1");
+  ASSERT_TRUE(first->result.status.ok());
+  FlushDue();
+  ASSERT_EQ(inserter_.calls.size(), 1u);
+  ASSERT_TRUE(spool_->Flush().ok());
+  ASSERT_EQ(spool_->Stats().pending_records, 0u);
+  Crash();
+  inserter_.calls.clear();
+  Start(Options());
+  ExpectAnsweredAsBefore(SubmitPersisted(Rows(0, 3), "key-1"), 3);
+  FlushDue();
+  EXPECT_TRUE(inserter_.calls.empty()) << "a committed request inserted again";
+
+  // Past the key window it is a new request, as without a restart.
+  Crash();
+  clock_.Advance(Options().idempotency_window + absl::Seconds(1));
+  Start(Options());
+  Outcome* late = SubmitPersisted(Rows(0, 3), "key-1");
+  ASSERT_TRUE(late->done);
+  EXPECT_FALSE(late->result.deduplicated);
+  FlushDue();
+  EXPECT_EQ(inserter_.calls.size(), 1u);
 }
 
 TEST_F(PersistedTest, AfterARestartWithClickHouseDownKnownTablesAreStillAcked) {
@@ -1899,12 +1945,7 @@ TEST_F(PersistedTest, AResendOfARequestWhoseBatchWasSentBeforeACrashIsAnsweredNo
   inserter_.script.clear();
   EXPECT_EQ(Start(Options()).intents, 1u);
   // The caller saw no ack and sends the request again under its key.
-  Outcome* again = SubmitPersisted(Rows(0, 3), "key-1");
-  ASSERT_TRUE(again->done);
-  EXPECT_TRUE(again->result.status.ok()) << again->result.status;
-  EXPECT_TRUE(again->result.deduplicated);
-  EXPECT_TRUE(again->result.persisted);
-  EXPECT_EQ(again->result.rows, 3u);
+  ExpectAnsweredAsBefore(SubmitPersisted(Rows(0, 3), "key-1"), 3);
   FlushDue();
   FlushDue();
   // Only the batch sent before the crash goes out, under its identity: nothing new.
