@@ -1,5 +1,7 @@
 #include "server/ingest/idempotency_keys.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace chgate::ingest {
@@ -63,6 +65,11 @@ std::vector<std::function<void(Result)>> IdempotencyKeys::Finish(const std::stri
 void IdempotencyKeys::RememberDone(const std::string& key, Result result) {
   absl::MutexLock lock(&mu_);
   RememberDoneLocked(key, std::move(result), clock_->Now());
+}
+
+void IdempotencyKeys::RememberDone(const std::string& key, Result result, absl::Time finished) {
+  absl::MutexLock lock(&mu_);
+  RememberDoneLocked(key, std::move(result), std::min(finished, clock_->Now()));
 }
 
 void IdempotencyKeys::RememberDoneLocked(const std::string& key, Result result, absl::Time now) {

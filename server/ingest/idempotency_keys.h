@@ -47,8 +47,12 @@ class IdempotencyKeys {
   // callbacks, for the caller to run (with deduplicated = true) once it holds no lock.
   std::vector<std::function<void(Result)>> Finish(const std::string& key, const Result& result)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // A request known to have succeeded (found in the spool at a restart).
+  // A request known to have succeeded (found in the spool at a restart), remembered from now, or
+  // from `finished` (its window ends `window` after it; callers restoring several give them
+  // oldest first).
   void RememberDone(const std::string& key, Result result) ABSL_LOCKS_EXCLUDED(mu_);
+  void RememberDone(const std::string& key, Result result, absl::Time finished)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // A request answered as done whose rows did not reach ClickHouse after all: a repeat of it
   // runs again instead of being answered "deduplicated". A key still in flight can only be that
   // request's own (its rows were lost before its answer was recorded): its Finish forgets it.

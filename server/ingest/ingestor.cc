@@ -502,7 +502,8 @@ RecoverySummary Ingestor::Recover(const std::vector<spool::SpoolRecord>& records
     const std::vector<KeyLog::RecoveredKey> committed = key_log_->Recover(key_records);
     for (const KeyLog::RecoveredKey& k : committed) {
       keys_.RememberDone(k.key.key,
-                         Result{.status = absl::OkStatus(), .rows = k.key.rows, .persisted = true});
+                         Result{.status = absl::OkStatus(), .rows = k.key.rows, .persisted = true},
+                         k.committed);
     }
     if (!committed.empty()) {
       kLog.Info("idempotency keys of committed persisted requests restored",

@@ -73,7 +73,9 @@ class KeyLog {
   const absl::Duration window_;
   const size_t max_keys_;
   absl::Mutex mu_;
-  std::deque<Live> live_ ABSL_GUARDED_BY(mu_);  // in LSN order
+  // In the order their writes returned (concurrent flushes may swap neighbours; expiring by the
+  // front only then keeps a record a moment longer, never shorter).
+  std::deque<Live> live_ ABSL_GUARDED_BY(mu_);
   size_t live_keys_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

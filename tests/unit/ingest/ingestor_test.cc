@@ -1579,10 +1579,12 @@ TEST_F(PersistedTest, AResendOfARequestCommittedBeforeACrashIsAnsweredNotInserte
   FlushDue();
   EXPECT_TRUE(inserter_.calls.empty()) << "a committed request inserted again";
 
-  // Past the key window it is a new request, as without a restart.
+  // The restart did not restart the key's window: past the window since its commit it is a new
+  // request, as without a restart.
   Crash();
-  clock_.Advance(Options().idempotency_window + absl::Seconds(1));
+  clock_.Advance(Options().idempotency_window - absl::Seconds(1));
   Start(Options());
+  clock_.Advance(absl::Seconds(2));
   Outcome* late = SubmitPersisted(Rows(0, 3), "key-1");
   ASSERT_TRUE(late->done);
   EXPECT_FALSE(late->result.deduplicated);
