@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "server/common/little_endian.h"
 #include "server/ingest/spool_record.h"
 #include "text/status_macros.h"
 
@@ -15,16 +16,6 @@ namespace {
 inline absl::string_view A(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 constexpr std::string_view kMagic = "chgate dead letter v1\n";
-
-void PutLe(uint64_t v, int bytes, std::string* out) {
-  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xFFu));
-}
-
-uint64_t GetLe(std::string_view in, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= uint64_t{static_cast<unsigned char>(in[i])} << (8 * i);
-  return v;
-}
 
 absl::Status Bad(std::string_view why) {
   return absl::DataLossError(absl::StrCat("not a chgate dead-letter file: ", A(why)));
@@ -66,8 +57,8 @@ std::string EncodeDeadLetter(const DeadLetter& letter) {
   }
   absl::StrAppend(&out, "error: ", OneLine(letter.error), "\n\n");
   for (const DeadLetter::Record& r : letter.payloads) {
-    PutLe(r.lsn, 8, &out);
-    PutLe(r.payload.size(), 4, &out);
+    AppendLittleEndian(&out, r.lsn, 8);
+    AppendLittleEndian(&out, r.payload.size(), 4);
     out += r.payload;
   }
   return out;
@@ -120,8 +111,8 @@ absl::StatusOr<DeadLetter> DecodeDeadLetter(std::string_view bytes, bool header_
   std::string_view rest = bytes.substr(end + 2);
   while (!rest.empty()) {
     if (rest.size() < 12) return Bad("a record header is cut short");
-    const uint64_t lsn = GetLe(rest, 8);
-    const uint64_t size = GetLe(rest.substr(8), 4);
+    const uint64_t lsn = LoadLittleEndian(rest, 8);
+    const uint64_t size = LoadLittleEndian(rest.substr(8), 4);
     if (rest.size() - 12 < size) return Bad(absl::StrCat("record ", lsn, " is cut short"));
     letter.payloads.push_back({lsn, std::string(rest.substr(12, size))});
     rest.remove_prefix(12 + size);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/little_endian.h"
 #include "server/log/log.h"
 
 namespace chgate::ingest {
@@ -12,16 +13,10 @@ constexpr log::Component kLog("ingest");
 
 constexpr char kVersion = 1;
 
-void PutLe(std::string& out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFFu));
-}
-
-bool GetLe(std::string_view& in, int bytes, uint64_t* v) {
+// Takes a `bytes`-byte little-endian integer off the front of `in`; false when it is shorter.
+bool TakeLittleEndian(std::string_view& in, int bytes, uint64_t* v) {
   if (in.size() < static_cast<size_t>(bytes)) return false;
-  *v = 0;
-  for (int i = bytes - 1; i >= 0; --i) {
-    *v = (*v << 8) | static_cast<unsigned char>(in[static_cast<size_t>(i)]);
-  }
+  *v = LoadLittleEndian(in, bytes);
   in.remove_prefix(static_cast<size_t>(bytes));
   return true;
 }
@@ -35,12 +30,12 @@ KeyLog::KeyLog(spool::Spool* spool, Clock* clock, absl::Duration window, size_t 
 std::string KeyLog::Encode(absl::Time committed, const std::vector<Key>& keys) {
   std::string out;
   out.push_back(kVersion);
-  PutLe(out, static_cast<uint64_t>(absl::ToUnixMicros(committed)), 8);
-  PutLe(out, keys.size(), 4);
+  AppendLittleEndian(&out, static_cast<uint64_t>(absl::ToUnixMicros(committed)), 8);
+  AppendLittleEndian(&out, keys.size(), 4);
   for (const Key& k : keys) {
-    PutLe(out, k.key.size(), 4);
+    AppendLittleEndian(&out, k.key.size(), 4);
     out.append(k.key);
-    PutLe(out, k.rows, 8);
+    AppendLittleEndian(&out, k.rows, 8);
   }
   return out;
 }
@@ -48,22 +43,23 @@ std::string KeyLog::Encode(absl::Time committed, const std::vector<Key>& keys) {
 absl::StatusOr<std::pair<absl::Time, std::vector<KeyLog::Key>>> KeyLog::Decode(
     std::string_view payload) {
   uint64_t version = 0, micros = 0, count = 0;
-  if (!GetLe(payload, 1, &version) || version != kVersion) {
+  if (!TakeLittleEndian(payload, 1, &version) || version != kVersion) {
     return absl::InvalidArgumentError("not a key record of version 1");
   }
-  if (!GetLe(payload, 8, &micros) || !GetLe(payload, 4, &count)) {
+  if (!TakeLittleEndian(payload, 8, &micros) || !TakeLittleEndian(payload, 4, &count)) {
     return absl::InvalidArgumentError("key record cut short");
   }
   std::vector<Key> keys;
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t length = 0;
     Key k;
-    if (!GetLe(payload, 4, &length) || payload.size() < length) {
+    if (!TakeLittleEndian(payload, 4, &length) || payload.size() < length) {
       return absl::InvalidArgumentError("key record cut short");
     }
     k.key.assign(payload.substr(0, length));
     payload.remove_prefix(length);
-    if (!GetLe(payload, 8, &k.rows)) return absl::InvalidArgumentError("key record cut short");
+    if (!TakeLittleEndian(payload, 8, &k.rows))
+      return absl::InvalidArgumentError("key record cut short");
     keys.push_back(std::move(k));
   }
   if (!payload.empty()) return absl::InvalidArgumentError("bytes after the last key");
